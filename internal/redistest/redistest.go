@@ -1,0 +1,170 @@
+// Package redistest starts a throwaway redis-server for tests.
+//
+// Each server listens on a free loopback port with persistence off
+// (--save "" --appendonly no) and is stopped by t.Cleanup. Tests never
+// skip when redis-server is missing: they fail, because CI must run them.
+package redistest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Server is a running redis-server owned by one test (or one test binary).
+type Server struct {
+	Addr   string
+	Client *redis.Client
+	cmd    *exec.Cmd
+	dir    string
+}
+
+// Start runs redis-server with extra command-line arguments (e.g.
+// "--requirepass", "secret") and stops it when the test ends.
+func Start(t testing.TB, args ...string) *Server {
+	t.Helper()
+	s, err := StartServer(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Stop)
+	return s
+}
+
+// StartServer is Start for callers without a testing.TB, such as TestMain
+// or a benchmark binary. The caller must call Stop.
+func StartServer(args ...string) (*Server, error) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		return nil, fmt.Errorf("redistest: redis-server not found on PATH (apt-get install -y redis-server): %w", err)
+	}
+	dir, err := os.MkdirTemp("", "redistest")
+	if err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		s, err := launch(bin, dir, port, args)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	os.RemoveAll(dir)
+	return nil, lastErr
+}
+
+func launch(bin, dir string, port int, extra []string) (*Server, error) {
+	argv := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}
+	argv = append(argv, extra...)
+	cmd := exec.Command(bin, argv...)
+	stderr := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
+			c.Close()
+			s := &Server{Addr: addr, cmd: cmd, dir: dir}
+			s.Client = redis.NewClient(&redis.Options{Addr: addr, Password: passwordOf(extra)})
+			return s, nil
+		}
+		if cmd.ProcessState != nil {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	return nil, fmt.Errorf("redistest: redis-server on %s did not start: %s", addr, stderr.String())
+}
+
+func passwordOf(args []string) string {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--requirepass" {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// Stop kills the server and removes its directory. It is safe to call twice.
+func (s *Server) Stop() {
+	if s.cmd == nil {
+		return
+	}
+	s.Client.Close()
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	os.RemoveAll(s.dir)
+	s.cmd = nil
+}
+
+// Do runs one command with the admin client and returns its reply.
+func (s *Server) Do(args ...any) (any, error) {
+	return s.Client.Do(context.Background(), args...).Result()
+}
+
+// CommandStat returns calls and usec_per_call of one command from
+// INFO commandstats, e.g. CommandStat("evalsha").
+func (s *Server) CommandStat(name string) (calls int64, usecPerCall float64, err error) {
+	info, err := s.Client.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		return 0, 0, err
+	}
+	sc := bufio.NewScanner(strings.NewReader(info))
+	prefix := "cmdstat_" + strings.ToLower(name) + ":"
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		for _, field := range strings.Split(line[len(prefix):], ",") {
+			k, v, _ := strings.Cut(field, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec_per_call":
+				usecPerCall, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		return calls, usecPerCall, nil
+	}
+	return 0, 0, nil
+}
+
+var prefixSeq atomic.Int64
+
+// Prefix returns a key prefix unique to this test, so tests share a server
+// without FLUSHDB.
+func Prefix(t testing.TB) string {
+	return fmt.Sprintf("t%d:%s:", prefixSeq.Add(1), t.Name())
+}
+
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
