@@ -1,0 +1,125 @@
+package algorithms
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// "1 per second and 3 per minute": once either denies, nothing is charged.
+func TestSeveralLimitsAllOrNothing(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	perSecond := mustLimit(t)(NewSlidingLog(1, time.Second))
+	perMinute := mustLimit(t)(NewSlidingLog(3, time.Minute))
+	funnel := mustLimit(t)(NewFunnel(5, 1, time.Minute))
+	checks := []Check{{Key: p + "{u}:s", Limit: perSecond, Cost: 1}, {Key: p + "{u}:m", Limit: perMinute, Cost: 1}, {Key: p + "{u}:f", Limit: funnel, Cost: 1}}
+	if d := c.decide(p+"{u}:block", checks); !d.Allowed() {
+		t.Fatalf("first request denied: %+v", d)
+	}
+	d := c.decide(p+"{u}:block", checks)
+	if d.Allowed() || d.Results[0].Allowed || !d.Results[1].Allowed || !d.Results[2].Allowed {
+		t.Fatalf("second request within a second: %+v", d)
+	}
+	if i := d.Tightest(); i != 0 {
+		t.Fatalf("tightest = %d, want the per-second limit", i)
+	}
+	// The per-minute and funnel limits report what is left, uncharged.
+	if d.Results[1].Remaining != 2 || d.Results[2].Remaining != 4 {
+		t.Fatalf("uncharged remaining: %+v", d.Results)
+	}
+	if n, _ := c.do("ZCARD", p+"{u}:m").Int64(); n != 1 {
+		t.Fatalf("per-minute log has %d entries after a denied request, want 1", n)
+	}
+	tat1, _ := c.do("GET", p+"{u}:f").Text()
+	c.decide(p+"{u}:block", checks)
+	if tat2, _ := c.do("GET", p+"{u}:f").Text(); tat1 != tat2 {
+		t.Fatalf("funnel charged by a denied request: %s -> %s", tat1, tat2)
+	}
+}
+
+func TestBlockKeyDeniesAndChargesNothing(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	l := mustLimit(t)(NewSlidingLog(10, time.Minute))
+	checks := []Check{{Key: p + "{u}:log", Limit: l, Cost: 1}}
+	c.do("SET", p+"{u}:block", "1", "PX", "5000")
+	d := c.decide(p+"{u}:block", checks)
+	if !d.Blocked || d.Allowed() || d.BlockedFor <= 4*time.Second || d.BlockedFor > 5*time.Second || len(d.Results) != 0 {
+		t.Fatalf("blocked decision: %+v", d)
+	}
+	if n, _ := c.do("EXISTS", p+"{u}:log").Int64(); n != 0 {
+		t.Fatal("a blocked request wrote the limit's key")
+	}
+	c.do("PERSIST", p+"{u}:block")
+	if d := c.decide(p+"{u}:block", checks); !d.Blocked || d.BlockedFor != -1 {
+		t.Fatalf("block without TTL: %+v", d)
+	}
+	c.do("DEL", p+"{u}:block")
+	if d := c.decide(p+"{u}:block", checks); !d.Allowed() {
+		t.Fatalf("after unblock: %+v", d)
+	}
+}
+
+// Every key the script writes carries a TTL no longer than its state matters.
+func TestEveryKeyHasTTL(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	checks := []Check{
+		{Key: p + "{u}:log", Limit: mustLimit(t)(NewSlidingLog(10, 1500*time.Millisecond)), Cost: 2},
+		{Key: p + "{u}:ctr", Limit: mustLimit(t)(NewSlidingCounter(10, 2*time.Second)), Cost: 2},
+		{Key: p + "{u}:fun", Limit: mustLimit(t)(NewFunnel(10, 1, time.Second)), Cost: 3},
+	}
+	c.decide(p+"{u}:block", checks)
+	for key, max := range map[string]int64{p + "{u}:log": 1500, p + "{u}:ctr": 4000, p + "{u}:fun": 3000} {
+		ttl, err := c.do("PTTL", key).Int64()
+		if err != nil || ttl <= 0 || ttl > max {
+			t.Errorf("PTTL %s = %d (%v), want 1..%d", key, ttl, err, max)
+		}
+	}
+}
+
+// Members are unique even when one call admits several in one microsecond.
+func TestSlidingLogMembersUniqueWithinOneMicrosecond(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	l := mustLimit(t)(NewSlidingLog(10, time.Minute))
+	c.decide(p+"b", []Check{{Key: p + "log", Limit: l, Cost: 4}})
+	members, err := c.do("ZRANGE", p+"log", "0", "-1", "WITHSCORES").Array()
+	if err != nil || len(members) != 8 {
+		t.Fatalf("ZRANGE: %v, %v", members, err)
+	}
+	seen := map[string]bool{}
+	for i := 0; i < 8; i += 2 {
+		m, _ := members[i].Text()
+		if seen[m] || members[1].String() != members[i+1].String() {
+			t.Fatalf("members %v: want 4 distinct members at one score", members)
+		}
+		seen[m] = true
+	}
+}
+
+func TestNoScriptThenEval(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	c.do("SCRIPT", "FLUSH")
+	checks := []Check{{Key: p + "k", Limit: mustLimit(t)(NewFunnel(2, 1, time.Second)), Cost: 1}}
+	v := c.roundTrip(AppendEvalSHA(nil, []string{p + "b"}, checks))
+	var rerr *redisproto.Error
+	if !errors.As(v.Err(), &rerr) || rerr.Prefix() != "NOSCRIPT" {
+		t.Fatalf("EVALSHA after SCRIPT FLUSH: %v", v)
+	}
+	var d Decision
+	if err := d.Parse(v, 1, 1); !errors.As(err, &rerr) {
+		t.Fatalf("Parse of -NOSCRIPT: %v", err)
+	}
+	if err := d.Parse(c.roundTrip(AppendEval(nil, []string{p + "b"}, checks)), 1, 1); err != nil || !d.Allowed() {
+		t.Fatalf("EVAL: %+v %v", d, err)
+	}
+	if err := d.Parse(c.roundTrip(AppendEvalSHA(nil, []string{p + "b"}, checks)), 1, 1); err != nil || !d.Allowed() {
+		t.Fatalf("EVALSHA after EVAL: %+v %v", d, err)
+	}
+}

@@ -1,0 +1,197 @@
+package algorithms
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Algorithm names one of the rate-limit algorithms.
+type Algorithm uint8
+
+const (
+	// SlidingLog admits at most Rate requests in any window of length Period.
+	SlidingLog Algorithm = iota + 1
+	// SlidingCounter approximates SlidingLog in O(1) memory.
+	SlidingCounter
+	// Funnel is GCRA: Burst requests at once, refilled at Rate per Period.
+	Funnel
+)
+
+// code is the algorithm's name inside the script's arguments.
+func (a Algorithm) code() string {
+	switch a {
+	case SlidingLog:
+		return "l"
+	case SlidingCounter:
+		return "c"
+	case Funnel:
+		return "f"
+	}
+	return "?"
+}
+
+func (a Algorithm) String() string {
+	switch a {
+	case SlidingLog:
+		return "sliding_log"
+	case SlidingCounter:
+		return "sliding_counter"
+	case Funnel:
+		return "funnel"
+	}
+	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+}
+
+// ParseAlgorithm is the inverse of Algorithm.String.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel} {
+		if a.String() == s {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown algorithm %q (want sliding_log, sliding_counter or funnel)", s)
+}
+
+// Limits on parameters keep every value the script computes an exact integer
+// in a Lua double (below 2^52).
+const (
+	maxScaled   = 1 << 50 // SlidingCounter: Rate * Period in ms
+	maxTau      = 1 << 48 // Funnel: Burst * emission interval in us (~8.9 years)
+	maxLogLimit = 1 << 20 // SlidingLog: entries per key
+)
+
+// Limit is one rate limit. Build it with NewSlidingLog, NewSlidingCounter,
+// NewFunnel or TokenBucket, which reject bad parameters.
+type Limit struct {
+	Algorithm Algorithm
+	// Rate is the number of requests per Period: the window's quota for the
+	// sliding algorithms, the leak rate for Funnel.
+	Rate int64
+	// Period is the window length (sliding) or the leak period (Funnel).
+	Period time.Duration
+	// Burst is the most a request may cost: Rate for the sliding
+	// algorithms, the bucket capacity for Funnel. Funnel{Burst: 10, Rate: 10,
+	// Period: time.Second} admits 10 at once, then one every 100 ms.
+	Burst int64
+}
+
+// NewSlidingLog admits at most limit requests in any window of length window.
+// Memory is about 20 bytes per admitted request within the window.
+func NewSlidingLog(limit int64, window time.Duration) (Limit, error) {
+	l := Limit{Algorithm: SlidingLog, Rate: limit, Period: window, Burst: limit}
+	return l, l.Validate()
+}
+
+// NewSlidingCounter approximates NewSlidingLog with two weighted fixed
+// windows; the window is counted in whole milliseconds.
+func NewSlidingCounter(limit int64, window time.Duration) (Limit, error) {
+	l := Limit{Algorithm: SlidingCounter, Rate: limit, Period: window, Burst: limit}
+	return l, l.Validate()
+}
+
+// NewFunnel is redis-cell's CL.THROTTLE key capacity-1 rate period: a
+// leaky bucket holding capacity requests, leaking rate per period. The
+// emission interval period/rate is rounded to the microsecond.
+func NewFunnel(capacity, rate int64, period time.Duration) (Limit, error) {
+	l := Limit{Algorithm: Funnel, Rate: rate, Period: period, Burst: capacity}
+	return l, l.Validate()
+}
+
+// TokenBucket maps a token bucket onto Funnel. A bucket of capacity tokens,
+// refilled with refill tokens every period and full at the start, admits
+// exactly what a funnel of the same capacity leaking refill per period
+// admits: a request costing n takes n tokens in one, and adds n units of
+// water in the other, and tokens left equal capacity minus water held.
+func TokenBucket(capacity, refill int64, period time.Duration) (Limit, error) {
+	return NewFunnel(capacity, refill, period)
+}
+
+// Validate reports the first bad parameter, naming it.
+func (l Limit) Validate() error {
+	switch l.Algorithm {
+	case SlidingLog, SlidingCounter, Funnel:
+	default:
+		return errors.New("algorithm: unknown")
+	}
+	if l.Rate < 1 {
+		return errors.New("rate: must be >= 1")
+	}
+	if l.Burst < 1 {
+		return errors.New("burst: must be >= 1")
+	}
+	if l.Period <= 0 {
+		return errors.New("period: must be > 0")
+	}
+	switch l.Algorithm {
+	case SlidingLog:
+		if l.Period < time.Microsecond {
+			return errors.New("period: must be >= 1us")
+		}
+		if l.Rate > maxLogLimit {
+			return fmt.Errorf("rate: must be <= %d for sliding_log (use sliding_counter)", maxLogLimit)
+		}
+	case SlidingCounter:
+		if l.Period < time.Millisecond || l.Period%time.Millisecond != 0 {
+			return errors.New("period: must be a whole number of milliseconds")
+		}
+		if l.Rate > maxScaled/l.Period.Milliseconds() {
+			return errors.New("rate: rate * period(ms) must be <= 2^50")
+		}
+	case Funnel:
+		t := l.interval()
+		if t < 1 {
+			return errors.New("rate: period / rate must be >= 1us")
+		}
+		if l.Burst > maxTau/t {
+			return errors.New("burst: burst * period / rate must be <= 2^48us")
+		}
+	}
+	if l.Algorithm != Funnel && l.Burst != l.Rate {
+		return errors.New("burst: must equal rate for sliding algorithms")
+	}
+	return nil
+}
+
+// CheckCost reports whether a request may cost n under this limit: n >= 1,
+// n <= Burst; a Funnel also accepts n == 0, which peeks.
+func (l Limit) CheckCost(n int64) error {
+	if n == 0 && l.Algorithm == Funnel {
+		return nil
+	}
+	if n < 1 {
+		return errors.New("cost: must be >= 1")
+	}
+	if n > l.Burst {
+		return fmt.Errorf("cost: must be <= %d, the limit's capacity", l.Burst)
+	}
+	return nil
+}
+
+// interval is the funnel's emission interval T in microseconds, rounded.
+func (l Limit) interval() int64 {
+	p := l.Period.Microseconds()
+	return (p + l.Rate/2) / l.Rate
+}
+
+// args returns the script's a and b for this limit.
+func (l Limit) args() (a, b int64) {
+	switch l.Algorithm {
+	case SlidingLog:
+		return l.Rate, l.Period.Microseconds()
+	case SlidingCounter:
+		return l.Rate, l.Period.Milliseconds()
+	default:
+		return l.Burst, l.interval()
+	}
+}
+
+// Policy returns the quota and window a RateLimit-Policy header advertises:
+// Rate per Period for the sliding algorithms; for Funnel, Burst per the time
+// an empty funnel takes to fill (NewFunnel(16, 30, time.Minute): 16 per 32s).
+func (l Limit) Policy() (quota int64, window time.Duration) {
+	if l.Algorithm == Funnel {
+		return l.Burst, time.Duration(l.Burst*l.interval()) * time.Microsecond
+	}
+	return l.Rate, l.Period
+}

@@ -1,0 +1,82 @@
+package algorithms
+
+import (
+	"testing"
+	"time"
+)
+
+func TestConstructorsRejectBadParameters(t *testing.T) {
+	tests := []struct {
+		name string
+		l    func() (Limit, error)
+		want string
+	}{
+		{"zero window", func() (Limit, error) { return NewSlidingLog(5, 0) }, "period: must be > 0"},
+		{"limit < 1", func() (Limit, error) { return NewSlidingLog(0, time.Second) }, "rate: must be >= 1"},
+		{"log too large", func() (Limit, error) { return NewSlidingLog(2<<20, time.Second) }, "rate: must be <= 1048576 for sliding_log (use sliding_counter)"},
+		{"counter sub-ms", func() (Limit, error) { return NewSlidingCounter(5, 1500*time.Microsecond) }, "period: must be a whole number of milliseconds"},
+		{"counter overflow", func() (Limit, error) { return NewSlidingCounter(1<<40, time.Hour) }, "rate: rate * period(ms) must be <= 2^50"},
+		{"funnel zero capacity", func() (Limit, error) { return NewFunnel(0, 1, time.Second) }, "burst: must be >= 1"},
+		{"funnel zero rate", func() (Limit, error) { return NewFunnel(1, 0, time.Second) }, "rate: must be >= 1"},
+		{"funnel too fast", func() (Limit, error) { return NewFunnel(1, 3_000_000, time.Second) }, "rate: period / rate must be >= 1us"},
+		{"funnel tau", func() (Limit, error) { return NewFunnel(1<<40, 1, time.Second) }, "burst: burst * period / rate must be <= 2^48us"},
+		{"negative period", func() (Limit, error) { return TokenBucket(5, 1, -time.Second) }, "period: must be > 0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.l()
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := NewSlidingCounter(1_000_000, time.Minute); err != nil {
+		t.Fatalf("1,000,000 per minute must be accepted: %v", err)
+	}
+}
+
+func TestCheckCost(t *testing.T) {
+	log, _ := NewSlidingLog(5, time.Second)
+	funnel, _ := NewFunnel(5, 1, time.Second)
+	for _, tc := range []struct {
+		l    Limit
+		n    int64
+		want string
+	}{
+		{log, 1, ""}, {log, 5, ""}, {log, 0, "cost: must be >= 1"}, {log, 6, "cost: must be <= 5, the limit's capacity"},
+		{funnel, 0, ""}, {funnel, -1, "cost: must be >= 1"}, {funnel, 6, "cost: must be <= 5, the limit's capacity"},
+	} {
+		err := tc.l.CheckCost(tc.n)
+		if got := errString(err); got != tc.want {
+			t.Errorf("%v cost %d: got %q, want %q", tc.l.Algorithm, tc.n, got, tc.want)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestFunnelIntervalRoundsToMicrosecond(t *testing.T) {
+	l, _ := NewFunnel(7, 7, time.Second)
+	if got := l.interval(); got != 142857 {
+		t.Fatalf("7/s interval = %dus, want 142857", got)
+	}
+	if a, b := l.args(); a != 7 || b != 142857 {
+		t.Fatalf("args = %d, %d", a, b)
+	}
+}
+
+func TestParseAlgorithm(t *testing.T) {
+	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel} {
+		if got, err := ParseAlgorithm(a.String()); err != nil || got != a {
+			t.Errorf("ParseAlgorithm(%q) = %v, %v", a.String(), got, err)
+		}
+	}
+	if _, err := ParseAlgorithm("fixed_window"); err == nil {
+		t.Error("fixed_window accepted")
+	}
+}

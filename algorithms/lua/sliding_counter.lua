@@ -1,0 +1,51 @@
+-- Sliding counter: two fixed windows, weighted; O(1) memory per key.
+-- limit = L per window W (milliseconds). The estimate of requests in the last W
+-- is prev * (W - e) / W + cur, e = time into the current window. All arithmetic
+-- is scaled by W so it stays in exact integers (L * W <= 2^50 is enforced).
+local function counter_state(key, now, w)
+  local now_ms = math.floor(now / 1000)
+  local idx = math.floor(now_ms / w)
+  local e = now_ms - idx * w
+  local st = redis.call('HMGET', key, 'w', 'c', 'p')
+  local cur, prev = 0, 0
+  local stored = tonumber(st[1])
+  if stored == idx then
+    cur, prev = tonumber(st[2]) or 0, tonumber(st[3]) or 0
+  elseif stored == idx - 1 then
+    prev = tonumber(st[2]) or 0
+  end
+  return idx, e, cur, prev, now - now_ms * 1000
+end
+
+local function counter_check(key, now, limit, w, n)
+  local idx, e, cur, prev, sub = counter_state(key, now, w)
+  local free = limit * w - prev * (w - e) - cur * w
+  local after = cur
+  local ok = n * w <= free and n > 0
+  if ok then after = cur + n end
+  local reset = 0
+  if after > 0 then reset = 2 * w - e elseif prev > 0 then reset = w - e end
+  if reset > 0 then reset = reset * 1000 - sub end
+  if ok then
+    return true, math.floor(free / w) - n, -1, reset, idx, e, after, prev
+  end
+  if n * w <= free then
+    return true, math.floor(free / w), -1, reset
+  end
+  local d
+  if cur + n <= limit then
+    d = w - math.floor((limit - cur - n) * w / prev) - e
+  elseif n <= limit then
+    local wait = w - math.floor((limit - n) * w / cur)
+    if wait < 0 then wait = 0 end
+    d = w - e + wait
+  else
+    d = 2 * w - e
+  end
+  return false, math.max(0, math.floor(free / w)), d * 1000 - sub, reset
+end
+
+local function counter_commit(key, now, limit, w, n, idx, e, cur, prev)
+  redis.call('HSET', key, 'w', idx, 'c', cur, 'p', prev)
+  redis.call('PEXPIRE', key, 2 * w - e)
+end

@@ -1,0 +1,191 @@
+package algorithms
+
+import (
+	"sort"
+	"time"
+)
+
+// Model is the pure Go reference of the script: the same decisions and the
+// same numbers, with the time passed in. Property tests replay a real
+// script's calls through it, at the times the script reported, and demand
+// exact agreement.
+//
+// Keys expire in Redis only once their state no longer affects a decision,
+// so the Model does not track TTLs.
+type Model struct {
+	tats     map[string]int64
+	logs     map[string][]int64
+	counters map[string]counterState
+}
+
+type counterState struct{ window, cur, prev int64 }
+
+// NewModel returns a Model with every key empty.
+func NewModel() *Model {
+	return &Model{tats: map[string]int64{}, logs: map[string][]int64{}, counters: map[string]counterState{}}
+}
+
+// outcome is one limit's verdict, in the script's units, before commit.
+type outcome struct {
+	ok                      bool
+	remaining, retry, reset int64
+	commit                  func()
+}
+
+// Decide runs one script call at now (microseconds since the epoch).
+// blockPTTLs are the block keys' PTTLs in milliseconds: -2 when absent.
+func (m *Model) Decide(now int64, blockPTTLs []int64, checks []Check) Decision {
+	d := Decision{Now: now}
+	for i, blockPTTL := range blockPTTLs {
+		if blockPTTL == -2 {
+			continue
+		}
+		d.Blocked, d.BlockedBy, d.BlockedFor = true, i, time.Duration(blockPTTL)*time.Millisecond
+		if blockPTTL == -1 {
+			d.BlockedFor = -1
+		}
+		return d
+	}
+	outs := make([]outcome, len(checks))
+	all := true
+	for i, c := range checks {
+		outs[i] = m.check(c, now, c.Cost)
+		all = all && outs[i].ok
+	}
+	for i, c := range checks {
+		o := outs[i]
+		if all {
+			o.commit()
+		} else if o.ok {
+			o = m.check(c, now, 0)
+		}
+		a, _ := c.Limit.args()
+		r := Result{Allowed: o.ok, Limit: a, Remaining: o.remaining, RetryAfter: -1,
+			ResetAfter: time.Duration(o.reset) * time.Microsecond}
+		if !o.ok {
+			r.RetryAfter = time.Duration(o.retry) * time.Microsecond
+		}
+		d.Results = append(d.Results, r)
+	}
+	return d
+}
+
+func (m *Model) check(c Check, now, n int64) outcome {
+	a, b := c.Limit.args()
+	switch c.Limit.Algorithm {
+	case SlidingLog:
+		return m.logCheck(c.Key, now, a, b, n)
+	case SlidingCounter:
+		return m.counterCheck(c.Key, now, a, b, n)
+	default:
+		return m.funnelCheck(c.Key, now, a, b, n)
+	}
+}
+
+func (m *Model) funnelCheck(key string, now, capacity, t, n int64) outcome {
+	tau := capacity * t
+	tat, ok := m.tats[key]
+	if !ok || tat < now {
+		tat = now
+	}
+	newTat := tat + n*t
+	diff := now - (newTat - tau)
+	if diff < 0 {
+		return outcome{remaining: floorDiv(now-tat+tau, t), retry: -diff, reset: tat - now}
+	}
+	return outcome{ok: true, remaining: floorDiv(diff, t), retry: -1, reset: newTat - now, commit: func() {
+		if n > 0 {
+			m.tats[key] = newTat
+		}
+	}}
+}
+
+func (m *Model) logCheck(key string, now, limit, window, n int64) outcome {
+	log := m.logs[key]
+	cut := sort.Search(len(log), func(i int) bool { return log[i] > now-window })
+	log = log[cut:]
+	m.logs[key] = log
+	used := int64(len(log))
+	if used+n <= limit && n > 0 {
+		return outcome{ok: true, remaining: limit - used - n, retry: -1, reset: window, commit: func() {
+			at := sort.Search(len(log), func(i int) bool { return log[i] > now })
+			grown := make([]int64, 0, len(log)+int(n))
+			grown = append(grown, log[:at]...)
+			for range n {
+				grown = append(grown, now)
+			}
+			m.logs[key] = append(grown, log[at:]...)
+		}}
+	}
+	var reset int64
+	if used > 0 {
+		reset = log[used-1] + window - now
+	}
+	if used+n <= limit {
+		return outcome{ok: true, remaining: limit - used, retry: -1, reset: reset, commit: func() {}}
+	}
+	retry := window
+	if k := used + n - limit; k <= used {
+		retry = log[k-1] + window - now
+	}
+	return outcome{remaining: limit - used, retry: retry, reset: reset}
+}
+
+func (m *Model) counterCheck(key string, now, limit, w, n int64) outcome {
+	nowMS := now / 1000
+	idx := nowMS / w
+	e := nowMS - idx*w
+	sub := now - nowMS*1000
+	var cur, prev int64
+	if st, ok := m.counters[key]; ok {
+		switch st.window {
+		case idx:
+			cur, prev = st.cur, st.prev
+		case idx - 1:
+			prev = st.cur
+		}
+	}
+	free := limit*w - prev*(w-e) - cur*w
+	ok := n*w <= free && n > 0
+	after := cur
+	if ok {
+		after = cur + n
+	}
+	var reset int64
+	switch {
+	case after > 0:
+		reset = 2*w - e
+	case prev > 0:
+		reset = w - e
+	}
+	if reset > 0 {
+		reset = reset*1000 - sub
+	}
+	if ok {
+		return outcome{ok: true, remaining: floorDiv(free, w) - n, retry: -1, reset: reset, commit: func() {
+			m.counters[key] = counterState{window: idx, cur: after, prev: prev}
+		}}
+	}
+	if n*w <= free {
+		return outcome{ok: true, remaining: floorDiv(free, w), retry: -1, reset: reset, commit: func() {}}
+	}
+	var d int64
+	switch {
+	case cur+n <= limit:
+		d = w - floorDiv((limit-cur-n)*w, prev) - e
+	case n <= limit:
+		d = w - e + max(0, w-floorDiv((limit-n)*w, cur))
+	default:
+		d = 2*w - e
+	}
+	return outcome{remaining: max(0, floorDiv(free, w)), retry: d*1000 - sub, reset: reset}
+}
+
+// floorDiv is Lua's math.floor(a / b) for the exact integers the script uses.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && ((a < 0) != (b < 0)) {
+		q--
+	}
+	return q
+}

@@ -1,0 +1,65 @@
+package algorithms
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// Random sequences of costs go through the real script and through the
+// Model at the time the script reported; every Decision must agree exactly.
+func TestScriptMatchesModel(t *testing.T) {
+	mixes := map[string][]Limit{
+		"sliding_log":     {mustLimit(t)(NewSlidingLog(7, 40*time.Millisecond))},
+		"sliding_counter": {mustLimit(t)(NewSlidingCounter(9, 30*time.Millisecond))},
+		"funnel":          {mustLimit(t)(NewFunnel(5, 3, 20*time.Millisecond))},
+		"token_bucket":    {mustLimit(t)(TokenBucket(4, 1, 7*time.Millisecond))},
+		"mixed": {
+			mustLimit(t)(NewSlidingLog(3, 15*time.Millisecond)),
+			mustLimit(t)(NewSlidingLog(8, 60*time.Millisecond)),
+			mustLimit(t)(NewSlidingCounter(6, 25*time.Millisecond)),
+			mustLimit(t)(NewFunnel(4, 2, 10*time.Millisecond)),
+		},
+	}
+	for name, limits := range mixes {
+		t.Run(name, func(t *testing.T) {
+			seed := uint64(time.Now().UnixNano())
+			t.Logf("seed %d", seed)
+			rng := rand.New(rand.NewPCG(seed, 1))
+			c := dial(t)
+			p := redistest.Prefix(t)
+			model := NewModel()
+			checks := make([]Check, len(limits))
+			allowed, denied := 0, 0
+			for step := range 400 {
+				user := rng.IntN(2) // two users, so keys stay apart
+				for i, l := range limits {
+					checks[i] = Check{Key: fmt.Sprintf("%s{u%d}:%d", p, user, i), Limit: l, Cost: 1 + rng.Int64N(min(l.Burst, 3))}
+					if l.Algorithm == Funnel && rng.IntN(10) == 0 {
+						checks[i].Cost = 0 // peek
+					}
+				}
+				got := c.decide(fmt.Sprintf("%s{u%d}:block", p, user), checks)
+				want := model.Decide(got.Now, []int64{-2}, checks)
+				if !reflect.DeepEqual(got, want) {
+					t.Fatalf("step %d, checks %+v:\nscript %+v\nmodel  %+v", step, checks, got, want)
+				}
+				if got.Allowed() {
+					allowed++
+				} else {
+					denied++
+				}
+				if rng.IntN(4) == 0 {
+					time.Sleep(time.Duration(rng.IntN(8000)) * time.Microsecond)
+				}
+			}
+			if allowed == 0 || denied == 0 {
+				t.Fatalf("the sequence must exercise both verdicts: %d allowed, %d denied", allowed, denied)
+			}
+		})
+	}
+}

@@ -1,0 +1,155 @@
+package algorithms
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// Result is one limit's verdict, as redis_rate and CL.THROTTLE report it.
+type Result struct {
+	// Allowed is this limit's own verdict. A request is admitted only when
+	// every limit allows it.
+	Allowed bool
+	// Limit is the limit's capacity: Rate for sliding windows, Burst for Funnel.
+	Limit int64
+	// Remaining is what a request could still cost now: after this
+	// request when it was admitted, before it otherwise.
+	Remaining int64
+	// RetryAfter is how long until this limit would admit the request;
+	// -1 when it allowed it.
+	RetryAfter time.Duration
+	// ResetAfter is how long until the limit is back to full capacity, if no
+	// more requests arrive. A PerSecond(10) funnel after one request: 100ms.
+	ResetAfter time.Duration
+}
+
+// Decision is the outcome of one script call.
+type Decision struct {
+	// Now is the Redis server time the script used, in microseconds since
+	// the Unix epoch.
+	Now int64
+	// Blocked is set when an operator's block key exists; then Results is
+	// empty, BlockedBy is the index of that key in the call's blocks, and
+	// BlockedFor is its remaining TTL (-1 when it has none).
+	Blocked    bool
+	BlockedBy  int
+	BlockedFor time.Duration
+	// Results holds one Result per Check, in order.
+	Results []Result
+}
+
+// Allowed reports whether the request is admitted: not blocked, and allowed
+// by every limit.
+func (d *Decision) Allowed() bool {
+	if d.Blocked {
+		return false
+	}
+	for i := range d.Results {
+		if !d.Results[i].Allowed {
+			return false
+		}
+	}
+	return true
+}
+
+// Tightest returns the index of the result that names the request's fate:
+// the denying limit with the longest RetryAfter, or, when all allow, the one
+// with the fewest Remaining relative to its Limit. -1 when there are none.
+func (d *Decision) Tightest() int {
+	best := -1
+	for i := range d.Results {
+		if best < 0 || tighter(&d.Results[i], &d.Results[best]) {
+			best = i
+		}
+	}
+	return best
+}
+
+func tighter(r, than *Result) bool {
+	if r.Allowed != than.Allowed {
+		return !r.Allowed
+	}
+	if !r.Allowed {
+		return r.RetryAfter > than.RetryAfter
+	}
+	// r.Remaining/r.Limit < than.Remaining/than.Limit, without division.
+	return r.Remaining*than.Limit < than.Remaining*r.Limit
+}
+
+// ErrUnexpectedReply wraps every reply that is not what the script returns.
+var ErrUnexpectedReply = errors.New("algorithms: unexpected script reply")
+
+// Parse fills d from the script's reply to a call with nb block keys and n
+// checks, reusing d.Results. A Redis error reply is returned as its
+// *redisproto.Error, so callers can tell -NOSCRIPT apart.
+func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
+	if err := v.Err(); err != nil {
+		return err
+	}
+	elems, err := v.Array()
+	if err != nil || len(elems) < 2 {
+		return fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
+	}
+	now, err1 := elems[0].Int64()
+	block, err2 := elems[1].Int64()
+	if err1 != nil || err2 != nil || now <= 0 || block < -2 {
+		return fmt.Errorf("%w: header %s", ErrUnexpectedReply, v.String())
+	}
+	d.Now, d.Results = now, d.Results[:0]
+	d.Blocked, d.BlockedBy, d.BlockedFor = block != -2, 0, 0
+	if d.Blocked {
+		var by int64
+		if len(elems) == 3 {
+			by, err = elems[2].Int64()
+		}
+		if len(elems) != 3 || err != nil || by < 1 || by > int64(nb) {
+			return fmt.Errorf("%w: blocked reply %s", ErrUnexpectedReply, v.String())
+		}
+		d.BlockedBy = int(by - 1)
+		d.BlockedFor = time.Duration(block) * time.Millisecond
+		if block == -1 {
+			d.BlockedFor = -1
+		}
+		return nil
+	}
+	if len(elems) != 2+5*n {
+		return fmt.Errorf("%w: %d elements for %d limits", ErrUnexpectedReply, len(elems), n)
+	}
+	for i := 0; i < n; i++ {
+		r, err := parseResult(elems[2+5*i : 7+5*i])
+		if err != nil {
+			return fmt.Errorf("%w: limit %d: %v", ErrUnexpectedReply, i, err)
+		}
+		d.Results = append(d.Results, r)
+	}
+	return nil
+}
+
+func parseResult(e []redisproto.Value) (Result, error) {
+	var f [5]int64
+	for i := range f {
+		x, err := e[i].Int64()
+		if err != nil {
+			return Result{}, err
+		}
+		f[i] = x
+	}
+	allowed, limit, remaining, retry, reset := f[0], f[1], f[2], f[3], f[4]
+	switch {
+	case allowed != 0 && allowed != 1:
+		return Result{}, fmt.Errorf("allowed = %d", allowed)
+	case limit < 1 || remaining < 0 || remaining > limit || reset < 0:
+		return Result{}, fmt.Errorf("limit %d, remaining %d, reset %d", limit, remaining, reset)
+	case allowed == 1 && retry != -1, allowed == 0 && retry < 0:
+		return Result{}, fmt.Errorf("allowed %d with retry_after %d", allowed, retry)
+	}
+	r := Result{Allowed: allowed == 1, Limit: limit, Remaining: remaining,
+		RetryAfter: -1, ResetAfter: time.Duration(reset) * time.Microsecond}
+	if !r.Allowed {
+		r.RetryAfter = time.Duration(retry) * time.Microsecond
+	}
+	return r, nil
+}

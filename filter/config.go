@@ -1,0 +1,253 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+)
+
+// Config is the filter's parsed configuration. See README.md for the JSON.
+type Config struct {
+	Redis RedisConfig
+	// FailOpen admits requests when Redis cannot decide (default true);
+	// otherwise they get FailureStatus (default 503).
+	FailOpen      bool
+	FailureStatus int
+	// RejectStatus answers a rate-limited or blocked request (default 429).
+	RejectStatus int
+	Headers      HeaderStyle
+	// TrustedHops is how many proxies in front of this one append to
+	// X-Forwarded-For; 0 (default) takes the client IP from source.address.
+	TrustedHops int
+	Rules       []Rule
+}
+
+// RedisConfig says how to reach Redis through the proxy.
+type RedisConfig struct {
+	Cluster  string // the proxy's cluster name; required
+	Username string
+	Password string
+	Timeout  time.Duration // default 200ms
+	Database int           // default 0
+	Prefix   string        // default "rl:"
+	// ClusterMode sends one call per hash tag, for Redis Cluster behind the
+	// proxy; otherwise a request's limits go in one call (default false).
+	ClusterMode bool
+}
+
+// HeaderStyle chooses the rate-limit response headers.
+type HeaderStyle uint8
+
+const (
+	HeadersDraft10 HeaderStyle = iota // RateLimit-Policy and RateLimit (IETF draft 10)
+	HeadersLegacy                     // X-RateLimit-Limit, -Remaining, -Reset
+	HeadersBoth
+	HeadersNone
+)
+
+// Rule limits the requests it matches, per key.
+type Rule struct {
+	Name      string
+	Match     Match
+	Key       []KeyPart
+	OnMissing MissingKey
+	Limits    []NamedLimit
+	Cost      Cost
+	// Shadow rules decide and count, but never deny.
+	Shadow bool
+}
+
+// NamedLimit is a limit with the policy name the headers show.
+type NamedLimit struct {
+	Name  string
+	Limit algorithms.Limit
+}
+
+// Match selects requests; empty fields match everything.
+type Match struct {
+	Path       string // exact path, without query
+	PathPrefix string
+	Methods    []string
+	Hosts      []string // exact :authority, without port
+}
+
+// KeySource names where a key part comes from.
+type KeySource uint8
+
+const (
+	SourceHeader KeySource = iota + 1
+	SourceQuery
+	SourceCookie
+	SourceClientIP
+	SourcePath
+	SourceMethod
+	SourceHost
+	SourceConstant
+)
+
+var sourceNames = []string{SourceHeader: "header", SourceQuery: "query", SourceCookie: "cookie",
+	SourceClientIP: "client_ip", SourcePath: "path", SourceMethod: "method", SourceHost: "host", SourceConstant: "constant"}
+
+// KeyPart is one dimension of a rule's key.
+type KeyPart struct {
+	Source KeySource
+	Name   string // header (lower case), query parameter or cookie name
+	Value  string // for SourceConstant
+}
+
+// MissingKey says what happens when a key part is absent from a request.
+type MissingKey uint8
+
+const (
+	MissingSkip   MissingKey = iota // the rule does not apply (default)
+	MissingDeny                     // the request is rejected
+	MissingShared                   // requests without it share one key
+)
+
+// Cost is what one request takes from each limit of a rule.
+type Cost struct {
+	Default int64  // default 1
+	Header  string // when set, the cost is read from this header
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// fieldError names the field a bad value came from.
+type fieldError struct {
+	path string
+	err  error
+}
+
+func (e *fieldError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fieldError) Unwrap() error { return e.err }
+
+func errAt(path, format string, args ...any) error {
+	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
+}
+
+// ParseConfig parses and validates the plugin configuration. It rejects
+// unknown fields and bad values with an error naming the field, such as
+// "rules[1].limits[0].window: must be > 0".
+func ParseConfig(data []byte) (*Config, error) {
+	if !gjson.ValidBytes(data) {
+		return nil, errors.New("configuration: not valid JSON")
+	}
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return nil, errors.New("configuration: must be a JSON object")
+	}
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops")
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{FailOpen: true}
+	if c.Redis, err = parseRedis(o["redis"], "redis"); err != nil {
+		return nil, err
+	}
+	switch mode, err := enum(o["failure_mode"], "failure_mode", "allow", "allow", "deny"); {
+	case err != nil:
+		return nil, err
+	default:
+		c.FailOpen = mode == "allow"
+	}
+	if c.FailureStatus, err = status(o["failure_status"], "failure_status", 503); err != nil {
+		return nil, err
+	}
+	if c.RejectStatus, err = status(o["rejected_status"], "rejected_status", 429); err != nil {
+		return nil, err
+	}
+	style, err := enum(o["headers"], "headers", "draft10", "draft10", "legacy", "both", "none")
+	if err != nil {
+		return nil, err
+	}
+	c.Headers = map[string]HeaderStyle{"draft10": HeadersDraft10, "legacy": HeadersLegacy, "both": HeadersBoth, "none": HeadersNone}[style]
+	hops, err := integer(o["xff_trusted_hops"], "xff_trusted_hops", 0, 0, 16)
+	if err != nil {
+		return nil, err
+	}
+	c.TrustedHops = int(hops)
+	rules := o["rules"]
+	if !rules.Exists() {
+		return nil, errAt("rules", "required")
+	}
+	if !rules.IsArray() || len(rules.Array()) == 0 {
+		return nil, errAt("rules", "must be a non-empty array")
+	}
+	seen := map[string]bool{}
+	for i, r := range rules.Array() {
+		path := fmt.Sprintf("rules[%d]", i)
+		rule, err := parseRule(r, path)
+		if err != nil {
+			return nil, err
+		}
+		if seen[rule.Name] {
+			return nil, errAt(path+".name", "duplicate rule name %q", rule.Name)
+		}
+		seen[rule.Name] = true
+		c.Rules = append(c.Rules, rule)
+	}
+	return c, nil
+}
+
+func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
+	r := RedisConfig{}
+	if !v.Exists() {
+		return r, errAt(path, "required")
+	}
+	o, err := fields(v, path, "cluster", "username", "password", "timeout", "database", "key_prefix", "cluster_mode")
+	if err != nil {
+		return r, err
+	}
+	if r.Cluster, err = str(o["cluster"], path+".cluster", ""); err != nil {
+		return r, err
+	}
+	if r.Cluster == "" {
+		return r, errAt(path+".cluster", "required")
+	}
+	if r.Username, err = str(o["username"], path+".username", ""); err != nil {
+		return r, err
+	}
+	if r.Password, err = str(o["password"], path+".password", ""); err != nil {
+		return r, err
+	}
+	if r.Username != "" && r.Password == "" {
+		return r, errAt(path+".password", "required when username is set")
+	}
+	if r.Timeout, err = duration(o["timeout"], path+".timeout", 200*time.Millisecond); err != nil {
+		return r, err
+	}
+	if r.Timeout > time.Minute {
+		return r, errAt(path+".timeout", "must be <= 1m")
+	}
+	db, err := integer(o["database"], path+".database", 0, 0, 1<<16)
+	if err != nil {
+		return r, err
+	}
+	r.Database = int(db)
+	if r.Prefix, err = str(o["key_prefix"], path+".key_prefix", "rl:"); err != nil {
+		return r, err
+	}
+	if len(r.Prefix) > 64 || containsAny(r.Prefix, "{}") {
+		return r, errAt(path+".key_prefix", "must be at most 64 bytes without { or }")
+	}
+	if r.ClusterMode, err = boolean(o["cluster_mode"], path+".cluster_mode", false); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func containsAny(s, chars string) bool {
+	for i := 0; i < len(s); i++ {
+		for j := 0; j < len(chars); j++ {
+			if s[i] == chars[j] {
+				return true
+			}
+		}
+	}
+	return false
+}

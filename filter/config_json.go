@@ -1,0 +1,137 @@
+package filter
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+)
+
+// fields checks that v is an object holding only the allowed keys, each at
+// most once, and returns them by name.
+func fields(v gjson.Result, path string, allowed ...string) (map[string]gjson.Result, error) {
+	if !v.IsObject() {
+		if path == "" {
+			return nil, errors.New("configuration: must be a JSON object")
+		}
+		return nil, errAt(path, "must be an object")
+	}
+	out := make(map[string]gjson.Result, len(allowed))
+	var err error
+	v.ForEach(func(k, val gjson.Result) bool {
+		name := k.String()
+		at := name
+		if path != "" {
+			at = path + "." + name
+		}
+		known := false
+		for _, a := range allowed {
+			known = known || a == name
+		}
+		switch {
+		case !known:
+			err = errAt(at, "unknown field (allowed: %s)", strings.Join(allowed, ", "))
+		case out[name].Exists():
+			err = errAt(at, "duplicate field")
+		default:
+			out[name] = val
+			return true
+		}
+		return false
+	})
+	return out, err
+}
+
+func str(v gjson.Result, path, def string) (string, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.String {
+		return "", errAt(path, "must be a string")
+	}
+	return v.Str, nil
+}
+
+func boolean(v gjson.Result, path string, def bool) (bool, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.True && v.Type != gjson.False {
+		return false, errAt(path, "must be true or false")
+	}
+	return v.Bool(), nil
+}
+
+// integer reads a whole number in [min, max].
+func integer(v gjson.Result, path string, def, min, max int64) (int64, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || strings.ContainsAny(v.Raw, ".eE") {
+		return 0, errAt(path, "must be an integer")
+	}
+	switch n := v.Int(); {
+	case v.Num < float64(min):
+		return 0, errAt(path, "must be >= %d", min)
+	case v.Num > float64(max):
+		return 0, errAt(path, "must be <= %d", max)
+	default:
+		return n, nil
+	}
+}
+
+// duration reads a Go duration string such as "200ms", "1s" or "1m".
+func duration(v gjson.Result, path string, def time.Duration) (time.Duration, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.String {
+		return 0, errAt(path, `must be a duration string such as "500ms", "1s" or "1m"`)
+	}
+	d, err := time.ParseDuration(v.Str)
+	if err != nil {
+		return 0, errAt(path, `must be a duration string such as "500ms", "1s" or "1m"`)
+	}
+	if d < 0 {
+		return 0, errAt(path, "must be > 0")
+	}
+	return d, nil
+}
+
+func enum(v gjson.Result, path, def string, allowed ...string) (string, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type == gjson.String {
+		for _, a := range allowed {
+			if v.Str == a {
+				return a, nil
+			}
+		}
+	}
+	return "", errAt(path, "must be one of %s", strings.Join(allowed, ", "))
+}
+
+func status(v gjson.Result, path string, def int) (int, error) {
+	n, err := integer(v, path, int64(def), 200, 599)
+	return int(n), err
+}
+
+func strList(v gjson.Result, path string) ([]string, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, errAt(path, "must be an array of strings")
+	}
+	var out []string
+	for _, e := range v.Array() {
+		if e.Type != gjson.String {
+			return nil, errAt(path, "must be an array of strings")
+		}
+		out = append(out, e.Str)
+	}
+	return out, nil
+}

@@ -1,0 +1,311 @@
+package filter
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+)
+
+func parseRule(v gjson.Result, path string) (Rule, error) {
+	r := Rule{}
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "cost", "shadow")
+	if err != nil {
+		return r, err
+	}
+	if r.Name, err = str(o["name"], path+".name", ""); err != nil {
+		return r, err
+	}
+	if !nameRE.MatchString(r.Name) {
+		return r, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
+	}
+	if r.Match, err = parseMatch(o["match"], path+".match"); err != nil {
+		return r, err
+	}
+	if r.Key, err = parseKey(o["key"], path+".key"); err != nil {
+		return r, err
+	}
+	missing, err := enum(o["on_missing_key"], path+".on_missing_key", "skip", "skip", "deny", "shared")
+	if err != nil {
+		return r, err
+	}
+	r.OnMissing = map[string]MissingKey{"skip": MissingSkip, "deny": MissingDeny, "shared": MissingShared}[missing]
+	if r.Limits, err = parseLimits(o["limits"], path+".limits", r.Name); err != nil {
+		return r, err
+	}
+	if r.Cost, err = parseCost(o["cost"], path+".cost", r.Limits); err != nil {
+		return r, err
+	}
+	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func parseMatch(v gjson.Result, path string) (Match, error) {
+	m := Match{}
+	if !v.Exists() {
+		return m, nil
+	}
+	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts")
+	if err != nil {
+		return m, err
+	}
+	if m.Path, err = str(o["path"], path+".path", ""); err != nil {
+		return m, err
+	}
+	if m.PathPrefix, err = str(o["path_prefix"], path+".path_prefix", ""); err != nil {
+		return m, err
+	}
+	for _, p := range [][2]string{{"path", m.Path}, {"path_prefix", m.PathPrefix}} {
+		if p[1] != "" && !strings.HasPrefix(p[1], "/") {
+			return m, errAt(path+"."+p[0], "must start with /")
+		}
+	}
+	if m.Path != "" && m.PathPrefix != "" {
+		return m, errAt(path, "path and path_prefix are exclusive")
+	}
+	if m.Methods, err = strList(o["methods"], path+".methods"); err != nil {
+		return m, err
+	}
+	for i, meth := range m.Methods {
+		if meth == "" || strings.ToUpper(meth) != meth {
+			return m, errAt(fmt.Sprintf("%s.methods[%d]", path, i), "must be an upper-case method such as GET")
+		}
+	}
+	if m.Hosts, err = strList(o["hosts"], path+".hosts"); err != nil {
+		return m, err
+	}
+	for i, h := range m.Hosts {
+		if h == "" {
+			return m, errAt(fmt.Sprintf("%s.hosts[%d]", path, i), "must not be empty")
+		}
+		m.Hosts[i] = strings.ToLower(h)
+	}
+	return m, nil
+}
+
+const maxKeyParts = 8
+
+func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
+	if !v.Exists() {
+		return nil, errAt(path, "required")
+	}
+	if !v.IsArray() || len(v.Array()) == 0 || len(v.Array()) > maxKeyParts {
+		return nil, errAt(path, "must be an array of 1 to %d key parts", maxKeyParts)
+	}
+	var parts []KeyPart
+	for i, p := range v.Array() {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		o, err := fields(p, at, "source", "name", "value")
+		if err != nil {
+			return nil, err
+		}
+		src, err := enum(o["source"], at+".source", "", sourceNames[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		if src == "" {
+			return nil, errAt(at+".source", "required")
+		}
+		part := KeyPart{}
+		for s, n := range sourceNames {
+			if n == src {
+				part.Source = KeySource(s)
+			}
+		}
+		if part.Name, err = str(o["name"], at+".name", ""); err != nil {
+			return nil, err
+		}
+		if part.Value, err = str(o["value"], at+".value", ""); err != nil {
+			return nil, err
+		}
+		named := part.Source == SourceHeader || part.Source == SourceQuery || part.Source == SourceCookie
+		switch {
+		case named && part.Name == "":
+			return nil, errAt(at+".name", "required for source %s", src)
+		case !named && o["name"].Exists():
+			return nil, errAt(at+".name", "not allowed for source %s", src)
+		case part.Source == SourceConstant && part.Value == "":
+			return nil, errAt(at+".value", "required for source constant")
+		case part.Source != SourceConstant && o["value"].Exists():
+			return nil, errAt(at+".value", "only allowed for source constant")
+		}
+		if part.Source == SourceHeader {
+			part.Name = strings.ToLower(part.Name)
+		}
+		parts = append(parts, part)
+	}
+	return parts, nil
+}
+
+// limitFields maps the algorithms package's parameter names to each
+// configured algorithm's field names, for error messages.
+var limitFields = map[string]map[string]string{
+	"sliding_log":     {"rate": "limit", "burst": "limit", "period": "window"},
+	"sliding_counter": {"rate": "limit", "burst": "limit", "period": "window"},
+	"funnel":          {"rate": "rate", "burst": "capacity", "period": "period"},
+	"token_bucket":    {"rate": "refill", "burst": "capacity", "period": "period"},
+}
+
+const maxLimits = 16
+
+func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
+	if !v.Exists() {
+		return nil, errAt(path, "required")
+	}
+	if !v.IsArray() || len(v.Array()) == 0 || len(v.Array()) > maxLimits {
+		return nil, errAt(path, "must be an array of 1 to %d limits", maxLimits)
+	}
+	var out []NamedLimit
+	names := map[string]bool{}
+	for i, lv := range v.Array() {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		l, err := parseLimit(lv, at)
+		if err != nil {
+			return nil, err
+		}
+		if l.Name == "" {
+			l.Name = rule
+			if len(v.Array()) > 1 {
+				l.Name = fmt.Sprintf("%s.%d", rule, i)
+			}
+		}
+		if names[l.Name] {
+			return nil, errAt(at+".name", "duplicate limit name %q", l.Name)
+		}
+		names[l.Name] = true
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
+	nl := NamedLimit{}
+	if !v.IsObject() {
+		return nl, errAt(path, "must be an object")
+	}
+	algo, err := enum(v.Get("algorithm"), path+".algorithm", "", "sliding_log", "sliding_counter", "funnel", "token_bucket")
+	if err != nil {
+		return nl, err
+	}
+	if algo == "" {
+		return nl, errAt(path+".algorithm", "required")
+	}
+	names := limitFields[algo]
+	o, err := fields(v, path, "algorithm", "name", names["burst"], names["rate"], names["period"])
+	if err != nil {
+		return nl, err
+	}
+	if nl.Name, err = str(o["name"], path+".name", ""); err != nil {
+		return nl, err
+	}
+	if nl.Name != "" && !nameRE.MatchString(nl.Name) {
+		return nl, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
+	}
+	number := func(field string) (int64, error) {
+		if !o[field].Exists() {
+			return 0, errAt(path+"."+field, "required")
+		}
+		return integer(o[field], path+"."+field, 0, 1, 1<<53)
+	}
+	period := func(field string) (time.Duration, error) {
+		if !o[field].Exists() {
+			return 0, errAt(path+"."+field, "required")
+		}
+		d, err := duration(o[field], path+"."+field, 0)
+		if err == nil && d <= 0 {
+			err = errAt(path+"."+field, "must be > 0")
+		}
+		return d, err
+	}
+	var l algorithms.Limit
+	switch algo {
+	case "sliding_log", "sliding_counter":
+		limit, err := number("limit")
+		if err != nil {
+			return nl, err
+		}
+		window, err := period("window")
+		if err != nil {
+			return nl, err
+		}
+		if algo == "sliding_log" {
+			l, err = algorithms.NewSlidingLog(limit, window)
+		} else {
+			l, err = algorithms.NewSlidingCounter(limit, window)
+		}
+		if err != nil {
+			return nl, limitError(path, names, err)
+		}
+	default:
+		capacity, err := number("capacity")
+		if err != nil {
+			return nl, err
+		}
+		rate, err := number(names["rate"])
+		if err != nil {
+			return nl, err
+		}
+		per, err := period("period")
+		if err != nil {
+			return nl, err
+		}
+		if l, err = algorithms.NewFunnel(capacity, rate, per); err != nil {
+			return nl, limitError(path, names, err)
+		}
+	}
+	nl.Limit = l
+	return nl, nil
+}
+
+// limitError turns "rate: must be >= 1" into "<path>.refill: must be >= 1".
+func limitError(path string, names map[string]string, err error) error {
+	msg := err.Error()
+	param, rest, ok := strings.Cut(msg, ": ")
+	if field, known := names[param]; ok && known {
+		rest = strings.ReplaceAll(rest, param, field)
+		return errAt(path+"."+field, "%s", rest)
+	}
+	return errAt(path, "%s", msg)
+}
+
+func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
+	c := Cost{Default: 1}
+	var err error
+	switch {
+	case !v.Exists():
+	case v.Type == gjson.Number:
+		if c.Default, err = integer(v, path, 1, 0, 1<<53); err != nil {
+			return c, err
+		}
+	case v.IsObject():
+		o, err := fields(v, path, "header", "default")
+		if err != nil {
+			return c, err
+		}
+		if c.Header, err = str(o["header"], path+".header", ""); err != nil {
+			return c, err
+		}
+		if c.Header == "" {
+			return c, errAt(path+".header", "required")
+		}
+		c.Header = strings.ToLower(c.Header)
+		if c.Default, err = integer(o["default"], path+".default", 1, 0, 1<<53); err != nil {
+			return c, err
+		}
+		path += ".default"
+	default:
+		return c, errAt(path, "must be a number or an object with header and default")
+	}
+	for i, l := range limits {
+		if err := l.Limit.CheckCost(c.Default); err != nil {
+			_, msg, _ := strings.Cut(err.Error(), ": ")
+			return c, errAt(path, "%s of limits[%d]", msg, i)
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,49 @@
+package filter
+
+import "time"
+
+// Action tells the proxy whether to go on with a stream.
+type Action uint8
+
+const (
+	Continue Action = iota
+	Pause
+)
+
+// LogLevel is a proxy-wasm log level.
+type LogLevel uint8
+
+const (
+	LogDebug LogLevel = iota + 1
+	LogInfo
+	LogWarn
+	LogError
+)
+
+// PluginHost is what a Plugin needs of the proxy. The SDK adapter in
+// proxyhost implements it; tests use a fake.
+type PluginHost interface {
+	// DispatchRedis sends one RESP command; the reply arrives later through
+	// Plugin.OnRedisReply with the returned id.
+	DispatchRedis(cmd []byte) (calloutID uint32, err error)
+	Log(level LogLevel, msg string)
+	Now() time.Time
+	Counter(name string) Counter
+	Histogram(name string) Histogram
+}
+
+// StreamHost acts on one HTTP stream. Methods called from a Redis callback
+// must first make the stream the proxy's effective context.
+type StreamHost interface {
+	// SourceAddress is the downstream peer, "ip:port" (property source.address).
+	SourceAddress() string
+	Resume()
+	SendLocalReply(status int, headers [][2]string, body []byte)
+	AddResponseHeader(name, value string)
+}
+
+// Counter is a proxy-wasm counter metric.
+type Counter interface{ Increment(delta uint64) }
+
+// Histogram is a proxy-wasm histogram metric.
+type Histogram interface{ Record(value uint64) }

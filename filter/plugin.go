@@ -1,0 +1,130 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// Plugin is one configured filter in one VM: the state its streams share.
+type Plugin struct {
+	cfg     *Config
+	host    PluginHost
+	pending map[uint32]*call // callout id -> the call awaiting its reply
+	decoder redisproto.Decoder
+	metrics metrics
+	errLog  throttledLog
+}
+
+// NewPlugin returns a Plugin for a parsed configuration.
+func NewPlugin(cfg *Config, host PluginHost) *Plugin {
+	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
+	p.metrics = newMetrics(cfg, host)
+	p.errLog = throttledLog{host: host, every: 10 * time.Second}
+	return p
+}
+
+// Config returns the plugin's configuration.
+func (p *Plugin) Config() *Config { return p.cfg }
+
+// Pending is how many Redis calls await a reply; it returns to zero when
+// traffic stops.
+func (p *Plugin) Pending() int { return len(p.pending) }
+
+// dispatch sends c's command and registers it; on failure the call fails at
+// once, so no stream waits for a reply that will never come.
+func (p *Plugin) dispatch(c *call) {
+	c.sentAt = p.host.Now()
+	id, err := p.host.DispatchRedis(c.command())
+	if err != nil {
+		p.fail(c, fmt.Errorf("dispatch: %w", err))
+		return
+	}
+	c.calloutID, c.inFlight = id, true
+	p.pending[id] = c
+}
+
+// OnRedisReply delivers the reply to a callout. ok is false on a network
+// error or timeout, when reply is empty.
+func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
+	c := p.pending[calloutID]
+	if c == nil {
+		return // the stream ended, or the sweep failed the call already
+	}
+	delete(p.pending, calloutID)
+	c.inFlight = false
+	p.metrics.latency.Record(uint64(p.host.Now().Sub(c.sentAt).Milliseconds()))
+	if !ok {
+		p.fail(c, errors.New("redis call failed or timed out"))
+		return
+	}
+	v, n, err := p.decoder.Decode(reply)
+	if err == nil && n != len(reply) {
+		err = fmt.Errorf("%d trailing bytes after the reply", len(reply)-n)
+	}
+	if err == nil {
+		err = c.decision.Parse(v, len(c.blocks), len(c.checks))
+	}
+	var rerr *redisproto.Error
+	if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" && !c.eval {
+		p.metrics.noscript.Increment(1)
+		c.eval = true
+		p.dispatch(c)
+		return
+	}
+	if err != nil {
+		p.fail(c, err)
+		return
+	}
+	c.stream.callDone(c, nil)
+}
+
+func (p *Plugin) fail(c *call, err error) {
+	p.metrics.redisErrors.Increment(1)
+	p.errLog.log(LogWarn, "ratelimit: redis: "+err.Error())
+	c.stream.callDone(c, err)
+}
+
+// OnTick fails calls overdue by a second past the Redis timeout, in case a
+// host never answers; a stream is never left paused.
+func (p *Plugin) OnTick() {
+	now := p.host.Now()
+	for id, c := range p.pending {
+		if now.Sub(c.sentAt) > p.cfg.Redis.Timeout+time.Second {
+			delete(p.pending, id)
+			c.inFlight = false
+			p.fail(c, errors.New("no reply from the host within the timeout"))
+		}
+	}
+}
+
+// forget drops a finished stream's calls, so late replies are ignored.
+func (p *Plugin) forget(c *call) {
+	if c.inFlight {
+		delete(p.pending, c.calloutID)
+		c.inFlight = false
+	}
+}
+
+// throttledLog logs at most one line per period, counting the rest.
+type throttledLog struct {
+	host       PluginHost
+	every      time.Duration
+	last       time.Time
+	suppressed int
+}
+
+func (l *throttledLog) log(level LogLevel, msg string) {
+	now := l.host.Now()
+	if !l.last.IsZero() && now.Sub(l.last) < l.every {
+		l.suppressed++
+		return
+	}
+	if l.suppressed > 0 {
+		msg = fmt.Sprintf("%s (%d similar messages suppressed)", msg, l.suppressed)
+	}
+	l.last, l.suppressed = now, 0
+	l.host.Log(level, msg)
+}

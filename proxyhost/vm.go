@@ -1,0 +1,136 @@
+// Package proxyhost is the thin layer between the proxy-wasm Go SDK and the
+// filter: the only package that imports the SDK. It turns SDK callbacks into
+// calls on filter.Plugin and filter.Stream, and implements their host
+// interfaces with SDK host calls and the Redis callout ABI.
+package proxyhost
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter"
+)
+
+// NewVMContext returns the filter's VM context, for proxywasm.SetVMContext.
+func NewVMContext() types.VMContext { return &vmContext{} }
+
+type vmContext struct{ types.DefaultVMContext }
+
+func (*vmContext) NewPluginContext(id uint32) types.PluginContext {
+	return &pluginContext{id: id, counters: map[string]proxywasm.MetricCounter{}}
+}
+
+// plugins maps root context ids to their plugins, for Redis callbacks,
+// which arrive with the root context's id.
+var plugins = map[uint32]*pluginContext{}
+
+type pluginContext struct {
+	types.DefaultPluginContext
+	id       uint32
+	plugin   *filter.Plugin
+	cluster  string
+	counters map[string]proxywasm.MetricCounter
+}
+
+// OnPluginStart parses the configuration and connects the Redis cluster. A
+// bad configuration fails the plugin start, with the reason in the log.
+func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
+	data, err := proxywasm.GetPluginConfiguration()
+	if err != nil && err != types.ErrorStatusNotFound {
+		proxywasm.LogCriticalf("ratelimit: reading the plugin configuration: %v", err)
+		return types.OnPluginStartStatusFailed
+	}
+	cfg, err := filter.ParseConfig(data)
+	if err != nil {
+		proxywasm.LogCriticalf("ratelimit: bad configuration: %v", err)
+		return types.OnPluginStartStatusFailed
+	}
+	p.cluster = clusterWithOptions(cfg.Redis)
+	if err := redisInit(p.cluster, cfg.Redis.Username, cfg.Redis.Password, cfg.Redis.Timeout); err != nil {
+		proxywasm.LogCriticalf("ratelimit: redis init for cluster %q: %v", cfg.Redis.Cluster, err)
+		return types.OnPluginStartStatusFailed
+	}
+	p.plugin = filter.NewPlugin(cfg, p)
+	plugins[p.id] = p
+	if err := proxywasm.SetTickPeriodMilliSeconds(1000); err != nil {
+		proxywasm.LogWarnf("ratelimit: no tick, overdue calls rely on the host's timeout: %v", err)
+	}
+	return types.OnPluginStartStatusOK
+}
+
+// clusterWithOptions is the cluster name with Higress's option suffix.
+func clusterWithOptions(r filter.RedisConfig) string {
+	if r.Database == 0 {
+		return r.Cluster
+	}
+	return fmt.Sprintf("%s?db=%d", r.Cluster, r.Database)
+}
+
+func (p *pluginContext) OnPluginDone() bool {
+	delete(plugins, p.id)
+	return true
+}
+
+func (p *pluginContext) OnTick() {
+	if p.plugin != nil {
+		p.plugin.OnTick()
+	}
+}
+
+func (p *pluginContext) NewHttpContext(id uint32) types.HttpContext {
+	h := &httpContext{id: id}
+	h.stream = p.plugin.NewStream(h)
+	return h
+}
+
+// onRedisReply routes a Redis callback to its plugin.
+func onRedisReply(rootID, calloutID uint32, ok bool, reply []byte) {
+	if p := plugins[rootID]; p != nil {
+		p.plugin.OnRedisReply(calloutID, ok, reply)
+	}
+}
+
+// filter.PluginHost
+
+func (p *pluginContext) DispatchRedis(cmd []byte) (uint32, error) {
+	return redisCall(p.cluster, cmd)
+}
+
+func (p *pluginContext) Log(level filter.LogLevel, msg string) {
+	switch level {
+	case filter.LogDebug:
+		proxywasm.LogDebug(msg)
+	case filter.LogInfo:
+		proxywasm.LogInfo(msg)
+	case filter.LogWarn:
+		proxywasm.LogWarn(msg)
+	default:
+		proxywasm.LogError(msg)
+	}
+}
+
+func (p *pluginContext) Now() time.Time { return time.Now() }
+
+func (p *pluginContext) Counter(name string) filter.Counter {
+	c, ok := p.counters[name]
+	if !ok {
+		c = proxywasm.DefineCounterMetric(name)
+		p.counters[name] = c
+	}
+	return counter{c}
+}
+
+func (p *pluginContext) Histogram(name string) filter.Histogram {
+	return histogram{proxywasm.DefineHistogramMetric(name)}
+}
+
+type counter struct{ m proxywasm.MetricCounter }
+
+func (c counter) Increment(d uint64) { c.m.Increment(d) }
+
+type histogram struct{ m proxywasm.MetricHistogram }
+
+func (h histogram) Record(v uint64) { h.m.Record(v) }
