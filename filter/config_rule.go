@@ -196,7 +196,11 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 		return nl, errAt(path+".algorithm", "required")
 	}
 	names := limitFields[algo]
-	o, err := fields(v, path, "algorithm", "name", names["burst"], names["rate"], names["period"])
+	allowed := []string{"algorithm", "name", names["burst"], names["rate"], names["period"]}
+	if names["burst"] == names["rate"] {
+		allowed = append(allowed[:2], allowed[3:]...)
+	}
+	o, err := fields(v, path, allowed...)
 	if err != nil {
 		return nl, err
 	}

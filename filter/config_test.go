@@ -1,0 +1,84 @@
+package filter
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+)
+
+// Every fixture in testdata/invalid fails with exactly the message in its
+// .error file.
+func TestInvalidConfigFixtures(t *testing.T) {
+	files, _ := filepath.Glob("testdata/invalid/*.json")
+	if len(files) < 40 {
+		t.Fatalf("found %d fixtures", len(files))
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			data, _ := os.ReadFile(f)
+			want, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".error")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = ParseConfig(data)
+			if err == nil || err.Error() != strings.TrimSpace(string(want)) {
+				t.Fatalf("got  %v\nwant %s", err, want)
+			}
+		})
+	}
+}
+
+func TestValidConfigFixtures(t *testing.T) {
+	files, _ := filepath.Glob("testdata/valid/*.json")
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		if _, err := ParseConfig(data); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestParseConfigDefaultsAndValues(t *testing.T) {
+	minimal := `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"client_ip"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`
+	c, err := ParseConfig([]byte(minimal))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.FailOpen || c.FailureStatus != 503 || c.RejectStatus != 429 || c.Headers != HeadersDraft10 ||
+		c.Redis.Timeout != 200*time.Millisecond || c.Redis.Prefix != "rl:" || c.Redis.Database != 0 || c.TrustedHops != 0 {
+		t.Fatalf("defaults: %+v", c)
+	}
+	r := c.Rules[0]
+	if r.OnMissing != MissingSkip || r.Cost.Default != 1 || r.Shadow || r.Limits[0].Name != "r" {
+		t.Fatalf("rule defaults: %+v", r)
+	}
+
+	data, _ := os.ReadFile("testdata/valid/everything.json")
+	c, err = ParseConfig(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := c.Rules[0]
+	tb, _ := algorithms.TokenBucket(100, 10, time.Second)
+	if c.FailOpen || !c.Redis.ClusterMode || c.Redis.Database != 2 || c.TrustedHops != 1 ||
+		up.OnMissing != MissingShared || up.Cost.Header != "x-upload-units" || up.Limits[0].Limit != tb ||
+		up.Limits[0].Name != "uploads.0" || up.Match.Hosts[0] != "api.example.com" || len(up.Key) != 4 {
+		t.Fatalf("everything: %+v", c)
+	}
+	strict := c.Rules[1]
+	if strict.Key[0].Name != "x-api-key" || strict.OnMissing != MissingDeny || strict.Cost.Default != 0 {
+		t.Fatalf("strict: %+v", strict)
+	}
+}
+
+func TestDuplicateFieldRejected(t *testing.T) {
+	_, err := ParseConfig([]byte(`{"redis":{"cluster":"a","cluster":"b"},"rules":[]}`))
+	if err == nil || err.Error() != "redis.cluster: duplicate field" {
+		t.Fatalf("got %v", err)
+	}
+}

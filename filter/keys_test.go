@@ -1,0 +1,145 @@
+package filter
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestKeyPartEncoding(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"user-42", "user-42"},
+		{"a b", "a%20b"},
+		{"{tag}", "%7Btag%7D"},
+		{"a|b:c", "a%7Cb%3Ac"},
+		{"100%", "100%25"},
+		{"#hash", "%23hash"},
+		{"\r\n", "%0D%0A"},
+		{"\xff\xfe", "%FF%FE"},
+		{"", ""},
+	} {
+		if got := string(appendKeyPart(nil, tc.in)); got != tc.want {
+			t.Errorf("appendKeyPart(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+	long := strings.Repeat("x", 65)
+	got := string(appendKeyPart(nil, long))
+	if len(got) != 23 || got[0] != '#' {
+		t.Fatalf("long value: %q", got)
+	}
+	if got == string(appendKeyPart(nil, long+"y")) {
+		t.Fatal("distinct long values share a hash")
+	}
+}
+
+// Hostile values: bounded, no braces or separators, distinct.
+func TestKeyPartHostileInput(t *testing.T) {
+	inputs := []string{
+		"{", "}", "{}", "}{", ":", "|", "%", "#", "\r\n", "\x00", "%7B", "#AAAA",
+		strings.Repeat("{", 100), strings.Repeat("a", 64<<10), strings.Repeat("a", 64<<10) + "b",
+		"\xc3\x28", "é", "%C3%A9", strings.Repeat("%", 21), strings.Repeat("%", 22),
+	}
+	seen := map[string]string{}
+	for _, in := range inputs {
+		out := string(appendKeyPart(nil, in))
+		if len(out) > maxPartLen {
+			t.Errorf("%.20q: %d bytes", in, len(out))
+		}
+		if strings.ContainsAny(out, "{}|:\r\n\x00") || !utf8.ValidString(out) {
+			t.Errorf("%.20q encodes to unsafe %q", in, out)
+		}
+		if prev, dup := seen[out]; dup {
+			t.Errorf("%.20q and %.20q both encode to %q", prev, in, out)
+		}
+		seen[out] = in
+	}
+}
+
+func TestRuleTagKeepsRulesAndUsersApart(t *testing.T) {
+	rule := &Rule{Name: "api", Key: []KeyPart{{Source: SourceHeader, Name: "x-user"}, {Source: SourcePath}}}
+	tag := func(user, path string) string {
+		r := &request{headers: [][2]string{{":path", path}, {"x-user", user}}}
+		b, ok := appendRuleTag(nil, "rl:", rule, r, 0)
+		if !ok {
+			t.Fatalf("missing part for %q %q", user, path)
+		}
+		return string(b)
+	}
+	if got := tag("u1", "/a?x=1"); got != "rl:{api|u1|/a}" {
+		t.Fatalf("tag = %q", got)
+	}
+	// "u1|/a" as a user id cannot forge user u1 on path /a.
+	if tag("u1|/a", "/") == tag("u1", "/a|/") || tag("u1", "/a") == tag("u1|", "/a") {
+		t.Fatal("separator injection")
+	}
+	if strings.Count(tag("}{evil", "/{x}"), "{") != 1 {
+		t.Fatal("a brace reached the key")
+	}
+	missing := &request{headers: [][2]string{{":path", "/"}}}
+	if _, ok := appendRuleTag(nil, "rl:", rule, missing, 0); ok {
+		t.Fatal("missing header accepted under skip")
+	}
+	rule.OnMissing = MissingShared
+	b, ok := appendRuleTag(nil, "rl:", rule, missing, 0)
+	if !ok || string(b) != "rl:{api||/}" {
+		t.Fatalf("shared: %q %v", b, ok)
+	}
+}
+
+func TestRequestSources(t *testing.T) {
+	r := &request{
+		headers: [][2]string{
+			{":method", "POST"}, {":path", "/v1/items?tenant=acme%20co&x=1&tenant=other"},
+			{":authority", "API.example.com:8443"}, {"cookie", "a=1; session=s3cr3t; b=2"},
+			{"x-id", "one"}, {"X-Id", "two"},
+		},
+		source: func() string { return "[2001:db8::1]:5555" },
+	}
+	for _, tc := range []struct {
+		part KeyPart
+		want string
+		ok   bool
+	}{
+		{KeyPart{Source: SourceMethod}, "POST", true},
+		{KeyPart{Source: SourcePath}, "/v1/items", true},
+		{KeyPart{Source: SourceHost}, "api.example.com", true},
+		{KeyPart{Source: SourceQuery, Name: "tenant"}, "acme co", true},
+		{KeyPart{Source: SourceQuery, Name: "missing"}, "", false},
+		{KeyPart{Source: SourceCookie, Name: "session"}, "s3cr3t", true},
+		{KeyPart{Source: SourceCookie, Name: "sess"}, "", false},
+		{KeyPart{Source: SourceHeader, Name: "x-id"}, "one, two", true},
+		{KeyPart{Source: SourceClientIP}, "2001:db8::1", true},
+		{KeyPart{Source: SourceConstant, Value: "all"}, "all", true},
+	} {
+		got, ok := r.keyPartValue(tc.part, 0)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("%+v: got %q %v, want %q %v", tc.part, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestClientIPTrustedHops(t *testing.T) {
+	source := func() string { return "10.0.0.9:1234" }
+	for _, tc := range []struct {
+		xff  []string
+		hops int
+		want string
+	}{
+		{nil, 0, "10.0.0.9"},
+		{[]string{"1.1.1.1"}, 0, "10.0.0.9"}, // untrusted header ignored
+		{[]string{"6.6.6.6, 1.1.1.1"}, 1, "1.1.1.1"},
+		{[]string{"6.6.6.6, 1.1.1.1, 10.0.0.2"}, 2, "1.1.1.1"},
+		{[]string{"6.6.6.6", "1.1.1.1"}, 1, "1.1.1.1"}, // repeated headers join in order
+		{[]string{"1.1.1.1"}, 2, "10.0.0.9"},            // shorter than the trusted hops
+		{[]string{"not-an-ip, 1.1.1.1"}, 2, "10.0.0.9"},
+		{[]string{"::ffff:1.2.3.4"}, 1, "1.2.3.4"},
+	} {
+		r := &request{source: source}
+		for _, x := range tc.xff {
+			r.headers = append(r.headers, [2]string{"x-forwarded-for", x})
+		}
+		if got, ok := r.clientIP(tc.hops); !ok || got != tc.want {
+			t.Errorf("xff %q hops %d: got %q, want %q", tc.xff, tc.hops, got, tc.want)
+		}
+	}
+}
