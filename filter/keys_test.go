@@ -130,7 +130,7 @@ func TestClientIPTrustedHops(t *testing.T) {
 		{[]string{"6.6.6.6, 1.1.1.1"}, 1, "1.1.1.1"},
 		{[]string{"6.6.6.6, 1.1.1.1, 10.0.0.2"}, 2, "1.1.1.1"},
 		{[]string{"6.6.6.6", "1.1.1.1"}, 1, "1.1.1.1"}, // repeated headers join in order
-		{[]string{"1.1.1.1"}, 2, "10.0.0.9"},            // shorter than the trusted hops
+		{[]string{"1.1.1.1"}, 2, "10.0.0.9"},           // shorter than the trusted hops
 		{[]string{"not-an-ip, 1.1.1.1"}, 2, "10.0.0.9"},
 		{[]string{"::ffff:1.2.3.4"}, 1, "1.2.3.4"},
 	} {
