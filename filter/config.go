@@ -3,7 +3,6 @@ package filter
 import (
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -115,7 +114,20 @@ type Cost struct {
 	Header  string // when set, the cost is read from this header
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+// validName reports whether s is 1-64 bytes of A-Z a-z 0-9 _ . -, so it
+// can sit in keys, metric names and quoted header values unescaped.
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // fieldError names the field a bad value came from.
 type fieldError struct {

@@ -19,7 +19,7 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 	if r.Name, err = str(o["name"], path+".name", ""); err != nil {
 		return r, err
 	}
-	if !nameRE.MatchString(r.Name) {
+	if !validName(r.Name) {
 		return r, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
 	}
 	if r.Match, err = parseMatch(o["match"], path+".match"); err != nil {
@@ -207,7 +207,7 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 	if nl.Name, err = str(o["name"], path+".name", ""); err != nil {
 		return nl, err
 	}
-	if nl.Name != "" && !nameRE.MatchString(nl.Name) {
+	if nl.Name != "" && !validName(nl.Name) {
 		return nl, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
 	}
 	number := func(field string) (int64, error) {

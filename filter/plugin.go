@@ -21,6 +21,8 @@ type Plugin struct {
 // NewPlugin returns a Plugin for a parsed configuration.
 func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
+	// The script's reply is a flat array of 2 + 5 per limit integers.
+	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 4096}
 	p.metrics = newMetrics(cfg, host)
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
 	return p
