@@ -1,0 +1,78 @@
+package filter
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The config parser never panics; what it accepts has valid rules.
+func FuzzParseConfig(f *testing.F) {
+	for _, dir := range []string{"testdata/valid", "testdata/invalid"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+		for _, file := range files {
+			data, _ := os.ReadFile(file)
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ParseConfig(data)
+		if err != nil {
+			if c != nil {
+				t.Fatal("a config returned with an error")
+			}
+			return
+		}
+		if len(c.Rules) == 0 || c.Redis.Cluster == "" || strings.ContainsAny(c.Redis.Prefix, "{}") {
+			t.Fatalf("accepted a config that limits nothing or breaks keys: %+v", c)
+		}
+		for _, r := range c.Rules {
+			if !validName(r.Name) || len(r.Key) == 0 || len(r.Limits) == 0 {
+				t.Fatalf("bad rule accepted: %+v", r)
+			}
+			for _, l := range r.Limits {
+				if l.Limit.Validate() != nil || l.Limit.CheckCost(r.Cost.Default) != nil {
+					t.Fatalf("bad limit accepted: %+v", l)
+				}
+			}
+		}
+	})
+}
+
+// Key parts are bounded, never hold separators, and stay distinct.
+func FuzzKeyPart(f *testing.F) {
+	f.Add("user-42", "user-43")
+	f.Add("{a}", "%7Ba%7D")
+	f.Add(strings.Repeat("x", 70), strings.Repeat("x", 71))
+	f.Add("a|b", "a%7Cb")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ka, kb := string(appendKeyPart(nil, a)), string(appendKeyPart(nil, b))
+		for _, k := range []string{ka, kb} {
+			if len(k) > maxPartLen || strings.ContainsAny(k, "{}|:\r\n") {
+				t.Fatalf("unsafe part %q", k)
+			}
+		}
+		if a != b && ka == kb {
+			t.Fatalf("%q and %q share the part %q", a, b, ka)
+		}
+	})
+}
+
+// Key extraction from hostile headers never panics and stays bounded.
+func FuzzRuleTag(f *testing.F) {
+	f.Add("u1", "/a?x=1", "a=1; s=2", "1.2.3.4, 5.6.7.8")
+	f.Add("}{", "/%zz?%zz=%", ";;=;", ",,,")
+	f.Fuzz(func(t *testing.T, user, path, cookie, xff string) {
+		rule := &Rule{Name: "r", OnMissing: MissingShared, Key: []KeyPart{
+			{Source: SourceHeader, Name: "x-user"}, {Source: SourceQuery, Name: "x"}, {Source: SourceCookie, Name: "s"},
+			{Source: SourceClientIP}, {Source: SourcePath}, {Source: SourceHost}, {Source: SourceMethod},
+		}}
+		r := &request{headers: [][2]string{{":path", path}, {"x-user", user}, {"cookie", cookie}, {"x-forwarded-for", xff}},
+			source: func() string { return "10.0.0.1:80" }}
+		tag, ok := appendRuleTag(nil, "rl:", rule, r, 2)
+		if !ok || len(tag) > 8+len(rule.Key)*(maxPartLen+1) || strings.Count(string(tag), "{") != 1 || strings.Count(string(tag), "}") != 1 {
+			t.Fatalf("tag %q", tag)
+		}
+	})
+}
