@@ -153,10 +153,19 @@ func (s *Server) CommandStat(name string) (calls int64, usecPerCall float64, err
 
 var prefixSeq atomic.Int64
 
-// Prefix returns a key prefix unique to this test, so tests share a server
-// without FLUSHDB.
+// Prefix returns a short key prefix unique to this test, so tests share a
+// server without FLUSHDB: "t<n>-<a few letters of the test name>:".
 func Prefix(t testing.TB) string {
-	return fmt.Sprintf("t%d:%s:", prefixSeq.Add(1), t.Name())
+	var b strings.Builder
+	for _, r := range strings.ToLower(t.Name()) {
+		if b.Len() == 16 {
+			break
+		}
+		if 'a' <= r && r <= 'z' || '0' <= r && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return fmt.Sprintf("t%d-%s:", prefixSeq.Add(1), b.String())
 }
 
 // FreePort returns a loopback TCP port that was free a moment ago.

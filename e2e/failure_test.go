@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// blackhole accepts connections and never answers, like a hung Redis.
+func blackhole(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return l.Addr().String()
+}
+
+// refused is an address where nothing listens.
+func refused(t *testing.T) string {
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port)
+}
+
+// With Redis down, every request gets the failure mode, within the timeout.
+func TestRedisDownFailureModes(t *testing.T) {
+	const timeout = 150 * time.Millisecond
+	for name, start := range targets {
+		for _, down := range []struct {
+			name string
+			addr func(*testing.T) string
+		}{{"refused", refused}, {"hung", blackhole}} {
+			for _, mode := range []string{"allow", "deny"} {
+				t.Run(name+"/"+down.name+"/"+mode, func(t *testing.T) {
+					s := scenario{top: fmt.Sprintf(`"failure_mode":%q,`, mode),
+						rules: `[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]`}
+					tg := start(t, configFor(s, redistest.Prefix(t), timeout.String()), down.addr(t))
+					for range 3 {
+						began := time.Now()
+						o := tg.send(t, nil)
+						took := time.Since(began)
+						if mode == "allow" {
+							expect(t, o, 200)
+						} else {
+							expect(t, o, 503)
+							if o.body != `{"error":"ratelimit_unavailable"}`+"\n" {
+								t.Fatalf("body %q", o.body)
+							}
+						}
+						// A bound on correctness, not speed: the timeout plus a wide margin.
+						if took > timeout+2*time.Second {
+							t.Fatalf("answered after %v with a %v timeout", took, timeout)
+						}
+						if o.headers["ratelimit"] != "" {
+							t.Fatal("rate-limit headers without a decision")
+						}
+					}
+					if tg.metric("ratelimit.redis.errors") != 3 || tg.metric("ratelimit.failure_mode."+map[string]string{"allow": "allowed", "deny": "denied"}[mode]) != 3 {
+						t.Fatalf("failure metrics: errors %d", tg.metric("ratelimit.redis.errors"))
+					}
+				})
+			}
+		}
+	}
+}
+
+// Each invalid configuration fails the plugin start in the host with its
+// exact message.
+func TestConfigErrorsFailPluginStart(t *testing.T) {
+	files, _ := filepath.Glob("../filter/testdata/invalid/*.json")
+	if len(files) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, f := range files {
+		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
+			config, _ := os.ReadFile(f)
+			want, _ := os.ReadFile(strings.TrimSuffix(f, ".json") + ".error")
+			h, err := host.Start(context.Background(), host.Config{Module: module, PluginConfig: config,
+				Workers: 1, Upstream: "http://127.0.0.1:1", RedisClusters: map[string]string{"redis": server.Addr}})
+			if err == nil {
+				h.Close()
+				t.Fatal("plugin started")
+			}
+			msg := "ratelimit: bad configuration: " + strings.TrimSpace(string(want))
+			if !strings.Contains(err.Error(), msg) {
+				t.Fatalf("got  %v\nwant %s", err, msg)
+			}
+		})
+	}
+}
+
+// The host authenticates and selects the configured database.
+func TestPasswordAndDatabase(t *testing.T) {
+	secured := redistest.Start(t, "--requirepass", "s3cret")
+	rules := `[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]`
+	config := func(password string) string {
+		return fmt.Sprintf(`{"redis":{"cluster":"redis","password":%q,"database":3,"timeout":"500ms"},"rules":%s}`, password, rules)
+	}
+	tg := startWasm(t, config("s3cret"), secured.Addr)
+	expect(t, tg.send(t, nil), 200, "ratelimit", `"api";r=0;t=60`)
+	expect(t, tg.send(t, nil), 429)
+	db3 := redis.NewClient(&redis.Options{Addr: secured.Addr, Password: "s3cret", DB: 3})
+	defer db3.Close()
+	if n, err := db3.Exists(context.Background(), "rl:{api|all}:0").Result(); err != nil || n != 1 {
+		t.Fatalf("key in database 3: %d, %v", n, err)
+	}
+
+	wrong := startWasm(t, config("wrong"), secured.Addr)
+	expect(t, wrong.send(t, nil), 200) // fails open, by default
+	if wrong.metric("ratelimit.redis.errors") != 1 {
+		t.Fatal("a wrong password was not counted as a Redis error")
+	}
+}
