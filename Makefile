@@ -7,12 +7,19 @@ DIST     := dist
 
 build:
 	$(GO) build ./...
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(DIST)/ratelimit.wasm .
+
+demo: build
+	$(GO) run ./e2e/cmd/demo -wasm $(DIST)/ratelimit.wasm
 
 test: check
 	$(GO) test -count=1 -race ./...
 
+# Codec ns/op and allocs; then Redis CPU per decision and memory per key for
+# each algorithm against go-redis/redis_rate and a naive script, one run.
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto ./algorithms
+	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
+	$(GO) test -run '^$$' -bench RedisCost -benchtime 20000x -count=1 ./algorithms
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:

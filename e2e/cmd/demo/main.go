@@ -1,0 +1,226 @@
+// Command demo is `make demo`: it runs the built filter in the local wasm
+// host (the wasmhost command) with Redis, sends a burst from two users, and
+// prints per second what was allowed and denied, and one 429's headers.
+//
+// Redis is REDIS_ADDR if set; else a redis-server started on a free port if
+// one is installed; else an embedded Redis-compatible server (miniredis),
+// with a notice. Everything it starts, it stops.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+func main() {
+	log.SetFlags(0)
+	log.SetPrefix("demo: ")
+	wasm := flag.String("wasm", "dist/ratelimit.wasm", "the built filter")
+	config := flag.String("config", "e2e/cmd/demo/config.json", "plugin configuration")
+	seconds := flag.Int("seconds", 3, "how long to send traffic")
+	flag.Parse()
+	if err := run(*wasm, *config, *seconds); err != nil {
+		log.Fatal(err)
+	}
+}
+
+func run(wasm, config string, seconds int) error {
+	addr, stopRedis, err := findRedis()
+	if err != nil {
+		return err
+	}
+	defer stopRedis()
+
+	url, stopHost, err := startHost(wasm, config, addr)
+	if err != nil {
+		return err
+	}
+	defer stopHost()
+	cfg, _ := os.ReadFile(config)
+	fmt.Printf("filter %s in the wasm host at %s, Redis at %s\nconfiguration:\n%s\n", wasm, url, addr, cfg)
+
+	// alice sends 20 requests a second, bob 4: the per-user limits are 5 per
+	// second and 12 per 10 seconds.
+	users := map[string]int{"alice": 20, "bob": 4}
+	tally := newTally()
+	var wg sync.WaitGroup
+	start := time.Now()
+	for user, rate := range users {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Second / time.Duration(rate))
+			defer tick.Stop()
+			for range tick.C {
+				elapsed := time.Since(start)
+				if elapsed >= time.Duration(seconds)*time.Second {
+					return
+				}
+				tally.record(int(elapsed/time.Second), user, send(url, user))
+			}
+		}()
+	}
+	wg.Wait()
+	tally.print(seconds)
+	return nil
+}
+
+type response struct {
+	status  int
+	headers http.Header
+	body    string
+}
+
+func send(url, user string) response {
+	req, _ := http.NewRequest("GET", url+"/api/orders", nil)
+	req.Header.Set("x-user-id", user)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return response{status: -1, body: err.Error()}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, headers: resp.Header, body: string(body)}
+}
+
+type tally struct {
+	mu       sync.Mutex
+	counts   map[string]map[int][2]int // user -> second -> {allowed, denied}
+	other    []string
+	rejected *response
+}
+
+func newTally() *tally { return &tally{counts: map[string]map[int][2]int{}} }
+
+func (t *tally) record(second int, user string, r response) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.counts[user] == nil {
+		t.counts[user] = map[int][2]int{}
+	}
+	c := t.counts[user][second]
+	switch r.status {
+	case 200:
+		c[0]++
+	case 429:
+		c[1]++
+		if t.rejected == nil {
+			t.rejected = &r
+		}
+	default:
+		t.other = append(t.other, fmt.Sprintf("%s: %d %s", user, r.status, r.body))
+	}
+	t.counts[user][second] = c
+}
+
+func (t *tally) print(seconds int) {
+	users := make([]string, 0, len(t.counts))
+	for u := range t.counts {
+		users = append(users, u)
+	}
+	sort.Strings(users)
+	fmt.Printf("%-8s", "second")
+	for _, u := range users {
+		fmt.Printf("  %-20s", u+" allowed/denied")
+	}
+	fmt.Println()
+	for s := 0; s < seconds; s++ {
+		fmt.Printf("%-8d", s+1)
+		for _, u := range users {
+			c := t.counts[u][s]
+			fmt.Printf("  %-20s", fmt.Sprintf("%d / %d", c[0], c[1]))
+		}
+		fmt.Println()
+	}
+	for _, o := range t.other {
+		fmt.Println("unexpected:", o)
+	}
+	if t.rejected != nil {
+		fmt.Println("\none 429, as the client saw it:")
+		var names []string
+		for k := range t.rejected.headers {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		for _, k := range names {
+			fmt.Printf("  %s: %s\n", k, strings.Join(t.rejected.headers[k], ", "))
+		}
+		fmt.Printf("  body: %s", t.rejected.body)
+	}
+}
+
+// findRedis picks the Redis to use and returns how to stop what it started.
+func findRedis() (string, func(), error) {
+	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
+		return addr, func() {}, nil
+	}
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		s, err := redistest.StartServer()
+		if err != nil {
+			return "", nil, err
+		}
+		return s.Addr, s.Stop, nil
+	}
+	log.Print("NOTICE: no REDIS_ADDR and no redis-server on PATH; using an embedded Redis-compatible server (miniredis). Tests always use a real redis-server.")
+	m, err := miniredis.Run()
+	if err != nil {
+		return "", nil, err
+	}
+	return m.Addr(), m.Close, nil
+}
+
+// startHost builds and runs the wasmhost command, returning its URL.
+func startHost(wasm, config, redisAddr string) (string, func(), error) {
+	dir, err := os.MkdirTemp("", "demo")
+	if err != nil {
+		return "", nil, err
+	}
+	bin := filepath.Join(dir, "wasmhost")
+	if out, err := exec.Command("go", "build", "-o", bin, "./e2e/cmd/wasmhost").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
+		return "", nil, fmt.Errorf("building wasmhost: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "-wasm", wasm, "-config", config, "-redis", redisAddr, "-listen", "127.0.0.1:0")
+	logs, err := os.Create(filepath.Join(dir, "wasmhost.log"))
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stderr = logs
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() {
+		cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+		}
+		os.RemoveAll(dir)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		stop()
+		b, _ := os.ReadFile(logs.Name())
+		return "", nil, fmt.Errorf("wasmhost did not start: %v\n%s", err, b)
+	}
+	return strings.TrimSpace(line), stop, nil
+}
