@@ -1,0 +1,283 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Config configures a Host.
+type Config struct {
+	// Module is the compiled filter. Required.
+	Module *Module
+	// PluginConfig is the plugin configuration (Envoy's
+	// config.configuration), read by the guest in proxy_on_configure.
+	PluginConfig []byte
+	// VMConfig is the VM configuration (vm_config.configuration).
+	VMConfig []byte
+	// PluginName, RootID and VMID are the plugin_name, plugin_root_id and
+	// plugin_vm_id properties. PluginName defaults to "wasmhost".
+	PluginName, RootID, VMID string
+	// Workers is the number of VMs, as Envoy runs one per worker. Default 2.
+	Workers int
+	// Upstream is the URL ("http://host:port") allowed requests are
+	// forwarded to, with the request's own path and query. Required.
+	Upstream string
+	// UpstreamTimeout bounds an upstream request (Envoy's route timeout).
+	// Default 15 s; when it expires the stream gets 504.
+	UpstreamTimeout time.Duration
+	// Listen is the address to serve HTTP on. Default "127.0.0.1:0".
+	Listen string
+	// RedisClusters maps Envoy cluster names, as the guest passes them to
+	// proxy_redis_init and proxy_redis_call (without "?db=N"), to Redis
+	// addresses ("host:port").
+	RedisClusters map[string]string
+	// HTTPClusters maps cluster names for proxy_http_call to "host:port".
+	HTTPClusters map[string]string
+	// LogWriter, if set, receives every log line, formatted, as it is
+	// logged. Host.Logs keeps them anyway. Writes are serialized.
+	LogWriter io.Writer
+	// Stdout, if set, receives what the guest writes to stdout and stderr
+	// (which Host.Logs also keeps, line by line). Writes are serialized.
+	Stdout io.Writer
+	// PauseTimeout is how long a stream may stay paused before the host
+	// answers 504 "host: stream left paused" and counts it in StuckStreams.
+	// Default 30 s.
+	PauseTimeout time.Duration
+	// MaxBodyBytes bounds request and response bodies. Default 1 MiB.
+	MaxBodyBytes int64
+}
+
+func (c *Config) setDefaults() error {
+	if c.Module == nil {
+		return errors.New("host: Config.Module is required")
+	}
+	if c.Upstream == "" {
+		return errors.New("host: Config.Upstream is required")
+	}
+	if c.PluginName == "" {
+		c.PluginName = "wasmhost"
+	}
+	if c.Workers <= 0 {
+		c.Workers = 2
+	}
+	if c.UpstreamTimeout <= 0 {
+		c.UpstreamTimeout = 15 * time.Second
+	}
+	if c.Listen == "" {
+		c.Listen = "127.0.0.1:0"
+	}
+	if c.PauseTimeout <= 0 {
+		c.PauseTimeout = 30 * time.Second
+	}
+	if c.MaxBodyBytes <= 0 {
+		c.MaxBodyBytes = 1 << 20
+	}
+	return nil
+}
+
+// Host runs a filter in several VMs behind a real HTTP server.
+type Host struct {
+	cfg      Config
+	upstream *url.URL
+	client   *http.Client
+	vms      []*vm
+	ln       net.Listener
+	srv      *http.Server
+
+	next       atomic.Uint64 // round robin over VMs
+	connSeq    atomic.Uint64
+	metrics    *metricStore
+	shared     sharedData
+	queues     sharedQueues
+	stuck      atomic.Int64
+	traps      atomic.Int64
+	logMu      sync.Mutex
+	logs       []LogEntry
+	logDropped int
+	stdoutMu   sync.Mutex
+	redisMu    sync.Mutex
+	redisCnt   map[string]int64
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Start starts cfg.Workers VMs, runs the plugin's start callbacks in each
+// and serves HTTP. ctx bounds the start only; the Host runs until Close. If a VM or the plugin fails to start, Start returns an
+// error that includes the guest's error log lines, e.g.
+// "host: vm 0: plugin start failed: <message>".
+func Start(ctx context.Context, cfg Config) (*Host, error) {
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	up, err := url.Parse(cfg.Upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		return nil, fmt.Errorf("host: bad Config.Upstream %q: want http://host:port", cfg.Upstream)
+	}
+	h := &Host{cfg: cfg, upstream: up, metrics: newMetricStore(), redisCnt: map[string]int64{}}
+	h.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DisableCompression:  true,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     30 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	h.ln, err = net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("host: listen: %w", err)
+	}
+	mark := h.logCount()
+	errs := make([]error, cfg.Workers)
+	var wg sync.WaitGroup
+	for i := 0; i < cfg.Workers; i++ {
+		v := newVM(h, i)
+		h.vms = append(h.vms, v)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = v.run(func() error { return v.start(ctx) })
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			h.Close()
+			return nil, h.startError(i, err, mark)
+		}
+	}
+	h.srv = &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ConnContext: func(ctx context.Context, _ net.Conn) context.Context {
+			return context.WithValue(ctx, connIDKey{}, h.connSeq.Add(1))
+		},
+	}
+	go h.srv.Serve(h.ln)
+	return h, nil
+}
+
+// startError explains why VM i did not start, with the guest's own error
+// lines when it logged any.
+func (h *Host) startError(i int, err error, mark int) error {
+	var lines []string
+	for _, e := range h.logsSince(mark) {
+		if e.VM == i && e.Level >= LogError && e.Source != SourceHost {
+			lines = append(lines, e.Message)
+		}
+	}
+	detail := err.Error()
+	if len(lines) > 0 {
+		prefix := "plugin start failed"
+		if errors.Is(err, errVMStart) {
+			prefix = "vm start failed"
+		} else if !errors.Is(err, errPluginStart) {
+			prefix = detail
+		}
+		detail = prefix + ": " + strings.Join(lines, "; ")
+	}
+	return fmt.Errorf("host: vm %d: %s", i, detail)
+}
+
+// URL returns the base URL the host serves, e.g. "http://127.0.0.1:41234".
+func (h *Host) URL() string { return "http://" + h.ln.Addr().String() }
+
+// Close stops serving, then shuts the VMs down (calling the root context's
+// proxy_on_done) and closes their connections. It is safe to call twice.
+func (h *Host) Close() error {
+	h.closeOnce.Do(func() {
+		if h.srv != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			h.srv.Shutdown(ctx)
+			cancel()
+			h.srv.Close()
+		} else {
+			h.ln.Close()
+		}
+		for _, v := range h.vms {
+			done := make(chan struct{})
+			if v.post(func() { v.close(); close(done) }) {
+				select {
+				case <-done:
+				case <-v.loopDone:
+				case <-time.After(5 * time.Second):
+					h.hostLog(v.index, LogError, "vm did not shut down in 5s; aborting it")
+				}
+			}
+			v.tasks.shut()
+			v.cancel()
+			<-v.loopDone
+			v.callouts.Wait()
+			if v.mod != nil {
+				if err := v.mod.Close(context.Background()); err != nil && h.closeErr == nil {
+					h.closeErr = err
+				}
+			}
+		}
+		h.client.CloseIdleConnections()
+	})
+	return h.closeErr
+}
+
+// StuckStreams counts streams answered with 504 because the guest left them
+// paused for Config.PauseTimeout. A correct filter keeps it at zero.
+func (h *Host) StuckStreams() int64 { return h.stuck.Load() }
+
+// Traps counts VMs failed by a guest trap (a Go panic, say).
+func (h *Host) Traps() int64 { return h.traps.Load() }
+
+// StreamsPerVM returns how many HTTP streams each VM was given.
+func (h *Host) StreamsPerVM() []int64 {
+	out := make([]int64, len(h.vms))
+	for i, v := range h.vms {
+		out[i] = v.served.Load()
+	}
+	return out
+}
+
+// Metrics returns the counters and gauges the guest defined, by name.
+func (h *Host) Metrics() map[string]int64 { return h.metrics.snapshot() }
+
+// Metric returns one counter or gauge, and whether it is defined.
+func (h *Host) Metric(name string) (int64, bool) {
+	v, ok := h.metrics.snapshot()[name]
+	return v, ok
+}
+
+// Histogram returns the values recorded in a histogram, in order.
+func (h *Host) Histogram(name string) []uint64 { return h.metrics.histogram(name) }
+
+// SharedData returns a shared data entry and its CAS value.
+func (h *Host) SharedData(key string) (value []byte, cas uint32, ok bool) {
+	val, cas, ok := h.shared.get(key)
+	return append([]byte(nil), val...), cas, ok
+}
+
+// RedisCalls returns how many proxy_redis_call calls each cluster accepted.
+func (h *Host) RedisCalls() map[string]int64 {
+	h.redisMu.Lock()
+	defer h.redisMu.Unlock()
+	out := make(map[string]int64, len(h.redisCnt))
+	for k, n := range h.redisCnt {
+		out[k] = n
+	}
+	return out
+}
+
+func (h *Host) countRedisCall(cluster string) {
+	h.redisMu.Lock()
+	h.redisCnt[cluster]++
+	h.redisMu.Unlock()
+}
+
+type connIDKey struct{}

@@ -1,0 +1,217 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// defaultRedisTimeout applies when proxy_redis_init passes a zero timeout or
+// proxy_redis_call runs before any init.
+const defaultRedisTimeout = time.Second
+
+// respMaxReply caps one reply; a bigger one fails the call.
+const respMaxReply = 64 << 20
+
+// maxIdleRedisConns is how many idle connections a client keeps.
+const maxIdleRedisConns = 8
+
+// redisConfig is what proxy_redis_init sets for one cluster.
+type redisConfig struct {
+	username, password string
+	db                 int
+	timeout            time.Duration
+}
+
+// parseRedisCluster splits "name?db=N&other=..." into the cluster name and
+// the options the host honours (only db; buffer_flush_timeout and
+// max_buffer_size_before_flush are accepted and ignored).
+func parseRedisCluster(s string) (name string, db int, err error) {
+	name, query, _ := strings.Cut(s, "?")
+	values, err := url.ParseQuery(query)
+	if err != nil {
+		return "", 0, fmt.Errorf("bad cluster options %q: %w", query, err)
+	}
+	if v := values.Get("db"); v != "" {
+		if db, err = strconv.Atoi(v); err != nil || db < 0 {
+			return "", 0, fmt.Errorf("bad db %q in cluster %q", v, s)
+		}
+	}
+	return name, db, nil
+}
+
+// redisClient is one VM's connection pool to one Redis cluster. Each call
+// holds a connection for exactly one request and one reply. A connection
+// that saw an error or a timeout is closed, never reused.
+type redisClient struct {
+	addr string
+	cfg  redisConfig
+
+	mu     sync.Mutex
+	idle   []*redisConn
+	closed bool
+}
+
+func newRedisClient(addr string, cfg redisConfig) *redisClient {
+	if cfg.timeout <= 0 {
+		cfg.timeout = defaultRedisTimeout
+	}
+	return &redisClient{addr: addr, cfg: cfg}
+}
+
+// do sends one query (already RESP) and returns the raw reply, which may be
+// an error reply such as "-NOSCRIPT ...". The whole call, including dialing
+// and the AUTH/SELECT handshake of a new connection, has the configured
+// timeout.
+func (c *redisClient) do(ctx context.Context, query []byte) ([]byte, error) {
+	deadline := time.Now().Add(c.cfg.timeout)
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	conn, err := c.get(ctx, deadline)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.c.SetDeadline(time.Unix(1, 0)) })
+	reply, err := conn.roundTrip(query, deadline)
+	if !stop() || err != nil {
+		conn.close()
+		if err == nil {
+			err = ctx.Err()
+		}
+		return nil, err
+	}
+	c.put(conn)
+	return reply, nil
+}
+
+func (c *redisClient) get(ctx context.Context, deadline time.Time) (*redisConn, error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, errors.New("redis client closed")
+	}
+	if n := len(c.idle); n > 0 {
+		conn := c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		return conn, nil
+	}
+	c.mu.Unlock()
+	return c.dial(ctx, deadline)
+}
+
+func (c *redisClient) put(conn *redisConn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || len(c.idle) >= maxIdleRedisConns {
+		conn.close()
+		return
+	}
+	c.idle = append(c.idle, conn)
+}
+
+// close closes the idle connections; busy ones are closed when their call
+// ends.
+func (c *redisClient) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for _, conn := range c.idle {
+		conn.close()
+	}
+	c.idle = nil
+}
+
+func (c *redisClient) dial(ctx context.Context, deadline time.Time) (*redisConn, error) {
+	d := net.Dialer{Deadline: deadline}
+	nc, err := d.DialContext(ctx, "tcp", c.addr)
+	if err != nil {
+		return nil, err
+	}
+	conn := &redisConn{c: nc}
+	if c.cfg.password != "" {
+		args := []string{"AUTH", c.cfg.password}
+		if c.cfg.username != "" {
+			args = []string{"AUTH", c.cfg.username, c.cfg.password}
+		}
+		if err := conn.expectOK(respCommand(args...), deadline); err != nil {
+			conn.close()
+			return nil, fmt.Errorf("redis AUTH: %w", err)
+		}
+	}
+	if c.cfg.db != 0 {
+		if err := conn.expectOK(respCommand("SELECT", strconv.Itoa(c.cfg.db)), deadline); err != nil {
+			conn.close()
+			return nil, fmt.Errorf("redis SELECT %d: %w", c.cfg.db, err)
+		}
+	}
+	return conn, nil
+}
+
+// respCommand encodes a command as a RESP array of bulk strings.
+func respCommand(args ...string) []byte {
+	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, "\r\n"...)
+		b = append(b, a...)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
+type redisConn struct {
+	c   net.Conn
+	buf []byte
+}
+
+func (r *redisConn) close() { r.c.Close() }
+
+func (r *redisConn) expectOK(cmd []byte, deadline time.Time) error {
+	reply, err := r.roundTrip(cmd, deadline)
+	if err != nil {
+		return err
+	}
+	if len(reply) == 0 || reply[0] != '+' {
+		return fmt.Errorf("server replied %q", strings.TrimSpace(string(reply)))
+	}
+	return nil
+}
+
+// roundTrip writes query and reads exactly one reply. Bytes after the reply
+// mean the connection is out of step, which is an error.
+func (r *redisConn) roundTrip(query []byte, deadline time.Time) ([]byte, error) {
+	if err := r.c.SetDeadline(deadline); err != nil {
+		return nil, err
+	}
+	if _, err := r.c.Write(query); err != nil {
+		return nil, err
+	}
+	r.buf = r.buf[:0]
+	chunk := make([]byte, 4096)
+	for {
+		n, err := respFrameLen(r.buf)
+		switch {
+		case err == nil && n == len(r.buf):
+			return append([]byte(nil), r.buf...), nil
+		case err == nil:
+			return nil, fmt.Errorf("redis: %d unexpected bytes after the reply", len(r.buf)-n)
+		case !errors.Is(err, errIncomplete):
+			return nil, err
+		case len(r.buf) > respMaxReply:
+			return nil, fmt.Errorf("redis: reply larger than %d bytes", respMaxReply)
+		}
+		m, err := r.c.Read(chunk)
+		r.buf = append(r.buf, chunk[:m]...)
+		if err != nil && m == 0 {
+			return nil, err
+		}
+	}
+}

@@ -1,0 +1,345 @@
+// Command probe is a proxy-wasm filter that exercises the host's ABI for the
+// e2e host tests. It lives under testdata so that `go build ./...` skips it;
+// the tests build it with
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o probe.wasm .
+//
+// Plugin configuration (JSON, every field optional):
+//
+//	{"fail": "msg"}               log msg as an error and fail plugin start
+//	{"redis_cluster": "redis?db=1", "redis_user": "u", "redis_password": "p",
+//	 "redis_timeout_ms": 500}     call proxy_redis_init at plugin start
+//	{"http_cluster": "svc"}       cluster for x-probe-mode: http
+//	{"tick_ms": 20}               count ticks in the counter probe_ticks
+//
+// Per request, headers drive it:
+//
+//	x-redis: PING                 send this command (split on x-redis-sep,
+//	                              default " ") as RESP, pause, and on the
+//	                              reply resume and add x-redis-reply (the raw
+//	                              reply, Go-quoted) to the response; a failed
+//	                              call answers 503 with x-redis-status
+//	x-redis-reply-mode: local     answer the reply as a local 200 instead
+//	x-redis-reply-mode: never     never resume after the reply
+//	x-probe-mode: local           local reply 429 "denied by probe"
+//	x-probe-mode: double-local    two local replies; logs the second's error
+//	x-probe-mode: hang            pause forever
+//	x-probe-mode: trap            panic
+//	x-probe-mode: http            proxy_http_call GET /callout, then resume
+//	x-probe-mode: shared          increment shared data "probe_counter" (CAS)
+//	x-probe-mode: queue           enqueue the path on shared queue "probe_q"
+//	x-probe-mode: append-body     append "+probe" to the request body
+//	x-probe-mode: rewrite-body    replace the response body
+//
+// It always adds x-probe-added to the request, removes x-probe-remove,
+// suffixes x-probe-replace, adds x-prop-* response headers with properties
+// and x-probe-now / x-probe-nonce with the guest's clock and randomness,
+// counts requests in probe_requests and logs "probe done <id>" in on_log.
+package main
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
+	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
+)
+
+func init() {
+	proxywasm.SetVMContext(&vmContext{})
+}
+
+func main() {}
+
+type config struct {
+	Fail           string `json:"fail"`
+	RedisCluster   string `json:"redis_cluster"`
+	RedisUser      string `json:"redis_user"`
+	RedisPassword  string `json:"redis_password"`
+	RedisTimeoutMs uint32 `json:"redis_timeout_ms"`
+	HTTPCluster    string `json:"http_cluster"`
+	TickMs         uint32 `json:"tick_ms"`
+}
+
+var (
+	cfg       config
+	requests  proxywasm.MetricCounter
+	ticks     proxywasm.MetricCounter
+	paused    proxywasm.MetricGauge
+	replySize proxywasm.MetricHistogram
+	queueID   uint32
+	// pending maps a Redis callout id to the stream waiting for it.
+	pending = map[uint32]*httpContext{}
+)
+
+type vmContext struct{ types.DefaultVMContext }
+
+func (*vmContext) NewPluginContext(uint32) types.PluginContext { return &pluginContext{} }
+
+type pluginContext struct{ types.DefaultPluginContext }
+
+func (*pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
+	data, err := proxywasm.GetPluginConfiguration()
+	if err != nil && err != types.ErrorStatusNotFound {
+		proxywasm.LogErrorf("reading plugin configuration: %v", err)
+		return types.OnPluginStartStatusFailed
+	}
+	if len(data) > 0 {
+		if err := json.Unmarshal(data, &cfg); err != nil {
+			proxywasm.LogErrorf("bad plugin configuration: %v", err)
+			return types.OnPluginStartStatusFailed
+		}
+	}
+	if cfg.Fail != "" {
+		proxywasm.LogError(cfg.Fail)
+		return types.OnPluginStartStatusFailed
+	}
+	requests = proxywasm.DefineCounterMetric("probe_requests")
+	ticks = proxywasm.DefineCounterMetric("probe_ticks")
+	paused = proxywasm.DefineGaugeMetric("probe_paused")
+	replySize = proxywasm.DefineHistogramMetric("probe_reply_bytes")
+	if cfg.RedisCluster != "" {
+		if st := redisInit(cfg.RedisCluster, cfg.RedisUser, cfg.RedisPassword, cfg.RedisTimeoutMs); st != 0 {
+			proxywasm.LogErrorf("redis init %s: status %d", cfg.RedisCluster, st)
+			return types.OnPluginStartStatusFailed
+		}
+	}
+	if cfg.TickMs > 0 {
+		proxywasm.SetTickPeriodMilliSeconds(cfg.TickMs)
+	}
+	if queueID, err = proxywasm.RegisterSharedQueue("probe_q"); err != nil {
+		proxywasm.LogErrorf("register queue: %v", err)
+		return types.OnPluginStartStatusFailed
+	}
+	return types.OnPluginStartStatusOK
+}
+
+func (*pluginContext) OnTick() { ticks.Increment(1) }
+
+func (*pluginContext) OnQueueReady(id uint32) {
+	for {
+		item, err := proxywasm.DequeueSharedQueue(id)
+		if err != nil {
+			return
+		}
+		proxywasm.LogInfof("queue item: %s", item)
+	}
+}
+
+func (*pluginContext) NewHttpContext(id uint32) types.HttpContext { return &httpContext{id: id} }
+
+type httpContext struct {
+	types.DefaultHttpContext
+	id       uint32
+	mode     string
+	replyMod string
+	extra    [][2]string // response headers to add
+}
+
+var props = []string{"source.address", "source.port", "destination.address", "request.path",
+	"request.url_path", "request.host", "request.method", "request.scheme", "request.id",
+	"request.protocol", "plugin_name", "plugin_root_id", "no.such"}
+
+func (c *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
+	requests.Increment(1)
+	c.mode, _ = proxywasm.GetHttpRequestHeader("x-probe-mode")
+	c.replyMod, _ = proxywasm.GetHttpRequestHeader("x-redis-reply-mode")
+	for _, p := range props {
+		c.extra = append(c.extra, [2]string{"x-prop-" + strings.ReplaceAll(p, ".", "-"), property(p)})
+	}
+	// The host must give the guest real clocks and randomness.
+	var nonce [8]byte
+	rand.Read(nonce[:])
+	c.extra = append(c.extra,
+		[2]string{"x-probe-now", strconv.FormatInt(time.Now().UnixMilli(), 10)},
+		[2]string{"x-probe-nonce", hex.EncodeToString(nonce[:])})
+	proxywasm.AddHttpRequestHeader("x-probe-added", "1")
+	proxywasm.RemoveHttpRequestHeader("x-probe-remove")
+	if v, err := proxywasm.GetHttpRequestHeader("x-probe-replace"); err == nil {
+		proxywasm.ReplaceHttpRequestHeader("x-probe-replace", v+"-replaced")
+	}
+	path, _ := proxywasm.GetHttpRequestHeader(":path")
+	proxywasm.LogInfof("probe request %s mode=%q", path, c.mode)
+
+	switch c.mode {
+	case "local":
+		proxywasm.SendHttpResponse(429, [][2]string{{"x-probe-local", "yes"}, {"retry-after", "7"}}, []byte("denied by probe"), -1)
+		return types.ActionPause
+	case "double-local":
+		proxywasm.SendHttpResponse(403, nil, []byte("first"), -1)
+		if err := proxywasm.SendHttpResponse(402, nil, []byte("second"), -1); err != nil {
+			proxywasm.LogWarnf("second local reply refused: %v", err)
+		}
+		return types.ActionPause
+	case "hang":
+		return types.ActionPause
+	case "trap":
+		panic("probe trap requested")
+	case "http":
+		return c.httpCall()
+	case "shared":
+		c.extra = append(c.extra, [2]string{"x-shared-counter", incrementShared("probe_counter")})
+	case "queue":
+		id, err := proxywasm.ResolveSharedQueue("", "probe_q")
+		if err == nil {
+			err = proxywasm.EnqueueSharedQueue(id, []byte(path))
+		}
+		c.extra = append(c.extra, [2]string{"x-queue", errString(err)})
+	}
+	if cmd, err := proxywasm.GetHttpRequestHeader("x-redis"); err == nil {
+		return c.redisCall(cmd)
+	}
+	return types.ActionContinue
+}
+
+func (c *httpContext) redisCall(cmd string) types.Action {
+	sep, err := proxywasm.GetHttpRequestHeader("x-redis-sep")
+	if err != nil {
+		sep = " "
+	}
+	id, st := redisCall(cfg.RedisCluster, encodeCommand(strings.Split(cmd, sep)))
+	if st != 0 {
+		proxywasm.SendHttpResponse(500, [][2]string{{"x-redis-call-status", strconv.Itoa(int(st))}}, []byte("redis_call failed"), -1)
+		return types.ActionPause
+	}
+	pending[id] = c
+	paused.Add(1)
+	return types.ActionPause
+}
+
+// onRedisReply runs on the root context; it switches to the stream itself.
+func onRedisReply(calloutID uint32, status, size int32) {
+	c := pending[calloutID]
+	delete(pending, calloutID)
+	if c == nil {
+		proxywasm.LogWarnf("reply for unknown callout %d", calloutID)
+		return
+	}
+	paused.Add(-1)
+	if err := proxywasm.SetEffectiveContext(c.id); err != nil {
+		proxywasm.LogWarnf("stream %d is gone: %v", c.id, err)
+		return
+	}
+	if status != 0 {
+		proxywasm.SendHttpResponse(503, [][2]string{{"x-redis-status", strconv.Itoa(int(status))}, {"x-redis-size", strconv.Itoa(int(size))}}, []byte("redis unavailable"), -1)
+		return
+	}
+	reply, st := redisResponse(size)
+	if st != 0 {
+		proxywasm.LogErrorf("reading redis reply: status %d", st)
+	}
+	replySize.Record(uint64(len(reply)))
+	quoted := strconv.Quote(string(reply))
+	switch c.replyMod {
+	case "local":
+		proxywasm.SendHttpResponse(200, [][2]string{{"x-redis-reply", quoted}}, reply, -1)
+	case "never":
+	default:
+		c.extra = append(c.extra, [2]string{"x-redis-reply", quoted})
+		proxywasm.ResumeHttpRequest()
+	}
+}
+
+func (c *httpContext) httpCall() types.Action {
+	hdrs := [][2]string{{":method", "GET"}, {":path", "/callout?from=probe"}, {":authority", "callout.local"}}
+	_, err := proxywasm.DispatchHttpCall(cfg.HTTPCluster, hdrs, nil, nil, 2000, func(n, size, _ int) {
+		status := "none"
+		hs, _ := proxywasm.GetHttpCallResponseHeaders()
+		for _, h := range hs {
+			if h[0] == ":status" {
+				status = h[1]
+			}
+		}
+		body, _ := proxywasm.GetHttpCallResponseBody(0, size)
+		c.extra = append(c.extra, [2]string{"x-callout", status + " " + string(body)})
+		proxywasm.ResumeHttpRequest()
+	})
+	if err != nil {
+		c.extra = append(c.extra, [2]string{"x-callout", "dispatch: " + err.Error()})
+		return types.ActionContinue
+	}
+	return types.ActionPause
+}
+
+func (c *httpContext) OnHttpRequestBody(size int, eos bool) types.Action {
+	if c.mode == "append-body" && eos {
+		proxywasm.AppendHttpRequestBody([]byte("+probe"))
+	}
+	return types.ActionContinue
+}
+
+func (c *httpContext) OnHttpResponseHeaders(int, bool) types.Action {
+	proxywasm.AddHttpResponseHeader("x-probe-response", "1")
+	for _, h := range c.extra {
+		proxywasm.AddHttpResponseHeader(h[0], h[1])
+	}
+	return types.ActionContinue
+}
+
+func (c *httpContext) OnHttpResponseBody(size int, eos bool) types.Action {
+	if c.mode == "rewrite-body" && eos {
+		proxywasm.ReplaceHttpResponseBody([]byte("rewritten by probe"))
+	}
+	return types.ActionContinue
+}
+
+func (c *httpContext) OnHttpStreamDone() {
+	status, err := proxywasm.GetHttpResponseHeader(":status")
+	proxywasm.LogInfof("probe done %d status=%s err=%v", c.id, status, err)
+}
+
+// property renders a property for a header: strings as they are, 8-byte
+// integers as decimal, errors as "error: ...".
+func property(name string) string {
+	b, err := proxywasm.GetProperty(strings.Split(name, "."))
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case name == "source.port":
+		if len(b) != 8 {
+			return "bad length " + strconv.Itoa(len(b))
+		}
+		return strconv.FormatUint(binary.LittleEndian.Uint64(b), 10)
+	}
+	return string(b)
+}
+
+func incrementShared(key string) string {
+	for i := 0; i < 10; i++ {
+		val, cas, err := proxywasm.GetSharedData(key)
+		n := 0
+		if err == nil {
+			n, _ = strconv.Atoi(string(val))
+		} else if err != types.ErrorStatusNotFound {
+			return "get: " + err.Error()
+		}
+		next := strconv.Itoa(n + 1)
+		if err := proxywasm.SetSharedData(key, []byte(next), cas); err == nil {
+			return next
+		} else if err != types.ErrorStatusCasMismatch {
+			return "set: " + err.Error()
+		}
+	}
+	return "cas retries exhausted"
+}
+
+func errString(err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return "ok"
+}
+
+// encodeCommand encodes a command as a RESP array of bulk strings.
+func encodeCommand(args []string) []byte {
+	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b = append(b, "$"+strconv.Itoa(len(a))+"\r\n"+a+"\r\n"...)
+	}
+	return b
+}
