@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -26,11 +27,37 @@ type Config struct {
 	Rules       []Rule
 }
 
+// Transport is how the filter reaches Redis.
+type Transport uint8
+
+const (
+	// TransportRedisABI uses the Redis callout ABI of Higress's Envoy build.
+	TransportRedisABI Transport = iota
+	// TransportWebdis uses HTTP callouts to a Webdis gateway: any Envoy.
+	TransportWebdis
+)
+
+func (t Transport) String() string {
+	if t == TransportWebdis {
+		return "webdis"
+	}
+	return "redis_abi"
+}
+
 // RedisConfig says how to reach Redis through the proxy.
 type RedisConfig struct {
-	Cluster  string // the proxy's cluster name; required
+	Transport Transport // default TransportRedisABI
+	// Cluster is the proxy's cluster for Redis (redis_abi) or for Webdis
+	// (webdis); required.
+	Cluster string
+	// Username and Password are sent as AUTH (redis_abi) or as HTTP basic
+	// authentication to Webdis (webdis).
 	Username string
 	Password string
+	// Authority is the Host header of calls to Webdis (default: Cluster),
+	// and Path the path Webdis serves on (default "/").
+	Authority string
+	Path      string
 	Timeout  time.Duration // default 200ms
 	Database int           // default 0
 	Prefix   string        // default "rl:"
@@ -211,9 +238,16 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 	if !v.Exists() {
 		return r, errAt(path, "required")
 	}
-	o, err := fields(v, path, "cluster", "username", "password", "timeout", "database", "key_prefix", "cluster_mode")
+	o, err := fields(v, path, "transport", "cluster", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path")
 	if err != nil {
 		return r, err
+	}
+	transport, err := enum(o["transport"], path+".transport", "redis_abi", "redis_abi", "webdis")
+	if err != nil {
+		return r, err
+	}
+	if transport == "webdis" {
+		r.Transport = TransportWebdis
 	}
 	if r.Cluster, err = str(o["cluster"], path+".cluster", ""); err != nil {
 		return r, err
@@ -250,7 +284,33 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 	if r.ClusterMode, err = boolean(o["cluster_mode"], path+".cluster_mode", false); err != nil {
 		return r, err
 	}
-	return r, nil
+	return r, parseWebdis(&r, o, path)
+}
+
+// parseWebdis reads the fields that only the webdis transport has.
+func parseWebdis(r *RedisConfig, o map[string]gjson.Result, path string) error {
+	var err error
+	if r.Transport != TransportWebdis {
+		for _, f := range []string{"authority", "path"} {
+			if o[f].Exists() {
+				return errAt(path+"."+f, "only allowed with transport webdis")
+			}
+		}
+		return nil
+	}
+	if o["database"].Exists() {
+		return errAt(path+".database", "not allowed with transport webdis: set it in Webdis's configuration")
+	}
+	if r.Authority, err = str(o["authority"], path+".authority", r.Cluster); err != nil {
+		return err
+	}
+	if r.Path, err = str(o["path"], path+".path", "/"); err != nil {
+		return err
+	}
+	if !strings.HasPrefix(r.Path, "/") || !strings.HasSuffix(r.Path, "/") {
+		return errAt(path+".path", "must start and end with /")
+	}
+	return nil
 }
 
 func containsAny(s, chars string) bool {
