@@ -8,9 +8,10 @@ DIST     := dist
 build:
 	$(GO) build ./...
 	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(DIST)/ratelimit.wasm .
+	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -tags higress -o $(DIST)/ratelimit-higress.wasm .
 
 demo: build
-	$(GO) run ./e2e/cmd/demo -wasm $(DIST)/ratelimit.wasm
+	$(GO) run ./e2e/cmd/demo -wasm $(DIST)/ratelimit-higress.wasm
 
 test: check
 	$(GO) test -count=1 -race ./...

@@ -3,6 +3,7 @@ package algorithms
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
@@ -93,8 +94,8 @@ func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
 	if err != nil || len(elems) < 2 {
 		return fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
 	}
-	now, err1 := elems[0].Int64()
-	block, err2 := elems[1].Int64()
+	now, err1 := integer(elems[0])
+	block, err2 := integer(elems[1])
 	if err1 != nil || err2 != nil || now <= 0 || block < -2 {
 		return fmt.Errorf("%w: header %s", ErrUnexpectedReply, v.String())
 	}
@@ -103,7 +104,7 @@ func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
 	if d.Blocked {
 		var by int64
 		if len(elems) == 3 {
-			by, err = elems[2].Int64()
+			by, err = integer(elems[2])
 		}
 		if len(elems) != 3 || err != nil || by < 1 || by > int64(nb) {
 			return fmt.Errorf("%w: blocked reply %s", ErrUnexpectedReply, v.String())
@@ -131,7 +132,7 @@ func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
 func parseResult(e []redisproto.Value) (Result, error) {
 	var f [5]int64
 	for i := range f {
-		x, err := e[i].Int64()
+		x, err := integer(e[i])
 		if err != nil {
 			return Result{}, err
 		}
@@ -152,4 +153,17 @@ func parseResult(e []redisproto.Value) (Result, error) {
 		r.RetryAfter = time.Duration(retry) * time.Microsecond
 	}
 	return r, nil
+}
+
+// integer reads a bulk string holding an integer in canonical form, as the
+// script sends them, or an integer reply.
+func integer(v redisproto.Value) (int64, error) {
+	if v.Kind != redisproto.KindBulkString {
+		return v.Int64()
+	}
+	n, err := strconv.ParseInt(string(v.Str), 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != string(v.Str) {
+		return 0, fmt.Errorf("bulk string %q is not an integer", v.Str)
+	}
+	return n, nil
 }

@@ -50,7 +50,9 @@ func TestParseRejectsUnexpectedReplies(t *testing.T) {
 		"remaining > limit":  "*7\r\n:1\r\n:-2\r\n:1\r\n:16\r\n:17\r\n:-1\r\n:2\r\n",
 		"allowed with retry": "*7\r\n:1\r\n:-2\r\n:1\r\n:16\r\n:15\r\n:5\r\n:2\r\n",
 		"denied no retry":    "*7\r\n:1\r\n:-2\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n",
-		"string element":     "*7\r\n:1\r\n:-2\r\n$1\r\n1\r\n:16\r\n:15\r\n:-1\r\n:2\r\n",
+		"non-canonical bulk": "*7\r\n:1\r\n:-2\r\n$2\r\n01\r\n:16\r\n:15\r\n:-1\r\n:2\r\n",
+		"text bulk":          "*7\r\n:1\r\n:-2\r\n$1\r\nx\r\n:16\r\n:15\r\n:-1\r\n:2\r\n",
+		"simple string":      "*7\r\n:1\r\n:-2\r\n+1\r\n:16\r\n:15\r\n:-1\r\n:2\r\n",
 	}
 	for name, reply := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -59,6 +61,19 @@ func TestParseRejectsUnexpectedReplies(t *testing.T) {
 				t.Fatalf("got %v, want ErrUnexpectedReply", err)
 			}
 		})
+	}
+}
+
+// The script sends its integers as bulk strings.
+func TestParseBulkIntegers(t *testing.T) {
+	var d Decision
+	reply := "*7\r\n$16\r\n1700000000000000\r\n$2\r\n-2\r\n$1\r\n0\r\n$2\r\n16\r\n$1\r\n0\r\n$7\r\n2000000\r\n$7\r\n3000000\r\n"
+	if err := d.Parse(decodeString(t, reply), 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	want := Result{Allowed: false, Limit: 16, Remaining: 0, RetryAfter: 2 * time.Second, ResetAfter: 3 * time.Second}
+	if d.Results[0] != want {
+		t.Fatalf("%+v", d.Results[0])
 	}
 }
 

@@ -133,3 +133,50 @@ func TestPasswordAndDatabase(t *testing.T) {
 		t.Fatal("a wrong password was not counted as a Redis error")
 	}
 }
+
+// With the Webdis gateway itself down or refusing the credentials, the
+// stock build applies the failure mode.
+func TestWebdisGatewayDown(t *testing.T) {
+	rules := `[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]`
+	wrongPassword := func(t *testing.T) string { return redistest.StartWebdis(t, server.Addr) }
+	for _, down := range []struct {
+		name  string
+		addr  func(*testing.T) string
+		wrong bool
+	}{{"refused", refused, false}, {"hung", blackhole, false}, {"forbidden", wrongPassword, true}} {
+		for _, mode := range []string{"allow", "deny"} {
+			t.Run(down.name+"/"+mode, func(t *testing.T) {
+				config := fmt.Sprintf(`{"failure_mode":%q,"redis":{"cluster":"redis","timeout":"150ms"},"rules":%s}`, mode, rules)
+				if down.wrong {
+					config = strings.Replace(config, `"redis":{"cluster":"redis",`,
+						`"redis":{"transport":"webdis","cluster":"webdis","username":"ratelimit","password":"wrong",`, 1)
+				}
+				tg := startStockGateway(t, config, down.addr(t)).(*wasmTarget)
+				want := map[string]int{"allow": 200, "deny": 503}[mode]
+				for range 2 {
+					expect(t, tg.send(t, nil), want)
+				}
+				if tg.metric("ratelimit.redis.errors") != 2 {
+					t.Fatalf("redis errors %d, want 2", tg.metric("ratelimit.redis.errors"))
+				}
+				if down.wrong && !strings.Contains(strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"), "webdis answered HTTP 403") {
+					t.Fatalf("no clear log line for the refused credentials: %q", tg.h.GuestLogs(host.LogWarn))
+				}
+			})
+		}
+	}
+}
+
+// A configuration asking for a transport the module lacks fails the start.
+func TestStockModuleRejectsRedisABI(t *testing.T) {
+	config := `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"client_ip"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1s"}]}]}`
+	h, err := host.Start(context.Background(), host.Config{Module: stockModule, PluginConfig: []byte(config),
+		Workers: 1, Upstream: "http://127.0.0.1:1"})
+	if err == nil {
+		h.Close()
+		t.Fatal("the stock module started with transport redis_abi")
+	}
+	if want := "redis.transport: redis_abi needs the Higress build of this filter (ratelimit-higress.wasm)"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -18,9 +18,12 @@ import (
 )
 
 var (
-	// module is the filter compiled once for the whole test binary.
-	module *host.Module
-	server *redistest.Server
+	// module (the Higress build, with the Redis callout ABI) and
+	// stockModule (the stock-Envoy build, Webdis only) are compiled once
+	// for the whole test binary.
+	module, stockModule    *host.Module
+	stockWasm, higressWasm []byte
+	server                 *redistest.Server
 )
 
 func TestMain(m *testing.M) {
@@ -38,15 +41,21 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(dir)
-	wasm, err := buildFilter(filepath.Join(dir, "ratelimit.wasm"))
-	if err != nil {
+	if higressWasm, err = buildFilter(filepath.Join(dir, "ratelimit-higress.wasm"), "higress"); err != nil {
+		return 0, err
+	}
+	if stockWasm, err = buildFilter(filepath.Join(dir, "ratelimit.wasm"), ""); err != nil {
 		return 0, err
 	}
 	ctx := context.Background()
-	if module, err = host.Compile(ctx, wasm); err != nil {
+	if module, err = host.Compile(ctx, higressWasm); err != nil {
 		return 0, err
 	}
 	defer module.Close(ctx)
+	if stockModule, err = host.Compile(ctx, stockWasm); err != nil {
+		return 0, err
+	}
+	defer stockModule.Close(ctx)
 	if server, err = redistest.StartServer(); err != nil {
 		return 0, err
 	}
@@ -55,8 +64,8 @@ func run(m *testing.M) (int, error) {
 }
 
 // buildFilter compiles the repository's filter to out, as `make build` does.
-func buildFilter(out string) ([]byte, error) {
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", out, "..")
+func buildFilter(out, tags string) ([]byte, error) {
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", tags, "-o", out, "..")
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building the filter: %v\n%s", err, b)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -35,7 +37,7 @@ type target interface {
 // cluster "redis"; redisAddr is where that cluster points.
 type startFunc func(t *testing.T, config, redisAddr string) target
 
-var targets = map[string]startFunc{"wasm": startWasm, "native": startNative}
+var targets = map[string]startFunc{"higress": startWasm, "stock": startStock, "native": startNative}
 
 // upstream answers every admitted request with 200 and its path.
 func upstream(t *testing.T) *httptest.Server {
@@ -51,20 +53,45 @@ type wasmTarget struct {
 	h *host.Host
 }
 
+// startWasm runs the Higress build, with the Redis callout ABI.
 func startWasm(t *testing.T, config, redisAddr string) target {
+	return startHost(t, host.Config{Module: module, PluginConfig: []byte(config),
+		RedisClusters: map[string]string{"redis": redisAddr}})
+}
+
+// startStock runs the stock-Envoy build, through a real Webdis in front of
+// redisAddr.
+func startStock(t *testing.T, config, redisAddr string) target {
+	return startStockGateway(t, config, redistest.StartWebdis(t, redisAddr))
+}
+
+// startStockGateway runs the stock build with webdisAddr as the gateway; a
+// config written for the Redis ABI is turned to webdis with the test
+// credentials.
+func startStockGateway(t *testing.T, config, webdisAddr string) target {
+	config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
+		`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
+		redistest.WebdisUser, redistest.WebdisPassword), 1)
+	if !strings.Contains(config, `"transport":"webdis"`) || strings.Count(config, `"password"`) != 1 {
+		t.Fatalf("config has no redis section to turn to webdis: %s", config)
+	}
+	return startHost(t, host.Config{Module: stockModule, PluginConfig: []byte(config),
+		HTTPClusters: map[string]string{"webdis": webdisAddr}})
+}
+
+func startHost(t *testing.T, cfg host.Config) target {
 	t.Helper()
-	h, err := host.Start(context.Background(), host.Config{
-		Module:        module,
-		PluginConfig:  []byte(config),
-		Workers:       2,
-		Upstream:      upstream(t).URL,
-		RedisClusters: map[string]string{"redis": redisAddr},
-		PauseTimeout:  10 * time.Second,
-	})
+	cfg.Workers, cfg.Upstream, cfg.PauseTimeout = 2, upstream(t).URL, 10*time.Second
+	h, err := host.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		if t.Failed() {
+			for _, l := range h.Logs() {
+				t.Log(l.String())
+			}
+		}
 		if n := h.StuckStreams(); n != 0 {
 			t.Errorf("%d streams left paused", n)
 		}
@@ -154,6 +181,10 @@ func (n *nativeTarget) DispatchRedis(cmd []byte) (uint32, error) {
 	n.nextID++
 	n.queue = append(n.queue, queuedCall{n.nextID, append([]byte(nil), cmd...)})
 	return n.nextID, nil
+}
+
+func (n *nativeTarget) DispatchHTTP(string, [][2]string, []byte, time.Duration) (uint32, error) {
+	return 0, errors.New("the native target sends RESP directly")
 }
 
 func (n *nativeTarget) Log(filter.LogLevel, string)            {}

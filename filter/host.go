@@ -26,6 +26,9 @@ type PluginHost interface {
 	// DispatchRedis sends one RESP command; the reply arrives later through
 	// Plugin.OnRedisReply with the returned id.
 	DispatchRedis(cmd []byte) (calloutID uint32, err error)
+	// DispatchHTTP makes an HTTP callout to an upstream cluster; the
+	// response arrives later through Plugin.OnHTTPReply with the returned id.
+	DispatchHTTP(cluster string, headers [][2]string, body []byte, timeout time.Duration) (calloutID uint32, err error)
 	Log(level LogLevel, msg string)
 	Now() time.Time
 	Counter(name string) Counter

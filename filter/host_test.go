@@ -74,6 +74,10 @@ func (h *fakeHost) DispatchRedis(cmd []byte) (uint32, error) {
 	return h.nextID, nil
 }
 
+func (h *fakeHost) DispatchHTTP(cluster string, headers [][2]string, body []byte, timeout time.Duration) (uint32, error) {
+	return 0, errors.New("fakeHost: no HTTP callouts")
+}
+
 func (h *fakeHost) Log(level LogLevel, msg string) { h.logs = append(h.logs, msg) }
 
 func (h *fakeHost) Now() time.Time {

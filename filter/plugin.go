@@ -12,6 +12,8 @@ import (
 type Plugin struct {
 	cfg     *Config
 	host    PluginHost
+	// webdis holds what calls through Webdis need; nil with the Redis ABI.
+	webdis *webdisCalls
 	pending map[uint32]*call // callout id -> the call awaiting its reply
 	decoder redisproto.Decoder
 	metrics metrics
@@ -24,6 +26,9 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	// The script's reply is a flat array of 2 + 5 per limit integers.
 	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 4096}
 	p.metrics = newMetrics(cfg, host)
+	if cfg.Redis.Transport == TransportWebdis {
+		p.webdis = &webdisCalls{headers: webdisHeaders(&cfg.Redis)}
+	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
 	return p
 }
@@ -39,13 +44,45 @@ func (p *Plugin) Pending() int { return len(p.pending) }
 // once, so no stream waits for a reply that will never come.
 func (p *Plugin) dispatch(c *call) {
 	c.sentAt = p.host.Now()
-	id, err := p.host.DispatchRedis(c.command())
+	id, err := p.send(c.command())
 	if err != nil {
 		p.fail(c, fmt.Errorf("dispatch: %w", err))
 		return
 	}
 	c.calloutID, c.inFlight = id, true
 	p.pending[id] = c
+}
+
+type webdisCalls struct {
+	headers [][2]string
+	encoder redisproto.Decoder // reads back the RESP command to re-encode it
+	body    []byte
+}
+
+// send dispatches one RESP command over the configured transport.
+func (p *Plugin) send(cmd []byte) (uint32, error) {
+	if p.webdis == nil {
+		return p.host.DispatchRedis(cmd)
+	}
+	w := p.webdis
+	var err error
+	if w.body, err = appendWebdisBody(w.body[:0], &w.encoder, cmd); err != nil {
+		return 0, err
+	}
+	return p.host.DispatchHTTP(p.cfg.Redis.Cluster, w.headers, w.body, p.cfg.Redis.Timeout)
+}
+
+// OnHTTPReply delivers Webdis's response to a callout: its HTTP status (0
+// when the call failed or timed out) and body, the RESP reply.
+func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
+	if status != 200 {
+		if c := p.pending[calloutID]; c != nil && status != 0 {
+			c.failure = fmt.Sprintf("webdis answered HTTP %d", status)
+		}
+		p.OnRedisReply(calloutID, false, nil)
+		return
+	}
+	p.OnRedisReply(calloutID, true, body)
 }
 
 // OnRedisReply delivers the reply to a callout. ok is false on a network
@@ -59,7 +96,11 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 	c.inFlight = false
 	p.metrics.latency.Record(uint64(p.host.Now().Sub(c.sentAt).Milliseconds()))
 	if !ok {
-		p.fail(c, errors.New("redis call failed or timed out"))
+		reason := "redis call failed or timed out"
+		if c.failure != "" {
+			reason, c.failure = c.failure, ""
+		}
+		p.fail(c, errors.New(reason))
 		return
 	}
 	v, n, err := p.decoder.Decode(reply)

@@ -33,6 +33,7 @@ type call struct {
 	owners   []owner // per check: its rule and limit
 	blockers []int   // per block key: its rule
 	eval     bool    // -NOSCRIPT was seen; send the whole script
+	failure  string  // why the transport failed, when it says
 	buf      []byte
 
 	calloutID uint32

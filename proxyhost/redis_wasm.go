@@ -1,4 +1,4 @@
-//go:build wasip1
+//go:build wasip1 && higress
 
 package proxyhost
 
@@ -8,7 +8,11 @@ import (
 	"unsafe"
 )
 
-// The Redis callout ABI of Higress's Envoy build (module env).
+// The Redis callout ABI of Higress's Envoy build (module env). Only the
+// Higress build (-tags higress) imports it: stock Envoy refuses to load a
+// module that does.
+
+const hasRedisABI = true
 
 //go:wasmimport env proxy_redis_init
 func proxyRedisInit(cluster *byte, clusterLen int32, user *byte, userLen int32, pass *byte, passLen int32, timeoutMs int32) int32

@@ -6,6 +6,7 @@ package proxyhost
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
@@ -48,10 +49,16 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		proxywasm.LogCriticalf("ratelimit: bad configuration: %v", err)
 		return types.OnPluginStartStatusFailed
 	}
-	p.cluster = clusterWithOptions(cfg.Redis)
-	if err := redisInit(p.cluster, cfg.Redis.Username, cfg.Redis.Password, cfg.Redis.Timeout); err != nil {
-		proxywasm.LogCriticalf("ratelimit: redis init for cluster %q: %v", cfg.Redis.Cluster, err)
-		return types.OnPluginStartStatusFailed
+	if cfg.Redis.Transport == filter.TransportRedisABI {
+		if !hasRedisABI {
+			proxywasm.LogCritical("ratelimit: bad configuration: redis.transport: redis_abi needs the Higress build of this filter (ratelimit-higress.wasm); this module reaches Redis only through webdis")
+			return types.OnPluginStartStatusFailed
+		}
+		p.cluster = clusterWithOptions(cfg.Redis)
+		if err := redisInit(p.cluster, cfg.Redis.Username, cfg.Redis.Password, cfg.Redis.Timeout); err != nil {
+			proxywasm.LogCriticalf("ratelimit: redis init for cluster %q: %v", cfg.Redis.Cluster, err)
+			return types.OnPluginStartStatusFailed
+		}
 	}
 	p.plugin = filter.NewPlugin(cfg, p)
 	plugins[p.id] = p
@@ -97,6 +104,32 @@ func onRedisReply(rootID, calloutID uint32, ok bool, reply []byte) {
 
 func (p *pluginContext) DispatchRedis(cmd []byte) (uint32, error) {
 	return redisCall(p.cluster, cmd)
+}
+
+func (p *pluginContext) DispatchHTTP(cluster string, headers [][2]string, body []byte, timeout time.Duration) (uint32, error) {
+	var id uint32
+	id, err := proxywasm.DispatchHttpCall(cluster, headers, body, nil, uint32(timeout.Milliseconds()),
+		func(numHeaders, bodySize, _ int) { p.onHTTPReply(id, numHeaders, bodySize) })
+	return id, err
+}
+
+// onHTTPReply reads an HTTP callout's response; no headers means the call
+// failed or timed out.
+func (p *pluginContext) onHTTPReply(id uint32, numHeaders, bodySize int) {
+	status := 0
+	var body []byte
+	if numHeaders > 0 {
+		headers, _ := proxywasm.GetHttpCallResponseHeaders()
+		for _, h := range headers {
+			if h[0] == ":status" {
+				status, _ = strconv.Atoi(h[1])
+			}
+		}
+		if bodySize > 0 {
+			body, _ = proxywasm.GetHttpCallResponseBody(0, bodySize)
+		}
+	}
+	p.plugin.OnHTTPReply(id, status, body)
 }
 
 func (p *pluginContext) Log(level filter.LogLevel, msg string) {

@@ -5,11 +5,15 @@
 -- Reply: {now_us, -2, then per limit: allowed, limit, remaining,
 -- retry_after_us, reset_after_us}, or {now_us, block_pttl_ms, block_index}
 -- when a block key exists. If any limit denies, nothing is written.
+-- The integers are sent as decimal strings: HTTP gateways such as Webdis
+-- mangle arrays of integer replies, and never strings.
 local algorithms = {
   l = {log_check, log_commit},
   c = {counter_check, counter_commit},
   f = {funnel_check, funnel_commit},
 }
+
+local function int(x) return string.format('%d', x) end
 
 if redis.replicate_commands then redis.replicate_commands() end
 local t = redis.call('TIME')
@@ -20,7 +24,7 @@ if not nb or nb < 0 or nb > #KEYS then
 end
 for i = 1, nb do
   local blocked = redis.call('PTTL', KEYS[i])
-  if blocked ~= -2 then return {now, blocked, i} end
+  if blocked ~= -2 then return {int(now), int(blocked), int(i)} end
 end
 
 local limits, results, all = {}, {}, true
@@ -37,7 +41,7 @@ for i = nb + 1, #KEYS do
   if not r[1] then all = false end
 end
 
-local reply = {now, -2}
+local reply = {int(now), '-2'}
 for i = nb + 1, #KEYS do
   local algo, a, b, n = unpack(limits[i])
   local r = results[i]
@@ -46,12 +50,12 @@ for i = nb + 1, #KEYS do
   elseif r[1] then
     r = {algo[1](KEYS[i], now, a, b, 0)}
   end
-  local ok = 0
-  if r[1] then ok = 1 end
+  local ok = '0'
+  if r[1] then ok = '1' end
   reply[#reply + 1] = ok
-  reply[#reply + 1] = a
-  reply[#reply + 1] = r[2]
-  reply[#reply + 1] = r[3]
-  reply[#reply + 1] = r[4]
+  reply[#reply + 1] = int(a)
+  reply[#reply + 1] = int(r[2])
+  reply[#reply + 1] = int(r[3])
+  reply[#reply + 1] = int(r[4])
 end
 return reply
