@@ -58,9 +58,9 @@ type RedisConfig struct {
 	// and Path the path Webdis serves on (default "/").
 	Authority string
 	Path      string
-	Timeout  time.Duration // default 200ms
-	Database int           // default 0
-	Prefix   string        // default "rl:"
+	Timeout   time.Duration // default 200ms
+	Database  int           // default 0
+	Prefix    string        // default "rl:"
 	// ClusterMode sends one call per hash tag, for Redis Cluster behind the
 	// proxy; otherwise a request's limits go in one call (default false).
 	ClusterMode bool

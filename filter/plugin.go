@@ -10,10 +10,10 @@ import (
 
 // Plugin is one configured filter in one VM: the state its streams share.
 type Plugin struct {
-	cfg     *Config
-	host    PluginHost
+	cfg  *Config
+	host PluginHost
 	// webdis holds what calls through Webdis need; nil with the Redis ABI.
-	webdis *webdisCalls
+	webdis  *webdisCalls
 	pending map[uint32]*call // callout id -> the call awaiting its reply
 	decoder redisproto.Decoder
 	metrics metrics
