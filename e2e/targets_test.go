@@ -191,6 +191,7 @@ func (n *nativeTarget) Log(filter.LogLevel, string)            {}
 func (n *nativeTarget) Now() time.Time                         { return time.Now() }
 func (n *nativeTarget) Counter(name string) filter.Counter     { return nativeMetric{n, name} }
 func (n *nativeTarget) Histogram(name string) filter.Histogram { return nativeMetric{n, name} }
+func (n *nativeTarget) Gauge(name string) filter.Gauge         { return nativeMetric{n, name} }
 func (n *nativeTarget) metric(name string) int64               { return n.counters[name] }
 
 type nativeMetric struct {
@@ -200,6 +201,7 @@ type nativeMetric struct {
 
 func (m nativeMetric) Increment(d uint64) { m.n.counters[m.name] += int64(d) }
 func (m nativeMetric) Record(uint64)      { m.n.counters[m.name]++ }
+func (m nativeMetric) Add(d int64)        { m.n.counters[m.name] += d }
 
 // roundTrip sends one command and reads one reply; an error stands for a
 // network failure or timeout, and drops the connection.

@@ -24,7 +24,17 @@ type Config struct {
 	// TrustedHops is how many proxies in front of this one append to
 	// X-Forwarded-For; 0 (default) takes the client IP from source.address.
 	TrustedHops int
-	Rules       []Rule
+	// Breaker skips Redis after consecutive failures.
+	Breaker BreakerConfig
+	Rules   []Rule
+}
+
+// BreakerConfig is the circuit breaker: after Failures consecutive Redis
+// failures, calls are not sent for Backoff and the failure mode applies at
+// once; then calls go through again, and one more failure reopens it.
+type BreakerConfig struct {
+	Failures int           // default 5; 0 disables the breaker
+	Backoff  time.Duration // default 1s
 }
 
 // Transport is how the filter reaches Redis.
@@ -180,7 +190,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if !root.IsObject() {
 		return nil, errors.New("configuration: must be a JSON object")
 	}
-	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops")
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker")
 	if err != nil {
 		return nil, err
 	}
@@ -210,6 +220,9 @@ func ParseConfig(data []byte) (*Config, error) {
 		return nil, err
 	}
 	c.TrustedHops = int(hops)
+	if c.Breaker, err = parseBreaker(o["circuit_breaker"], "circuit_breaker"); err != nil {
+		return nil, err
+	}
 	rules := o["rules"]
 	if !rules.Exists() {
 		return nil, errAt("rules", "required")
@@ -231,6 +244,29 @@ func ParseConfig(data []byte) (*Config, error) {
 		c.Rules = append(c.Rules, rule)
 	}
 	return c, nil
+}
+
+func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {
+	b := BreakerConfig{Failures: 5, Backoff: time.Second}
+	if !v.Exists() {
+		return b, nil
+	}
+	o, err := fields(v, path, "failures", "backoff")
+	if err != nil {
+		return b, err
+	}
+	n, err := integer(o["failures"], path+".failures", 5, 0, 1000)
+	if err != nil {
+		return b, err
+	}
+	b.Failures = int(n)
+	if b.Backoff, err = duration(o["backoff"], path+".backoff", time.Second); err != nil {
+		return b, err
+	}
+	if b.Backoff <= 0 || b.Backoff > 10*time.Minute {
+		return b, errAt(path+".backoff", "must be > 0 and <= 10m")
+	}
+	return b, nil
 }
 
 func parseRedis(v gjson.Result, path string) (RedisConfig, error) {

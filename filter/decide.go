@@ -134,7 +134,7 @@ func (s *Stream) OnResponseHeaders() Action {
 // OnDone ends the stream; replies still in flight will be ignored.
 func (s *Stream) OnDone() {
 	for _, c := range s.calls {
-		s.p.forget(c)
+		s.p.untrack(c)
 	}
 	s.decided = true
 }

@@ -32,6 +32,7 @@ type PluginHost interface {
 	Log(level LogLevel, msg string)
 	Now() time.Time
 	Counter(name string) Counter
+	Gauge(name string) Gauge
 	Histogram(name string) Histogram
 }
 
@@ -47,6 +48,9 @@ type StreamHost interface {
 
 // Counter is a proxy-wasm counter metric.
 type Counter interface{ Increment(delta uint64) }
+
+// Gauge is a proxy-wasm gauge metric.
+type Gauge interface{ Add(delta int64) }
 
 // Histogram is a proxy-wasm histogram metric.
 type Histogram interface{ Record(value uint64) }

@@ -94,9 +94,11 @@ type fakeCounter struct {
 
 func (c fakeCounter) Increment(d uint64) { c.h.counters[c.name] += d }
 func (c fakeCounter) Record(v uint64)    { c.h.counters[c.name+".count"]++ }
+func (c fakeCounter) Add(d int64)        { c.h.counters[c.name] += uint64(d) }
 
 func (h *fakeHost) Counter(name string) Counter     { return fakeCounter{h, name} }
 func (h *fakeHost) Histogram(name string) Histogram { return fakeCounter{h, name} }
+func (h *fakeHost) Gauge(name string) Gauge         { return fakeCounter{h, name} }
 
 // pump delivers every queued call, and those they queue in turn.
 func (h *fakeHost) pump() {

@@ -9,6 +9,9 @@ type metrics struct {
 	latency     Histogram // ratelimit.redis.latency_ms: callout round trip
 	failOpen    Counter   // ratelimit.failure_mode.allowed
 	failClosed  Counter   // ratelimit.failure_mode.denied
+	pending     Gauge     // ratelimit.redis.pending: calls awaiting a reply
+	opened      Counter   // ratelimit.circuit_breaker.opened
+	skipped     Counter   // ratelimit.circuit_breaker.skipped: calls not sent while open
 }
 
 // ruleMetrics count each request a rule decided, by outcome:
@@ -24,6 +27,9 @@ func newMetrics(cfg *Config, h PluginHost) metrics {
 		latency:     h.Histogram("ratelimit.redis.latency_ms"),
 		failOpen:    h.Counter("ratelimit.failure_mode.allowed"),
 		failClosed:  h.Counter("ratelimit.failure_mode.denied"),
+		pending:     h.Gauge("ratelimit.redis.pending"),
+		opened:      h.Counter("ratelimit.circuit_breaker.opened"),
+		skipped:     h.Counter("ratelimit.circuit_breaker.skipped"),
 	}
 	for _, r := range cfg.Rules {
 		prefix := "ratelimit.rule." + r.Name + "."

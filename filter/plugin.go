@@ -18,6 +18,13 @@ type Plugin struct {
 	decoder redisproto.Decoder
 	metrics metrics
 	errLog  throttledLog
+	breaker breaker
+}
+
+// breaker counts consecutive failures; see BreakerConfig.
+type breaker struct {
+	failures  int
+	openUntil time.Time
 }
 
 // NewPlugin returns a Plugin for a parsed configuration.
@@ -44,6 +51,11 @@ func (p *Plugin) Pending() int { return len(p.pending) }
 // once, so no stream waits for a reply that will never come.
 func (p *Plugin) dispatch(c *call) {
 	c.sentAt = p.host.Now()
+	if c.sentAt.Before(p.breaker.openUntil) {
+		p.metrics.skipped.Increment(1)
+		c.stream.callDone(c, errBreakerOpen)
+		return
+	}
 	id, err := p.send(c.command())
 	if err != nil {
 		p.fail(c, fmt.Errorf("dispatch: %w", err))
@@ -51,7 +63,10 @@ func (p *Plugin) dispatch(c *call) {
 	}
 	c.calloutID, c.inFlight = id, true
 	p.pending[id] = c
+	p.metrics.pending.Add(1)
 }
+
+var errBreakerOpen = errors.New("circuit breaker open")
 
 type webdisCalls struct {
 	headers [][2]string
@@ -92,8 +107,7 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 	if c == nil {
 		return // the stream ended, or the sweep failed the call already
 	}
-	delete(p.pending, calloutID)
-	c.inFlight = false
+	p.untrack(c)
 	p.metrics.latency.Record(uint64(p.host.Now().Sub(c.sentAt).Milliseconds()))
 	if !ok {
 		reason := "redis call failed or timed out"
@@ -121,12 +135,21 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 		p.fail(c, err)
 		return
 	}
+	p.breaker.failures = 0
 	c.stream.callDone(c, nil)
 }
 
+// fail records a failed call, opening the breaker after enough in a row.
 func (p *Plugin) fail(c *call, err error) {
 	p.metrics.redisErrors.Increment(1)
 	p.errLog.log(LogWarn, "ratelimit: redis: "+err.Error())
+	b, cfg := &p.breaker, p.cfg.Breaker
+	b.failures++
+	if cfg.Failures > 0 && b.failures >= cfg.Failures {
+		b.openUntil = p.host.Now().Add(cfg.Backoff)
+		p.metrics.opened.Increment(1)
+		p.errLog.log(LogWarn, fmt.Sprintf("ratelimit: circuit breaker open for %v after %d consecutive Redis failures", cfg.Backoff, b.failures))
+	}
 	c.stream.callDone(c, err)
 }
 
@@ -134,20 +157,20 @@ func (p *Plugin) fail(c *call, err error) {
 // host never answers; a stream is never left paused.
 func (p *Plugin) OnTick() {
 	now := p.host.Now()
-	for id, c := range p.pending {
+	for _, c := range p.pending {
 		if now.Sub(c.sentAt) > p.cfg.Redis.Timeout+time.Second {
-			delete(p.pending, id)
-			c.inFlight = false
+			p.untrack(c)
 			p.fail(c, errors.New("no reply from the host within the timeout"))
 		}
 	}
 }
 
-// forget drops a finished stream's calls, so late replies are ignored.
-func (p *Plugin) forget(c *call) {
+// untrack drops a call from the pending map; a reply for it is ignored.
+func (p *Plugin) untrack(c *call) {
 	if c.inFlight {
 		delete(p.pending, c.calloutID)
 		c.inFlight = false
+		p.metrics.pending.Add(-1)
 	}
 }
 

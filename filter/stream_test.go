@@ -187,3 +187,37 @@ func TestMissingKeyDenyAndCosts(t *testing.T) {
 		t.Fatalf("over capacity: %+v", o)
 	}
 }
+
+func TestCircuitBreaker(t *testing.T) {
+	h := newFakeHost(t, strings.Replace(perUser, `"headers":"both"`, `"circuit_breaker":{"failures":3,"backoff":"2s"}`, 1))
+	h.now = time.Now()
+	h.down = true
+	for range 3 {
+		if o := h.send("x-user=a"); o.status != 200 {
+			t.Fatalf("fail open: %+v", o)
+		}
+	}
+	if h.counters["ratelimit.circuit_breaker.opened"] != 1 {
+		t.Fatalf("breaker not opened after 3 failures: %v", h.counters)
+	}
+	h.down = false // Redis is back, but the breaker is open: no call is sent
+	if o := h.send("x-user=a"); o.status != 200 || len(h.queue) != 0 || h.counters["ratelimit.circuit_breaker.skipped"] != 1 {
+		t.Fatalf("open breaker: %+v, skipped %d", o, h.counters["ratelimit.circuit_breaker.skipped"])
+	}
+	if h.counters["ratelimit.failure_mode.allowed"] != 4 || h.counters["ratelimit.redis.errors"] != 3 {
+		t.Fatalf("metrics: %v", h.counters)
+	}
+	h.now = h.now.Add(2 * time.Second)
+	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] == "" {
+		t.Fatalf("after the backoff the call goes through: %+v", o)
+	}
+	h.down = true
+	h.send("x-user=a")
+	h.send("x-user=a")
+	if h.counters["ratelimit.circuit_breaker.opened"] != 1 {
+		t.Fatal("a success did not reset the failure count")
+	}
+	if h.counters["ratelimit.redis.pending"] != 0 {
+		t.Fatalf("pending gauge %d", h.counters["ratelimit.redis.pending"])
+	}
+}

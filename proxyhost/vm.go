@@ -156,6 +156,14 @@ func (p *pluginContext) Counter(name string) filter.Counter {
 	return counter{c}
 }
 
+func (p *pluginContext) Gauge(name string) filter.Gauge {
+	return gauge{proxywasm.DefineGaugeMetric(name)}
+}
+
+type gauge struct{ m proxywasm.MetricGauge }
+
+func (g gauge) Add(d int64) { g.m.Add(d) }
+
 func (p *pluginContext) Histogram(name string) filter.Histogram {
 	return histogram{proxywasm.DefineHistogramMetric(name)}
 }
