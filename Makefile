@@ -20,7 +20,7 @@ test: check
 # each algorithm against go-redis/redis_rate and a naive script, one run.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
-	$(GO) test -run '^$$' -bench RedisCost -benchtime 20000x -count=1 ./algorithms
+	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./algorithms
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:

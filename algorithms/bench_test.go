@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sort"
@@ -14,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // naiveSlidingWindow is the seed articles' pattern, kept as the anchor to
@@ -40,49 +42,44 @@ var (
 	costs   = map[string]redisCost{}
 )
 
-const benchKeys = 1000
-
-// benchRedisCost resets Redis's statistics, runs b.N decisions spread over
-// benchKeys keys, and records usec per call of command and the memory of a
-// key that has admitted fill requests (stored under storePrefix+key).
-func benchRedisCost(b *testing.B, name, storePrefix string, fill int, decide func(key string, i int)) {
-	ctx := context.Background()
-	prefix := redistest.Prefix(b)
-	if err := server.Client.ConfigResetStat(ctx).Err(); err != nil {
-		b.Fatal(err)
-	}
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		decide(fmt.Sprintf("%s{k%d}", prefix, i%benchKeys), i)
-	}
-	b.StopTimer()
-	_, usec, err := server.CommandStat("evalsha")
-	if err != nil || usec == 0 {
-		b.Fatalf("commandstats for evalsha: %v, %v", usec, err)
-	}
-	key := prefix + "{memory}"
-	for i := range fill {
-		decide(key, i)
-	}
-	mem, err := server.Client.MemoryUsage(ctx, storePrefix+key).Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportMetric(usec, "redis-us/decision")
-	b.ReportMetric(float64(mem), "bytes/key")
-	costsMu.Lock()
-	costs[name] = redisCost{usecPerCall: usec, bytesPerKey: mem, entries: int64(fill)}
-	costsMu.Unlock()
+// contender is one script under comparison. decide runs one decision on
+// key; storePrefix is what the script puts before the key; fill is how many
+// admitted requests the key holds when its memory is measured.
+type contender struct {
+	name        string
+	storePrefix string
+	fill        int
+	decide      func(key string, i int)
 }
 
+const (
+	benchKeys   = 1000
+	benchRounds = 20
+	benchRound  = 500 // decisions per contender per round
+)
+
+// BenchmarkRedisCost measures Redis's time per decision (commandstats
+// usec of EVALSHA) for each contender, side by side: the contenders take
+// turns in short rounds, so a noisy neighbour slows them all alike. Run it
+// with -benchtime 1x; one iteration is the whole comparison.
 func BenchmarkRedisCost(b *testing.B) {
 	c := dial(b)
 	ctx := context.Background()
-	ours := func(l Limit) func(key string, i int) {
+	ours := func(l Limit, blocks int) func(key string, i int) {
 		checks := []Check{{Limit: l, Cost: 1}}
 		return func(key string, i int) {
 			checks[0].Key = key
-			if _, err := c.tryDecide(key+":block", checks); err != nil {
+			var blockKeys []string
+			if blocks > 0 {
+				blockKeys = []string{key + ":block"}
+			}
+			v := c.roundTrip(AppendEvalSHA(nil, blockKeys, checks))
+			var rerr *redisproto.Error
+			if errors.As(v.Err(), &rerr) && rerr.Prefix() == "NOSCRIPT" {
+				v = c.roundTrip(AppendEval(nil, blockKeys, checks))
+			}
+			var d Decision
+			if err := d.Parse(v, len(blockKeys), 1); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -90,27 +87,68 @@ func BenchmarkRedisCost(b *testing.B) {
 	log, _ := NewSlidingLog(100, time.Minute)
 	counter, _ := NewSlidingCounter(100, time.Minute)
 	funnel, _ := NewFunnel(100, 100, time.Second)
-	b.Run("funnel", func(b *testing.B) { benchRedisCost(b, "funnel", "", 1, ours(funnel)) })
-	b.Run("redis_rate", func(b *testing.B) {
-		limiter := redis_rate.NewLimiter(server.Client)
-		limit := redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Second}
-		benchRedisCost(b, "redis_rate", "rate:", 1, func(key string, i int) {
-			if _, err := limiter.Allow(ctx, key, limit); err != nil {
+	limiter := redis_rate.NewLimiter(server.Client)
+	rrLimit := redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Second}
+	contenders := []contender{
+		{"funnel", "", 1, ours(funnel, 1)},
+		{"funnel_noblock", "", 1, ours(funnel, 0)},
+		{"redis_rate", "rate:", 1, func(key string, i int) {
+			if _, err := limiter.Allow(ctx, key, rrLimit); err != nil {
 				b.Fatal(err)
 			}
-		})
-	})
-	b.Run("sliding_log", func(b *testing.B) { benchRedisCost(b, "sliding_log", "", 100, ours(log)) })
-	b.Run("naive_log", func(b *testing.B) {
-		benchRedisCost(b, "naive_log", "", 100, func(key string, i int) {
+		}},
+		{"sliding_log", "", 100, ours(log, 1)},
+		{"sliding_log_noblock", "", 100, ours(log, 0)},
+		{"naive_log", "", 100, func(key string, i int) {
 			// Distinct milliseconds, so the naive members do not collide here.
 			now := time.Now().UnixMilli()*1000 + int64(i)
 			if err := naiveSlidingWindow.Run(ctx, server.Client, []string{key}, now, 60_000_000, 100).Err(); err != nil {
 				b.Fatal(err)
 			}
-		})
-	})
-	b.Run("sliding_counter", func(b *testing.B) { benchRedisCost(b, "sliding_counter", "", 100, ours(counter)) })
+		}},
+		{"sliding_counter", "", 100, ours(counter, 1)},
+	}
+	for range b.N {
+		prefix := redistest.Prefix(b)
+		usec := make([]float64, len(contenders))
+		calls := make([]int64, len(contenders))
+		for round := range benchRounds {
+			for ci, ct := range contenders {
+				before, beforeCalls := evalshaUsec(b)
+				for i := range benchRound {
+					n := round*benchRound + i
+					ct.decide(fmt.Sprintf("%s%s:{k%d}", prefix, ct.name, n%benchKeys), n)
+				}
+				after, afterCalls := evalshaUsec(b)
+				usec[ci] += after - before
+				calls[ci] += afterCalls - beforeCalls
+			}
+		}
+		for ci, ct := range contenders {
+			key := prefix + ct.name + ":{memory}"
+			for i := range ct.fill {
+				ct.decide(key, i)
+			}
+			mem, err := server.Client.MemoryUsage(ctx, ct.storePrefix+key).Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			per := usec[ci] / float64(calls[ci])
+			b.ReportMetric(per, ct.name+"-us/decision")
+			costsMu.Lock()
+			costs[ct.name] = redisCost{usecPerCall: per, bytesPerKey: mem, entries: int64(ct.fill)}
+			costsMu.Unlock()
+		}
+	}
+}
+
+// evalshaUsec reads the total usec and calls of EVALSHA so far.
+func evalshaUsec(b *testing.B) (float64, int64) {
+	calls, usec, err := server.CommandUsec("evalsha")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return float64(usec), calls
 }
 
 // printRatios runs after the benchmarks and prints the side-by-side ratios.
@@ -141,7 +179,9 @@ func printRatios() {
 		}
 	}
 	ratio("funnel", "redis_rate")
+	ratio("funnel_noblock", "redis_rate")
 	ratio("sliding_log", "naive_log")
+	ratio("sliding_log_noblock", "naive_log")
 	ratio("sliding_counter", "sliding_log")
 	os.Stdout.WriteString(sb.String())
 }

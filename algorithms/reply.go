@@ -155,8 +155,8 @@ func parseResult(e []redisproto.Value) (Result, error) {
 	return r, nil
 }
 
-// integer reads a bulk string holding an integer in canonical form, as the
-// script sends them, or an integer reply.
+// integer reads an integer reply, or a bulk string holding an integer in
+// canonical form, as a gateway in between may send it.
 func integer(v redisproto.Value) (int64, error) {
 	if v.Kind != redisproto.KindBulkString {
 		return v.Int64()

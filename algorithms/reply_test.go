@@ -64,7 +64,7 @@ func TestParseRejectsUnexpectedReplies(t *testing.T) {
 	}
 }
 
-// The script sends its integers as bulk strings.
+// A gateway may turn the script's integers into bulk strings.
 func TestParseBulkIntegers(t *testing.T) {
 	var d Decision
 	reply := "*7\r\n$16\r\n1700000000000000\r\n$2\r\n-2\r\n$1\r\n0\r\n$2\r\n16\r\n$1\r\n0\r\n$7\r\n2000000\r\n$7\r\n3000000\r\n"

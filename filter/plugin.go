@@ -72,6 +72,7 @@ type webdisCalls struct {
 	headers [][2]string
 	encoder redisproto.Decoder // reads back the RESP command to re-encode it
 	body    []byte
+	reply   []byte // the JSON reply turned back into RESP
 }
 
 // send dispatches one RESP command over the configured transport.
@@ -90,12 +91,25 @@ func (p *Plugin) send(cmd []byte) (uint32, error) {
 // OnHTTPReply delivers Webdis's response to a callout: its HTTP status (0
 // when the call failed or timed out) and body, the RESP reply.
 func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
-	if status != 200 {
-		if c := p.pending[calloutID]; c != nil && status != 0 {
-			c.failure = fmt.Sprintf("webdis answered HTTP %d", status)
+	c := p.pending[calloutID]
+	var err error
+	switch {
+	case c == nil || p.webdis == nil:
+	case status != 200:
+		err = fmt.Errorf("webdis answered HTTP %d", status)
+		if status == 0 {
+			err = errors.New("webdis call failed or timed out")
 		}
+	default:
+		p.webdis.reply, err = webdisReply(p.webdis.reply[:0], body)
+	}
+	if err != nil {
+		c.failure = err.Error()
 		p.OnRedisReply(calloutID, false, nil)
 		return
+	}
+	if p.webdis != nil {
+		body = p.webdis.reply
 	}
 	p.OnRedisReply(calloutID, true, body)
 }

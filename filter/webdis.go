@@ -2,18 +2,24 @@ package filter
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
+	"strconv"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // Webdis takes a command as the body of a POST: its arguments joined by "/",
-// each percent-encoded, with ".raw" appended to get the reply as RESP:
+// each percent-encoded:
 //
-//	EVALSHA/<sha>/2/rl%3A%7Bapi%7Calice%7D%3Ablock/.../1.raw
+//	EVALSHA/<sha>/2/rl%3A%7Bapi%7Calice%7D%3Ablock/.../1
 //
 // Every byte outside A-Z a-z 0-9 - _ ~ is encoded, "." included, so no
-// argument can end the command early or change its format.
+// argument can end the command early or pick an output format. The reply is
+// Webdis's JSON, {"EVALSHA":[...]}, which webdisReply turns back into RESP:
+// Webdis 0.1.9's raw (RESP) output mangles arrays of integers.
 func appendWebdisBody(dst []byte, dec *redisproto.Decoder, cmd []byte) ([]byte, error) {
 	v, _, err := dec.Decode(cmd)
 	if err != nil {
@@ -40,7 +46,57 @@ func appendWebdisBody(dst []byte, dec *redisproto.Decoder, cmd []byte) ([]byte, 
 			}
 		}
 	}
-	return append(dst, ".raw"...), nil
+	return dst, nil
+}
+
+// webdisReply appends to dst the RESP form of a Webdis JSON reply: numbers
+// become integers, strings bulk strings, null a null bulk string, arrays
+// arrays, and Webdis's error form [false, "message"] an error reply.
+func webdisReply(dst, body []byte) ([]byte, error) {
+	if !gjson.ValidBytes(body) {
+		return dst, errors.New("webdis: reply is not JSON")
+	}
+	var v gjson.Result
+	n := 0
+	gjson.ParseBytes(body).ForEach(func(_, val gjson.Result) bool {
+		v, n = val, n+1
+		return true
+	})
+	if n != 1 {
+		return dst, errors.New("webdis: reply is not a one-command object")
+	}
+	if arr := v.Array(); v.IsArray() && len(arr) == 2 && arr[0].Type == gjson.False && arr[1].Type == gjson.String {
+		return redisproto.AppendError(dst, arr[1].Str), nil
+	}
+	return appendJSONValue(dst, v, 0)
+}
+
+func appendJSONValue(dst []byte, v gjson.Result, depth int) ([]byte, error) {
+	switch {
+	case depth > 4:
+		return dst, errors.New("webdis: reply nested too deep")
+	case v.IsArray():
+		arr := v.Array()
+		dst = redisproto.AppendArrayLen(dst, len(arr))
+		var err error
+		for _, e := range arr {
+			if dst, err = appendJSONValue(dst, e, depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return dst, nil
+	case v.Type == gjson.Number:
+		n, err := strconv.ParseInt(v.Raw, 10, 64)
+		if err != nil {
+			return dst, fmt.Errorf("webdis: number %s is not an integer", v.Raw)
+		}
+		return redisproto.AppendInt(dst, n), nil
+	case v.Type == gjson.String:
+		return redisproto.AppendBulkString(dst, v.Str), nil
+	case v.Type == gjson.Null:
+		return redisproto.AppendNullBulk(dst), nil
+	}
+	return dst, fmt.Errorf("webdis: unexpected JSON %s", v.Raw)
 }
 
 // webdisHeaders are the request headers of every call to Webdis.

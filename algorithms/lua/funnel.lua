@@ -15,5 +15,5 @@ end
 
 local function funnel_commit(key, now, cap, t, n, new_tat)
   if n == 0 then return end
-  redis.call('SET', key, string.format('%d', new_tat), 'PX', math.ceil((new_tat - now) / 1000))
+  redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
 end

@@ -24,22 +24,33 @@ local function log_check(key, now, limit, window, n)
 end
 
 -- Members are the admission time in us, suffixed by an ordinal when several
--- share one microsecond; entries at one score are trimmed together, so the
--- ordinals in use are always 0..c-1.
-local function log_commit(key, now, limit, window, n)
-  local stamp = string.format('%d', now)
-  local c = redis.call('ZCOUNT', key, now, now)
-  local args = {}
-  for i = c, c + n - 1 do
-    local member = stamp
-    if i > 0 then member = stamp .. '.' .. i end
-    args[#args + 1] = stamp
-    args[#args + 1] = member
-    if #args >= 200 then
-      redis.call('ZADD', key, unpack(args))
+-- share one microsecond. Entries at one score are trimmed together, so the
+-- ordinals in use at a score are always 0..c-1: a ZADD that adds fewer
+-- members than asked met earlier ones, and the rest go after ZCOUNT.
+-- (Numbers reach Redis as integers; Lua's own tostring would not.)
+local function log_add(key, now, from, to)
+  local args, added = {}, 0
+  for i = from, to do
+    args[#args + 1] = now
+    if i == 0 then args[#args + 1] = now else args[#args + 1] = string.format('%d.%d', now, i) end
+    if #args >= 200 or i == to then
+      added = added + redis.call('ZADD', key, unpack(args))
       args = {}
     end
   end
-  if #args > 0 then redis.call('ZADD', key, unpack(args)) end
+  return added
+end
+
+local function log_commit(key, now, limit, window, n)
+  local added
+  if n == 1 then
+    added = redis.call('ZADD', key, now, now)
+  else
+    added = log_add(key, now, 0, n - 1)
+  end
+  if added < n then
+    local c = redis.call('ZCOUNT', key, now, now)
+    log_add(key, now, c, c + n - added - 1)
+  end
   redis.call('PEXPIRE', key, math.ceil(window / 1000))
 end

@@ -126,6 +126,16 @@ func (s *Server) Do(args ...any) (any, error) {
 // CommandStat returns calls and usec_per_call of one command from
 // INFO commandstats, e.g. CommandStat("evalsha").
 func (s *Server) CommandStat(name string) (calls int64, usecPerCall float64, err error) {
+	calls, usec, err := s.CommandUsec(name)
+	if calls > 0 {
+		usecPerCall = float64(usec) / float64(calls)
+	}
+	return calls, usecPerCall, err
+}
+
+// CommandUsec returns calls and total usec of one command from
+// INFO commandstats.
+func (s *Server) CommandUsec(name string) (calls, usec int64, err error) {
 	info, err := s.Client.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		return 0, 0, err
@@ -142,11 +152,11 @@ func (s *Server) CommandStat(name string) (calls int64, usecPerCall float64, err
 			switch k {
 			case "calls":
 				calls, _ = strconv.ParseInt(v, 10, 64)
-			case "usec_per_call":
-				usecPerCall, _ = strconv.ParseFloat(v, 64)
+			case "usec":
+				usec, _ = strconv.ParseInt(v, 10, 64)
 			}
 		}
-		return calls, usecPerCall, nil
+		return calls, usec, nil
 	}
 	return 0, 0, nil
 }

@@ -1,0 +1,182 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Cluster is a running Redis Cluster of masters only, owned by one test.
+type Cluster struct {
+	// Nodes are the masters. Node i serves slots i*16384/n to
+	// (i+1)*16384/n-1: with 3 masters, 0-5460, 5461-10921 and 10922-16383.
+	Nodes []*Server
+	// Client is a cluster-aware client that follows the slot map.
+	Client *redis.ClusterClient
+
+	busPorts []int // cluster bus port of each node
+}
+
+// clusterReadyTimeout bounds the wait for cluster_state:ok. A fresh master
+// waits about 2 s after it starts before it declares the state ok
+// (CLUSTER_WRITABLE_DELAY in cluster.c), so that is what a start costs.
+const clusterReadyTimeout = 15 * time.Second
+
+// StartCluster starts a Redis Cluster of n masters (3 is the usual choice)
+// with no replicas, on free loopback ports and with persistence off, and
+// stops it when the test ends. It assigns the slots and joins the nodes
+// itself (CLUSTER ADDSLOTS, SET-CONFIG-EPOCH, MEET), as redis-cli --cluster
+// create does, and returns once every node reports cluster_state:ok and
+// the slot map of all n masters. It needs redis-server 7.0 or later (for
+// --cluster-port: the bus port is picked free too, not port+10000).
+func StartCluster(t testing.TB, n int) *Cluster {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("redistest: a cluster needs at least one master, not %d", n)
+	}
+	c := &Cluster{}
+	t.Cleanup(c.stop)
+	for i := 0; i < n; i++ {
+		s, bus, err := startClusterNode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Nodes, c.busPorts = append(c.Nodes, s), append(c.busPorts, bus)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
+	defer cancel()
+	if err := c.create(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.Client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
+	if err := c.Client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
+		return m.Ping(ctx).Err()
+	}); err != nil {
+		t.Fatalf("redistest: cluster client: %v", err)
+	}
+	return c
+}
+
+// startClusterNode starts one cluster-enabled redis-server. Its node table
+// (nodes.conf) lives in the server's own temporary --dir, removed by Stop.
+// A bus port that turned out to be taken is retried with another one.
+func startClusterNode() (s *Server, busPort int, err error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		bus, err := FreePort()
+		if err != nil {
+			return nil, 0, err
+		}
+		s, err = StartServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			"--cluster-port", strconv.Itoa(bus), "--cluster-announce-ip", "127.0.0.1")
+		if err == nil {
+			return s, bus, nil
+		}
+		lastErr = err
+	}
+	return nil, 0, lastErr
+}
+
+// create assigns each node its slot range, gives each a distinct config
+// epoch, introduces node 0 to the others, and waits until every node
+// sees the whole cluster as ok.
+func (c *Cluster) create(ctx context.Context) error {
+	n := len(c.Nodes)
+	for i, s := range c.Nodes {
+		lo, hi := i*16384/n, (i+1)*16384/n-1
+		args := []any{"CLUSTER", "ADDSLOTS"}
+		for slot := lo; slot <= hi; slot++ {
+			args = append(args, slot)
+		}
+		if err := s.Client.Do(ctx, args...).Err(); err != nil {
+			return fmt.Errorf("redistest: node %s: ADDSLOTS %d-%d: %w", s.Addr, lo, hi, err)
+		}
+		if err := s.Client.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+			return fmt.Errorf("redistest: node %s: SET-CONFIG-EPOCH: %w", s.Addr, err)
+		}
+	}
+	for i, s := range c.Nodes[1:] {
+		if err := c.Nodes[0].Client.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", portOf(s.Addr), c.busPorts[i+1]).Err(); err != nil {
+			return fmt.Errorf("redistest: CLUSTER MEET %s: %w", s.Addr, err)
+		}
+	}
+	for _, s := range c.Nodes {
+		if err := waitClusterOK(ctx, s, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitClusterOK polls a node's CLUSTER INFO until it reports state ok with
+// n known nodes. Redis has no event to wait on; the poll is every 20 ms.
+func waitClusterOK(ctx context.Context, s *Server, n int) error {
+	want := []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(n), "cluster_size:" + strconv.Itoa(n)}
+	var info string
+	for {
+		var err error
+		info, err = s.Client.ClusterInfo(ctx).Result()
+		if err == nil && containsAll(info, want) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redistest: cluster node %s not ready (%v); last CLUSTER INFO:\n%s", s.Addr, errors.Join(ctx.Err(), err), info)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func containsAll(info string, lines []string) bool {
+	for _, l := range lines {
+		if !strings.Contains(info, l+"\r\n") {
+			return false
+		}
+	}
+	return true
+}
+
+// Addrs returns the masters' addresses ("127.0.0.1:port"), in slot order.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, s := range c.Nodes {
+		addrs[i] = s.Addr
+	}
+	return addrs
+}
+
+// MasterFor returns the address of the master that owns key's slot, as the
+// cluster client sees it.
+func (c *Cluster) MasterFor(ctx context.Context, key string) (string, error) {
+	m, err := c.Client.MasterForKey(ctx, key)
+	if err != nil {
+		return "", err
+	}
+	return m.Options().Addr, nil
+}
+
+// NodeID returns a node's cluster id (CLUSTER MYID).
+func (c *Cluster) NodeID(ctx context.Context, s *Server) (string, error) {
+	return s.Client.ClusterMyID(ctx).Result()
+}
+
+func (c *Cluster) stop() {
+	if c.Client != nil {
+		c.Client.Close()
+	}
+	for _, s := range c.Nodes {
+		s.Stop()
+	}
+}
+
+// portOf returns the port of a "host:port" address.
+func portOf(addr string) int {
+	p, _ := strconv.Atoi(addr[strings.LastIndexByte(addr, ':')+1:])
+	return p
+}
