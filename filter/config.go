@@ -26,6 +26,9 @@ type Config struct {
 	TrustedHops int
 	// Breaker skips Redis after consecutive failures.
 	Breaker BreakerConfig
+	// DenyCacheKeys bounds the per-VM cache of denied keys (default
+	// 10000; 0 disables it).
+	DenyCacheKeys int
 	Rules   []Rule
 }
 
@@ -190,7 +193,7 @@ func ParseConfig(data []byte) (*Config, error) {
 	if !root.IsObject() {
 		return nil, errors.New("configuration: must be a JSON object")
 	}
-	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker")
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache")
 	if err != nil {
 		return nil, err
 	}
@@ -222,6 +225,18 @@ func ParseConfig(data []byte) (*Config, error) {
 	c.TrustedHops = int(hops)
 	if c.Breaker, err = parseBreaker(o["circuit_breaker"], "circuit_breaker"); err != nil {
 		return nil, err
+	}
+	c.DenyCacheKeys = 10000
+	if dc := o["deny_cache"]; dc.Exists() {
+		do, err := fields(dc, "deny_cache", "max_keys")
+		if err != nil {
+			return nil, err
+		}
+		keys, err := integer(do["max_keys"], "deny_cache.max_keys", 10000, 0, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		c.DenyCacheKeys = int(keys)
 	}
 	rules := o["rules"]
 	if !rules.Exists() {

@@ -20,10 +20,13 @@ func (s *Stream) decide() {
 		}
 		d := &c.decision
 		if d.Blocked {
-			ri := c.blockers[d.BlockedBy]
-			m.rules[ri].blocked.Increment(1)
+			b := c.blockers[d.BlockedBy]
+			m.rules[b.rule].blocked.Increment(1)
 			if !c.shadow && deny == nil {
-				deny = &verdict{rule: ri, limit: -1, reason: "blocked", blocked: true, blockedFor: d.BlockedFor}
+				deny = &verdict{rule: b.rule, limit: -1, reason: "blocked", blocked: true, blockedFor: d.BlockedFor}
+				if d.BlockedFor > 0 {
+					s.p.denied.store(b.tag, 0, s.p.host.Now().Add(d.BlockedFor), *deny)
+				}
 			}
 			continue
 		}
@@ -55,6 +58,9 @@ func (s *Stream) decide() {
 			if tightest == nil || tighterVerdict(v, tightest) {
 				tightest = v
 			}
+			if r := d.Results[i]; !r.Allowed && r.RetryAfter > 0 {
+				s.p.denied.store(o.tag, o.cost, s.p.host.Now().Add(r.RetryAfter), *v)
+			}
 		}
 	}
 	if deny == nil && tightest != nil && !tightest.result.Allowed {
@@ -81,6 +87,15 @@ func (s *Stream) decide() {
 func tighterVerdict(v, than *verdict) bool {
 	d := algorithms.Decision{Results: []algorithms.Result{than.result, v.result}}
 	return d.Tightest() == 1
+}
+
+// countDenial counts a denial answered from the deny cache.
+func (s *Stream) countDenial(v verdict) {
+	if v.blocked {
+		s.p.metrics.rules[v.rule].blocked.Increment(1)
+	} else {
+		s.p.metrics.rules[v.rule].denied.Increment(1)
+	}
 }
 
 // reject answers the request locally.
@@ -163,7 +178,7 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	if style == HeadersDraft10 || style == HeadersBoth {
 		policies := s.policies
 		if len(policies) == 0 {
-			policies = []string{s.policy(owner{v.rule, v.limit})}
+			policies = []string{s.policy(owner{rule: v.rule, limit: v.limit})}
 		}
 		h = append(h, [2]string{"ratelimit-policy", joinComma(policies)},
 			[2]string{"ratelimit", `"` + l.Name + `";r=` + remaining + ";t=" + secs})

@@ -12,6 +12,7 @@ type metrics struct {
 	pending     Gauge     // ratelimit.redis.pending: calls awaiting a reply
 	opened      Counter   // ratelimit.circuit_breaker.opened
 	skipped     Counter   // ratelimit.circuit_breaker.skipped: calls not sent while open
+	cacheHits   Counter   // ratelimit.deny_cache.hits: denials answered without Redis
 }
 
 // ruleMetrics count each request a rule decided, by outcome:
@@ -30,6 +31,7 @@ func newMetrics(cfg *Config, h PluginHost) metrics {
 		pending:     h.Gauge("ratelimit.redis.pending"),
 		opened:      h.Counter("ratelimit.circuit_breaker.opened"),
 		skipped:     h.Counter("ratelimit.circuit_breaker.skipped"),
+		cacheHits:   h.Counter("ratelimit.deny_cache.hits"),
 	}
 	for _, r := range cfg.Rules {
 		prefix := "ratelimit.rule." + r.Name + "."

@@ -19,6 +19,7 @@ type Plugin struct {
 	metrics metrics
 	errLog  throttledLog
 	breaker breaker
+	denied  *denyCache // nil when disabled
 }
 
 // breaker counts consecutive failures; see BreakerConfig.
@@ -37,6 +38,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 		p.webdis = &webdisCalls{headers: webdisHeaders(&cfg.Redis)}
 	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
+	p.denied = newDenyCache(cfg.DenyCacheKeys)
 	return p
 }
 

@@ -31,7 +31,7 @@ type call struct {
 	blocks   []string
 	checks   []algorithms.Check
 	owners   []owner // per check: its rule and limit
-	blockers []int   // per block key: its rule
+	blockers []owner // per block key: its rule
 	eval     bool    // -NOSCRIPT was seen; send the whole script
 	failure  string  // why the transport failed, when it says
 	buf      []byte
@@ -43,7 +43,11 @@ type call struct {
 	err       error
 }
 
-type owner struct{ rule, limit int }
+type owner struct {
+	rule, limit int
+	tag         string // the rule's key, "<prefix>{<rule>|<parts>}"
+	cost        int64
+}
 
 func (c *call) command() []byte {
 	if c.eval {
@@ -89,6 +93,13 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 			continue
 		}
 		cost := s.cost(rule)
+		if !rule.Shadow {
+			if v, ok := s.p.denied.lookup(tag, cost, s.p.host.Now()); ok {
+				s.p.metrics.cacheHits.Increment(1)
+				s.countDenial(v)
+				return s.reject(&v)
+			}
+		}
 		for li := range rule.Limits {
 			if rule.Limits[li].Limit.CheckCost(cost) != nil {
 				if rule.Shadow {
@@ -134,10 +145,10 @@ func (s *Stream) add(ri int, tag string, cost int64) {
 		s.calls = append(s.calls, c)
 	}
 	c.blocks = append(c.blocks, tag+":block")
-	c.blockers = append(c.blockers, ri)
+	c.blockers = append(c.blockers, owner{rule: ri, limit: -1, tag: tag, cost: cost})
 	for li, l := range rule.Limits {
 		c.checks = append(c.checks, algorithms.Check{Key: tag + ":" + strconv.Itoa(li), Limit: l.Limit, Cost: cost})
-		c.owners = append(c.owners, owner{rule: ri, limit: li})
+		c.owners = append(c.owners, owner{rule: ri, limit: li, tag: tag, cost: cost})
 	}
 }
 

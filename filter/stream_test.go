@@ -221,3 +221,40 @@ func TestCircuitBreaker(t *testing.T) {
 		t.Fatalf("pending gauge %d", h.counters["ratelimit.redis.pending"])
 	}
 }
+
+func TestDenyCacheAnswersLocallyUntilRetryAfter(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"u","key":[{"source":"header","name":"x-user"}],
+		"cost":{"header":"x-cost","default":2},
+		"limits":[{"algorithm":"funnel","capacity":4,"rate":1,"period":"10s"}]}]}`)
+	h.now = time.Now()
+	h.send("x-user=a")
+	h.send("x-user=a")
+	calls := h.nextID
+	o := h.send("x-user=a") // Redis denies: the funnel is full
+	if o.status != 429 || h.nextID != calls+1 {
+		t.Fatalf("third request: %+v", o)
+	}
+	retry := o.headers["retry-after"]
+	for range 5 {
+		if o := h.send("x-user=a"); o.status != 429 || o.headers["retry-after"] != retry || o.headers["ratelimit"] != `"u";r=0;t=`+retry {
+			t.Fatalf("cached denial: %+v", o)
+		}
+	}
+	if h.nextID != calls+1 || h.counters["ratelimit.deny_cache.hits"] != 5 || h.counters["ratelimit.rule.u.denied"] != 6 {
+		t.Fatalf("calls %d, metrics %v", h.nextID-calls, h.counters)
+	}
+	// A cheaper request may fit where the denied one did not: ask Redis.
+	h.send("x-user=a", "x-cost=1")
+	if h.nextID != calls+2 {
+		t.Fatal("a cheaper request was answered from the cache")
+	}
+	if o := h.send("x-user=b"); o.status != 200 {
+		t.Fatalf("another user: %+v", o)
+	}
+	h.now = h.now.Add(20 * time.Second)
+	before := h.nextID
+	h.send("x-user=a")
+	if h.nextID != before+1 {
+		t.Fatal("the cache answered after Retry-After")
+	}
+}

@@ -1,0 +1,65 @@
+package filter
+
+import "time"
+
+// denyCache remembers, per rule key, until when Redis denied it and for
+// what cost, so that a flood on one key is answered locally with no Redis
+// call. It only ever denies, and only what Redis denied, until the moment
+// Redis said the request could succeed (Retry-After), for a cost at least
+// as high: it never allows what Redis would deny. One cache lives in each
+// VM (each Envoy worker), bounded by max keys, evicting the oldest entry.
+type denyCache struct {
+	max     int
+	entries map[string]denyEntry
+	ring    []string // keys in insertion order, for eviction
+	next    int
+}
+
+type denyEntry struct {
+	until time.Time
+	cost  int64
+	v     verdict
+}
+
+func newDenyCache(max int) *denyCache {
+	if max <= 0 {
+		return nil
+	}
+	return &denyCache{max: max, entries: make(map[string]denyEntry, max)}
+}
+
+// lookup returns the cached denial of key for a request of cost at now.
+func (d *denyCache) lookup(key []byte, cost int64, now time.Time) (verdict, bool) {
+	if d == nil {
+		return verdict{}, false
+	}
+	e, ok := d.entries[string(key)]
+	if !ok || !now.Before(e.until) || cost < e.cost {
+		return verdict{}, false
+	}
+	v := e.v
+	left := e.until.Sub(now)
+	if v.blocked {
+		v.blockedFor = left
+	} else {
+		v.result.RetryAfter = left
+	}
+	return v, true
+}
+
+// store records that Redis denied key for cost until until.
+func (d *denyCache) store(key string, cost int64, until time.Time, v verdict) {
+	if d == nil {
+		return
+	}
+	if _, ok := d.entries[key]; !ok {
+		if len(d.ring) < d.max {
+			d.ring = append(d.ring, key)
+		} else {
+			delete(d.entries, d.ring[d.next])
+			d.ring[d.next] = key
+			d.next = (d.next + 1) % d.max
+		}
+	}
+	d.entries[key] = denyEntry{until: until, cost: cost, v: v}
+}
