@@ -29,7 +29,7 @@ type Config struct {
 	// DenyCacheKeys bounds the per-VM cache of denied keys (default
 	// 10000; 0 disables it).
 	DenyCacheKeys int
-	Rules   []Rule
+	Rules         []Rule
 }
 
 // BreakerConfig is the circuit breaker: after Failures consecutive Redis

@@ -96,8 +96,7 @@ func hRedisInit(v *vm, a args) uint32 {
 		v.h.hostLog(v.index, LogWarn, "proxy_redis_init: %v", err)
 		return statusBadArgument
 	}
-	addr, known := v.h.cfg.RedisClusters[name]
-	if !known {
+	if !v.h.knowsRedis(name) {
 		v.h.hostLog(v.index, LogWarn, "proxy_redis_init: unknown cluster %q", name)
 		return statusBadArgument
 	}
@@ -105,7 +104,7 @@ func hRedisInit(v *vm, a args) uint32 {
 		old.close()
 	}
 	timeout := time.Duration(a.u32(6)) * time.Millisecond
-	v.redis[name] = newRedisClient(addr, redisConfig{username: user, password: pass, db: db, timeout: timeout})
+	v.redis[name] = v.newRedisClient(name, redisConfig{username: user, password: pass, db: db, timeout: timeout})
 	return statusOK
 }
 
@@ -124,8 +123,7 @@ func hRedisCall(v *vm, a args) uint32 {
 	if err != nil {
 		return statusBadArgument
 	}
-	addr, known := v.h.cfg.RedisClusters[name]
-	if !known {
+	if !v.h.knowsRedis(name) {
 		v.h.hostLog(v.index, LogWarn, "proxy_redis_call: unknown cluster %q", name)
 		return statusBadArgument
 	}
@@ -134,7 +132,7 @@ func hRedisCall(v *vm, a args) uint32 {
 	}
 	c := v.redis[name]
 	if c == nil {
-		c = newRedisClient(addr, redisConfig{})
+		c = v.newRedisClient(name, redisConfig{})
 		v.redis[name] = c
 	}
 	if v.fn.redisCallResponse == nil && !v.warnedNoRedisExport {

@@ -40,6 +40,13 @@ type Config struct {
 	// proxy_redis_init and proxy_redis_call (without "?db=N"), to Redis
 	// addresses ("host:port").
 	RedisClusters map[string]string
+	// RedisClusterNodes maps Envoy cluster names to seed nodes
+	// ("host:port") of a Redis Cluster. The host routes each
+	// proxy_redis_call to the node that owns the slot of the command's
+	// first key, as a cluster-aware proxy (Envoy's redis_proxy) does, and
+	// follows -MOVED and -ASK itself (see RedisClusterStats). A name may
+	// not be in both RedisClusters and RedisClusterNodes.
+	RedisClusterNodes map[string][]string
 	// HTTPClusters maps cluster names for proxy_http_call to "host:port".
 	HTTPClusters map[string]string
 	// LogWriter, if set, receives every log line, formatted, as it is
@@ -62,6 +69,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Upstream == "" {
 		return errors.New("host: Config.Upstream is required")
+	}
+	if err := c.checkRedisClusterNodes(); err != nil {
+		return err
 	}
 	if c.PluginName == "" {
 		c.PluginName = "wasmhost"
@@ -106,6 +116,7 @@ type Host struct {
 	stdoutMu   sync.Mutex
 	redisMu    sync.Mutex
 	redisCnt   map[string]int64
+	clusterCnt map[string]*clusterCounters // by cluster name, under redisMu
 
 	closeOnce sync.Once
 	closeErr  error

@@ -46,10 +46,56 @@ func parseRedisCluster(s string) (name string, db int, err error) {
 	return name, db, nil
 }
 
-// redisClient is one VM's connection pool to one Redis cluster. Each call
-// holds a connection for exactly one request and one reply. A connection
-// that saw an error or a timeout is closed, never reused.
+// redisClient is what a VM holds for one Envoy cluster name: a pool to one
+// Redis (Config.RedisClusters) or a router over the nodes of a Redis
+// Cluster (Config.RedisClusterNodes).
 type redisClient struct {
+	node    *redisPool
+	cluster *redisCluster
+}
+
+// newRedisClient makes the client for a cluster name the host knows.
+func (v *vm) newRedisClient(name string, cfg redisConfig) *redisClient {
+	if cfg.timeout <= 0 {
+		cfg.timeout = defaultRedisTimeout
+	}
+	if seeds, ok := v.h.cfg.RedisClusterNodes[name]; ok {
+		return &redisClient{cluster: newRedisCluster(v, name, seeds, cfg)}
+	}
+	return &redisClient{node: newRedisPool(v.h.cfg.RedisClusters[name], cfg)}
+}
+
+// knowsRedis reports whether name is a Redis cluster of the configuration.
+func (h *Host) knowsRedis(name string) bool {
+	_, single := h.cfg.RedisClusters[name]
+	_, cluster := h.cfg.RedisClusterNodes[name]
+	return single || cluster
+}
+
+// do sends one query (already RESP) and returns the raw reply, which may be
+// an error reply such as "-NOSCRIPT ...". The whole call has the
+// configured timeout.
+func (c *redisClient) do(ctx context.Context, query []byte) ([]byte, error) {
+	if c.cluster != nil {
+		return c.cluster.do(ctx, query)
+	}
+	return c.node.do(ctx, query, false)
+}
+
+// close closes the idle connections; busy ones are closed when their call
+// ends.
+func (c *redisClient) close() {
+	if c.cluster != nil {
+		c.cluster.close()
+		return
+	}
+	c.node.close()
+}
+
+// redisPool is a connection pool to one Redis server. Each call holds a
+// connection for exactly one request and one reply (two with ASKING). A
+// connection that saw an error or a timeout is closed, never reused.
+type redisPool struct {
 	addr string
 	cfg  redisConfig
 
@@ -58,27 +104,31 @@ type redisClient struct {
 	closed bool
 }
 
-func newRedisClient(addr string, cfg redisConfig) *redisClient {
-	if cfg.timeout <= 0 {
-		cfg.timeout = defaultRedisTimeout
-	}
-	return &redisClient{addr: addr, cfg: cfg}
+func newRedisPool(addr string, cfg redisConfig) *redisPool {
+	return &redisPool{addr: addr, cfg: cfg}
 }
 
-// do sends one query (already RESP) and returns the raw reply, which may be
-// an error reply such as "-NOSCRIPT ...". The whole call, including dialing
-// and the AUTH/SELECT handshake of a new connection, has the configured
-// timeout.
-func (c *redisClient) do(ctx context.Context, query []byte) ([]byte, error) {
-	deadline := time.Now().Add(c.cfg.timeout)
-	ctx, cancel := context.WithDeadline(ctx, deadline)
+// do sends one query and returns the raw reply. With asking, it first sends
+// ASKING on the same connection, as a client must after an -ASK
+// redirection. The call, including dialing and the AUTH/SELECT handshake of
+// a new connection, ends at the configured timeout or at ctx's deadline,
+// whichever comes first.
+func (c *redisPool) do(ctx context.Context, query []byte, asking bool) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
 	defer cancel()
+	deadline, _ := ctx.Deadline()
 	conn, err := c.get(ctx, deadline)
 	if err != nil {
 		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { conn.c.SetDeadline(time.Unix(1, 0)) })
-	reply, err := conn.roundTrip(query, deadline)
+	if asking {
+		err = conn.expectOK(respCommand("ASKING"), deadline)
+	}
+	var reply []byte
+	if err == nil {
+		reply, err = conn.roundTrip(query, deadline)
+	}
 	if !stop() || err != nil {
 		conn.close()
 		if err == nil {
@@ -90,7 +140,7 @@ func (c *redisClient) do(ctx context.Context, query []byte) ([]byte, error) {
 	return reply, nil
 }
 
-func (c *redisClient) get(ctx context.Context, deadline time.Time) (*redisConn, error) {
+func (c *redisPool) get(ctx context.Context, deadline time.Time) (*redisConn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -106,7 +156,7 @@ func (c *redisClient) get(ctx context.Context, deadline time.Time) (*redisConn, 
 	return c.dial(ctx, deadline)
 }
 
-func (c *redisClient) put(conn *redisConn) {
+func (c *redisPool) put(conn *redisConn) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed || len(c.idle) >= maxIdleRedisConns {
@@ -118,7 +168,7 @@ func (c *redisClient) put(conn *redisConn) {
 
 // close closes the idle connections; busy ones are closed when their call
 // ends.
-func (c *redisClient) close() {
+func (c *redisPool) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -128,7 +178,7 @@ func (c *redisClient) close() {
 	c.idle = nil
 }
 
-func (c *redisClient) dial(ctx context.Context, deadline time.Time) (*redisConn, error) {
+func (c *redisPool) dial(ctx context.Context, deadline time.Time) (*redisConn, error) {
 	d := net.Dialer{Deadline: deadline}
 	nc, err := d.DialContext(ctx, "tcp", c.addr)
 	if err != nil {
@@ -136,13 +186,13 @@ func (c *redisClient) dial(ctx context.Context, deadline time.Time) (*redisConn,
 	}
 	conn := &redisConn{c: nc}
 	if c.cfg.password != "" {
-		args := []string{"AUTH", c.cfg.password}
+		args, user := []string{"AUTH", c.cfg.password}, "default"
 		if c.cfg.username != "" {
-			args = []string{"AUTH", c.cfg.username, c.cfg.password}
+			args, user = []string{"AUTH", c.cfg.username, c.cfg.password}, c.cfg.username
 		}
 		if err := conn.expectOK(respCommand(args...), deadline); err != nil {
 			conn.close()
-			return nil, fmt.Errorf("redis AUTH: %w", err)
+			return nil, fmt.Errorf("redis AUTH as user %q on %s failed: %w", user, c.addr, err)
 		}
 	}
 	if c.cfg.db != 0 {
