@@ -69,6 +69,11 @@ func (d *Decision) Tightest() int {
 	return best
 }
 
+// Tighter reports whether r names a request's fate rather than than: a
+// denial over an allowance, the longer wait among denials, the smaller
+// share left among allowances.
+func Tighter(r, than Result) bool { return tighter(&r, &than) }
+
 func tighter(r, than *Result) bool {
 	if r.Allowed != than.Allowed {
 		return !r.Allowed

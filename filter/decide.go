@@ -2,6 +2,7 @@ package filter
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
@@ -11,8 +12,9 @@ import (
 func (s *Stream) decide() {
 	s.decided = true
 	m := &s.p.metrics
-	var deny, tightest *verdict
-	failed := false
+	now := s.p.host.Now()
+	var deny verdict
+	denied, failed := false, false
 	for _, c := range s.calls {
 		if c.err != nil {
 			failed = failed || !c.shadow
@@ -20,24 +22,20 @@ func (s *Stream) decide() {
 		}
 		d := &c.decision
 		if d.Blocked {
-			b := c.blockers[d.BlockedBy]
+			b := &c.blockers[d.BlockedBy]
 			m.rules[b.rule].blocked.Increment(1)
-			if !c.shadow && deny == nil {
-				deny = &verdict{rule: b.rule, limit: -1, reason: "blocked", blocked: true, blockedFor: d.BlockedFor}
+			if !c.shadow && !denied {
+				deny, denied = verdict{rule: b.rule, limit: -1, reason: "blocked", blocked: true, blockedFor: d.BlockedFor}, true
 				if d.BlockedFor > 0 {
-					s.p.denied.store(b.tag, 0, s.p.host.Now().Add(d.BlockedFor), *deny)
+					s.p.denied.store(b.tag, 0, now.Add(d.BlockedFor), deny)
 				}
 			}
 			continue
 		}
-		start := 0
-		for start < len(c.owners) {
-			ri := c.owners[start].rule
-			end := start
-			ruleAllowed := true
-			for end < len(c.owners) && c.owners[end].rule == ri {
+		for start := 0; start < len(c.owners); {
+			ri, end, ruleAllowed := c.owners[start].rule, start, true
+			for ; end < len(c.owners) && c.owners[end].rule == ri; end++ {
 				ruleAllowed = ruleAllowed && d.Results[end].Allowed
-				end++
 			}
 			switch {
 			case ruleAllowed:
@@ -47,50 +45,47 @@ func (s *Stream) decide() {
 			default:
 				m.rules[ri].denied.Increment(1)
 			}
+			if !c.shadow {
+				s.enforced = append(s.enforced, ri)
+			}
 			start = end
 		}
 		if c.shadow {
 			continue
 		}
-		for i, o := range c.owners {
-			s.policies = append(s.policies, s.policy(o))
-			v := &verdict{rule: o.rule, limit: o.limit, result: d.Results[i], reason: "rate_limited"}
-			if tightest == nil || tighterVerdict(v, tightest) {
-				tightest = v
+		for i := range c.owners {
+			o, r := &c.owners[i], d.Results[i]
+			if !s.hasVerdict || algorithms.Tighter(r, s.verdict.result) {
+				s.verdict, s.hasVerdict = verdict{rule: o.rule, limit: o.limit, result: r, reason: "rate_limited"}, true
 			}
-			if r := d.Results[i]; !r.Allowed && r.RetryAfter > 0 {
-				s.p.denied.store(o.tag, o.cost, s.p.host.Now().Add(r.RetryAfter), *v)
+			if !r.Allowed && r.RetryAfter > 0 {
+				s.p.denied.store(o.tag, o.cost, now.Add(r.RetryAfter), verdict{rule: o.rule, limit: o.limit, result: r, reason: "rate_limited"})
 			}
 		}
 	}
-	if deny == nil && tightest != nil && !tightest.result.Allowed {
-		deny = tightest
+	if !denied && s.hasVerdict && !s.verdict.result.Allowed {
+		deny, denied = s.verdict, true
 	}
-	if deny == nil && failed {
+	if !denied && failed {
 		if s.p.cfg.FailOpen {
 			m.failOpen.Increment(1)
 		} else {
 			m.failClosed.Increment(1)
-			deny = &verdict{rule: -1, limit: -1, reason: "ratelimit_unavailable"}
+			deny, denied = verdict{rule: -1, limit: -1, reason: "ratelimit_unavailable"}, true
 		}
 	}
-	if deny != nil {
-		s.reject(deny)
+	if denied {
+		s.reject(&deny)
 		return
 	}
-	s.allowed, s.verdict = true, tightest
+	s.allowed = true
 	if !s.inHeaders {
 		s.host.Resume()
 	}
 }
 
-func tighterVerdict(v, than *verdict) bool {
-	d := algorithms.Decision{Results: []algorithms.Result{than.result, v.result}}
-	return d.Tightest() == 1
-}
-
 // countDenial counts a denial answered from the deny cache.
-func (s *Stream) countDenial(v verdict) {
+func (s *Stream) countDenial(v *verdict) {
 	if v.blocked {
 		s.p.metrics.rules[v.rule].blocked.Increment(1)
 	} else {
@@ -129,7 +124,8 @@ func (s *Stream) reject(v *verdict) Action {
 		body = append(body, `,"limit":"`+cfg.Rules[v.rule].Limits[v.limit].Name+`"`...)
 	}
 	if retry > 0 {
-		body = append(body, `,"retry_after":`+strconv.FormatInt(ceilSeconds(retry), 10)...)
+		body = append(body, `,"retry_after":`...)
+		body = strconv.AppendInt(body, ceilSeconds(retry), 10)
 	}
 	body = append(body, "}\n"...)
 	s.host.SendLocalReply(status, headers, body)
@@ -138,27 +134,13 @@ func (s *Stream) reject(v *verdict) Action {
 
 // OnResponseHeaders adds the rate-limit headers to an admitted response.
 func (s *Stream) OnResponseHeaders() Action {
-	if s.allowed && s.verdict != nil {
-		for _, h := range s.appendRateLimitHeaders(nil, s.verdict) {
+	if s.allowed && s.hasVerdict && s.p.cfg.Headers != HeadersNone {
+		var buf [5][2]string
+		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict) {
 			s.host.AddResponseHeader(h[0], h[1])
 		}
 	}
 	return Continue
-}
-
-// OnDone ends the stream; replies still in flight will be ignored.
-func (s *Stream) OnDone() {
-	for _, c := range s.calls {
-		s.p.untrack(c)
-	}
-	s.decided = true
-}
-
-// policy renders one limit for RateLimit-Policy: "name";q=100;w=60.
-func (s *Stream) policy(o owner) string {
-	l := &s.p.cfg.Rules[o.rule].Limits[o.limit]
-	q, w := l.Limit.Policy()
-	return `"` + l.Name + `";q=` + strconv.FormatInt(q, 10) + ";w=" + strconv.FormatInt(ceilSeconds(w), 10)
 }
 
 // appendRateLimitHeaders renders v in the configured header style.
@@ -167,7 +149,6 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	if style == HeadersNone {
 		return h
 	}
-	l := &s.p.cfg.Rules[v.rule].Limits[v.limit]
 	r := v.result
 	t := r.ResetAfter
 	if !r.Allowed {
@@ -176,31 +157,34 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	secs := strconv.FormatInt(ceilSeconds(t), 10)
 	remaining := strconv.FormatInt(r.Remaining, 10)
 	if style == HeadersDraft10 || style == HeadersBoth {
-		policies := s.policies
-		if len(policies) == 0 {
-			policies = []string{s.policy(owner{rule: v.rule, limit: v.limit})}
-		}
-		h = append(h, [2]string{"ratelimit-policy", joinComma(policies)},
-			[2]string{"ratelimit", `"` + l.Name + `";r=` + remaining + ";t=" + secs})
+		h = append(h, [2]string{"ratelimit-policy", s.policyHeader(v)},
+			[2]string{"ratelimit", s.p.names[v.rule][v.limit] + ";r=" + remaining + ";t=" + secs})
 	}
 	if style == HeadersLegacy || style == HeadersBoth {
-		q, _ := l.Limit.Policy()
-		h = append(h, [2]string{"x-ratelimit-limit", strconv.FormatInt(q, 10)},
+		h = append(h, [2]string{"x-ratelimit-limit", s.p.quotas[v.rule][v.limit]},
 			[2]string{"x-ratelimit-remaining", remaining},
 			[2]string{"x-ratelimit-reset", secs})
 	}
 	return h
 }
 
-func joinComma(items []string) string {
-	out := ""
-	for i, it := range items {
-		if i > 0 {
-			out += ", "
-		}
-		out += it
+// policyHeader lists the policies of every enforced rule decided, or of
+// v's rule when the verdict came from the deny cache.
+func (s *Stream) policyHeader(v *verdict) string {
+	switch len(s.enforced) {
+	case 0:
+		return s.p.policies[v.rule]
+	case 1:
+		return s.p.policies[s.enforced[0]]
 	}
-	return out
+	var b strings.Builder
+	for i, ri := range s.enforced {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(s.p.policies[ri])
+	}
+	return b.String()
 }
 
 // ceilSeconds rounds a positive duration up to whole seconds, at least 1;

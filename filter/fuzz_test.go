@@ -69,7 +69,7 @@ func FuzzRuleTag(f *testing.F) {
 			{Source: SourceClientIP}, {Source: SourcePath}, {Source: SourceHost}, {Source: SourceMethod},
 		}}
 		r := &request{headers: [][2]string{{":path", path}, {"x-user", user}, {"cookie", cookie}, {"x-forwarded-for", xff}},
-			source: func() string { return "10.0.0.1:80" }}
+			source: peer("10.0.0.1:80")}
 		tag, ok := appendRuleTag(nil, "rl:", rule, r, 2)
 		if !ok || len(tag) > 8+len(rule.Key)*(maxPartLen+1) || strings.Count(string(tag), "{") != 1 || strings.Count(string(tag), "}") != 1 {
 			t.Fatalf("tag %q", tag)

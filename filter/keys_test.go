@@ -95,7 +95,7 @@ func TestRequestSources(t *testing.T) {
 			{":authority", "API.example.com:8443"}, {"cookie", "a=1; session=s3cr3t; b=2"},
 			{"x-id", "one"}, {"X-Id", "two"},
 		},
-		source: func() string { return "[2001:db8::1]:5555" },
+		source: peer("[2001:db8::1]:5555"),
 	}
 	for _, tc := range []struct {
 		part KeyPart
@@ -121,7 +121,7 @@ func TestRequestSources(t *testing.T) {
 }
 
 func TestClientIPTrustedHops(t *testing.T) {
-	source := func() string { return "10.0.0.9:1234" }
+	source := peer("10.0.0.9:1234")
 	for _, tc := range []struct {
 		xff  []string
 		hops int
@@ -177,3 +177,11 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// peer is a StreamHost that only knows its downstream address.
+type peer string
+
+func (p peer) SourceAddress() string                 { return string(p) }
+func (peer) Resume()                                 {}
+func (peer) SendLocalReply(int, [][2]string, []byte) {}
+func (peer) AddResponseHeader(string, string)        {}

@@ -3,6 +3,8 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
@@ -20,6 +22,13 @@ type Plugin struct {
 	errLog  throttledLog
 	breaker breaker
 	denied  *denyCache // nil when disabled
+
+	freeStreams []*Stream
+	// Header pieces, rendered once: per rule the RateLimit-Policy value
+	// of its limits; per rule and limit the quoted name and the quota.
+	policies []string
+	names    [][]string
+	quotas   [][]string
 }
 
 // breaker counts consecutive failures; see BreakerConfig.
@@ -39,6 +48,18 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
 	p.denied = newDenyCache(cfg.DenyCacheKeys)
+	for _, r := range cfg.Rules {
+		var policy []string
+		var names, quotas []string
+		for _, l := range r.Limits {
+			q, w := l.Limit.Policy()
+			name := `"` + l.Name + `"`
+			policy = append(policy, name+";q="+strconv.FormatInt(q, 10)+";w="+strconv.FormatInt(ceilSeconds(w), 10))
+			names, quotas = append(names, name), append(quotas, strconv.FormatInt(q, 10))
+		}
+		p.policies = append(p.policies, strings.Join(policy, ", "))
+		p.names, p.quotas = append(p.names, names), append(p.quotas, quotas)
+	}
 	return p
 }
 
@@ -140,8 +161,7 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 	if err == nil {
 		err = c.decision.Parse(v, len(c.blocks), len(c.checks))
 	}
-	var rerr *redisproto.Error
-	if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" && !c.eval {
+	if err != nil && !c.eval && isNoScript(err) {
 		p.metrics.noscript.Increment(1)
 		c.eval = true
 		p.dispatch(c)
@@ -153,6 +173,11 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 	}
 	p.breaker.failures = 0
 	c.stream.callDone(c, nil)
+}
+
+func isNoScript(err error) bool {
+	var rerr *redisproto.Error
+	return errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT"
 }
 
 // fail records a failed call, opening the breaker after enough in a row.

@@ -10,7 +10,7 @@ import (
 // proxy gives them (pseudo-headers included) and, lazily, the peer address.
 type request struct {
 	headers [][2]string
-	source  func() string // "ip:port" of the downstream peer
+	source  StreamHost // for the downstream peer's "ip:port", read lazily
 }
 
 // header returns every value of the named header, joined by ", " when it
@@ -114,9 +114,10 @@ func (r *request) clientIP(hops int) (string, bool) {
 	if r.source == nil {
 		return "", false
 	}
-	ap, err := netip.ParseAddrPort(r.source())
+	src := r.source.SourceAddress()
+	ap, err := netip.ParseAddrPort(src)
 	if err != nil {
-		if ip, err := netip.ParseAddr(r.source()); err == nil {
+		if ip, err := netip.ParseAddr(src); err == nil {
 			return ip.Unmap().String(), true
 		}
 		return "", false

@@ -8,20 +8,26 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
 
-// Stream is the filter's state for one HTTP request.
+// Stream is the filter's state for one HTTP request. Streams and their
+// calls are recycled by the Plugin (a VM is single-threaded), so a request
+// allocates little beyond the strings it must hand to the proxy.
 type Stream struct {
 	p    *Plugin
 	host StreamHost
 	req  request
 
 	calls       []*call
+	spare       []*call // calls of earlier requests, ready for reuse
 	outstanding int
 	decided     bool
 	inHeaders   bool // inside OnRequestHeaders: answer by return value
 	allowed     bool
-	// verdict is the tightest enforced result, for the response headers.
-	verdict  *verdict
-	policies []string
+	tag         []byte
+	// verdict is the tightest enforced result, for the response headers;
+	// valid when hasVerdict. enforced lists the enforced rules decided.
+	verdict    verdict
+	hasVerdict bool
+	enforced   []int
 }
 
 // call is one script call: the limits of one or more rules that share it.
@@ -32,6 +38,7 @@ type call struct {
 	checks   []algorithms.Check
 	owners   []owner // per check: its rule and limit
 	blockers []owner // per block key: its rule
+	keys     []byte  // every key of the call, back to back
 	eval     bool    // -NOSCRIPT was seen; send the whole script
 	failure  string  // why the transport failed, when it says
 	buf      []byte
@@ -43,10 +50,34 @@ type call struct {
 	err       error
 }
 
+// owner ties a check or block key to its rule. Until the call is sent,
+// key and tag are offsets into call.keys; then they are its strings.
 type owner struct {
-	rule, limit int
-	tag         string // the rule's key, "<prefix>{<rule>|<parts>}"
-	cost        int64
+	rule, limit      int
+	cost             int64
+	keyAt, tagAt, at int // key = keys[keyAt:at], tag = keys[tagAt:...]
+	tagLen           int
+	tag              string // the rule's key, "<prefix>{<rule>|<parts>}"
+}
+
+func (c *call) reset(s *Stream, shadow bool) {
+	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
+	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
+}
+
+// seal turns the key offsets into strings: one allocation for the call.
+func (c *call) seal() {
+	all := string(c.keys)
+	for i := range c.blockers {
+		o := &c.blockers[i]
+		o.tag = all[o.tagAt : o.tagAt+o.tagLen]
+		c.blocks = append(c.blocks, all[o.keyAt:o.at])
+	}
+	for i := range c.owners {
+		o := &c.owners[i]
+		o.tag = all[o.tagAt : o.tagAt+o.tagLen]
+		c.checks[i].Key = all[o.keyAt:o.at]
+	}
 }
 
 func (c *call) command() []byte {
@@ -67,9 +98,16 @@ type verdict struct {
 	reason      string // for denials: "rate_limited", "blocked", ...
 }
 
-// NewStream starts a stream.
+// NewStream starts a stream, reusing a finished one when it can.
 func (p *Plugin) NewStream(host StreamHost) *Stream {
-	return &Stream{p: p, host: host, req: request{source: host.SourceAddress}}
+	var s *Stream
+	if n := len(p.freeStreams); n > 0 {
+		s, p.freeStreams = p.freeStreams[n-1], p.freeStreams[:n-1]
+	} else {
+		s = &Stream{p: p}
+	}
+	s.host, s.req = host, request{source: host}
+	return s
 }
 
 // OnRequestHeaders matches the rules, builds the keys and sends the calls.
@@ -77,14 +115,13 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 	s.req.headers = headers
 	cfg := s.p.cfg
-	var tag []byte
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
 		if !rule.Match.matches(&s.req) {
 			continue
 		}
 		var ok bool
-		tag, ok = appendRuleTag(tag[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
+		s.tag, ok = appendRuleTag(s.tag[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
 		if !ok {
 			if rule.OnMissing == MissingDeny && !rule.Shadow {
 				s.p.metrics.rules[ri].denied.Increment(1)
@@ -94,24 +131,21 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 		}
 		cost := s.cost(rule)
 		if !rule.Shadow {
-			if v, ok := s.p.denied.lookup(tag, cost, s.p.host.Now()); ok {
+			if v, ok := s.p.denied.lookup(s.tag, cost, s.p.host.Now()); ok {
 				s.p.metrics.cacheHits.Increment(1)
-				s.countDenial(v)
+				s.countDenial(&v)
 				return s.reject(&v)
 			}
 		}
-		for li := range rule.Limits {
-			if rule.Limits[li].Limit.CheckCost(cost) != nil {
-				if rule.Shadow {
-					s.p.metrics.rules[ri].shadowDenied.Increment(1)
-					goto nextRule
-				}
-				s.p.metrics.rules[ri].denied.Increment(1)
-				return s.reject(&verdict{rule: ri, limit: li, reason: "cost_exceeds_capacity"})
+		if li := overCapacity(rule, cost); li >= 0 {
+			if rule.Shadow {
+				s.p.metrics.rules[ri].shadowDenied.Increment(1)
+				continue
 			}
+			s.p.metrics.rules[ri].denied.Increment(1)
+			return s.reject(&verdict{rule: ri, limit: li, reason: "cost_exceeds_capacity"})
 		}
-		s.add(ri, string(tag), cost)
-	nextRule:
+		s.add(ri, cost)
 	}
 	if len(s.calls) == 0 {
 		s.decided, s.allowed = true, true
@@ -120,6 +154,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 	s.outstanding = len(s.calls)
 	s.inHeaders = true
 	for _, c := range s.calls {
+		c.seal()
 		s.p.dispatch(c) // a failed dispatch completes its call at once
 	}
 	s.inHeaders = false
@@ -129,8 +164,18 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 	return Pause
 }
 
-// add puts a rule's limits into the call they share.
-func (s *Stream) add(ri int, tag string, cost int64) {
+// overCapacity returns the first limit the cost cannot fit, or -1.
+func overCapacity(rule *Rule, cost int64) int {
+	for li := range rule.Limits {
+		if rule.Limits[li].Limit.CheckCost(cost) != nil {
+			return li
+		}
+	}
+	return -1
+}
+
+// add puts a rule's limits, keyed by s.tag, into the call they share.
+func (s *Stream) add(ri int, cost int64) {
 	rule := &s.p.cfg.Rules[ri]
 	var c *call
 	if !s.p.cfg.Redis.ClusterMode {
@@ -141,14 +186,25 @@ func (s *Stream) add(ri int, tag string, cost int64) {
 		}
 	}
 	if c == nil {
-		c = &call{stream: s, shadow: rule.Shadow}
+		if n := len(s.spare); n > 0 {
+			c, s.spare = s.spare[n-1], s.spare[:n-1]
+		} else {
+			c = &call{}
+		}
+		c.reset(s, rule.Shadow)
 		s.calls = append(s.calls, c)
 	}
-	c.blocks = append(c.blocks, tag+":block")
-	c.blockers = append(c.blockers, owner{rule: ri, limit: -1, tag: tag, cost: cost})
+	tagAt := len(c.keys)
+	c.keys = append(c.keys, s.tag...)
+	c.keys = append(c.keys, ":block"...)
+	c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: tagAt, at: len(c.keys), tagAt: tagAt, tagLen: len(s.tag)})
 	for li, l := range rule.Limits {
-		c.checks = append(c.checks, algorithms.Check{Key: tag + ":" + strconv.Itoa(li), Limit: l.Limit, Cost: cost})
-		c.owners = append(c.owners, owner{rule: ri, limit: li, tag: tag, cost: cost})
+		keyAt := len(c.keys)
+		c.keys = append(c.keys, s.tag...)
+		c.keys = append(c.keys, ':')
+		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
+		c.checks = append(c.checks, algorithms.Check{Limit: l.Limit, Cost: cost})
+		c.owners = append(c.owners, owner{rule: ri, limit: li, cost: cost, keyAt: keyAt, at: len(c.keys), tagAt: tagAt, tagLen: len(s.tag)})
 	}
 }
 
@@ -198,4 +254,19 @@ func (s *Stream) callDone(c *call, err error) {
 		return
 	}
 	s.decide()
+}
+
+// OnDone ends the stream: replies still in flight will be ignored, and the
+// stream goes back to the plugin for reuse.
+func (s *Stream) OnDone() {
+	for _, c := range s.calls {
+		s.p.untrack(c)
+		c.stream = nil
+	}
+	s.spare = append(s.spare, s.calls...)
+	s.calls = s.calls[:0]
+	s.enforced = s.enforced[:0]
+	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
+	s.host, s.req = nil, request{}
+	s.p.freeStreams = append(s.p.freeStreams, s)
 }

@@ -1,0 +1,80 @@
+package filter
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// benchHost answers nothing by itself: the benchmark hands each dispatched
+// call a canned reply, so only the filter's own work is measured.
+type benchHost struct {
+	id  uint32
+	cmd int // bytes dispatched
+}
+
+func (h *benchHost) DispatchRedis(cmd []byte) (uint32, error) {
+	h.id++
+	h.cmd += len(cmd)
+	return h.id, nil
+}
+func (h *benchHost) DispatchHTTP(string, [][2]string, []byte, time.Duration) (uint32, error) {
+	return 0, nil
+}
+func (h *benchHost) Log(LogLevel, string)       {}
+func (h *benchHost) Now() time.Time             { return time.Time{} }
+func (h *benchHost) Counter(string) Counter     { return nopMetric{} }
+func (h *benchHost) Gauge(string) Gauge         { return nopMetric{} }
+func (h *benchHost) Histogram(string) Histogram { return nopMetric{} }
+
+type nopMetric struct{}
+
+func (nopMetric) Increment(uint64) {}
+func (nopMetric) Add(int64)        {}
+func (nopMetric) Record(uint64)    {}
+
+type benchStream struct{ resumed, replied, headers int }
+
+func (s *benchStream) SourceAddress() string                   { return "10.0.0.1:5555" }
+func (s *benchStream) Resume()                                 { s.resumed++ }
+func (s *benchStream) SendLocalReply(int, [][2]string, []byte) { s.replied++ }
+func (s *benchStream) AddResponseHeader(string, string)        { s.headers++ }
+
+const benchConfig = `{"redis":{"cluster":"redis"},"rules":[{"name":"api","match":{"path_prefix":"/api/"},
+	"key":[{"source":"header","name":"x-user"},{"source":"path"}],
+	"limits":[{"name":"second","algorithm":"sliding_log","limit":10,"window":"1s"},
+	          {"name":"minute","algorithm":"funnel","capacity":100,"rate":100,"period":"1m"}]}]}`
+
+// BenchmarkRequest is one allowed request, natively: headers, key, command,
+// reply, decision, response headers. Compare with the same path in wasm
+// (make bench) for the cost of the VM.
+func BenchmarkRequest(b *testing.B) {
+	cfg, err := ParseConfig([]byte(benchConfig))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &benchHost{}
+	p := NewPlugin(cfg, h)
+	reply := redisproto.AppendArrayLen(nil, 12)
+	for _, v := range []int64{1700000000000000, -2, 1, 10, 9, -1, 1000000, 1, 100, 99, -1, 600000} {
+		reply = redisproto.AppendInt(reply, v)
+	}
+	headers := [][2]string{{":method", "GET"}, {":path", "/api/orders?page=2"}, {":authority", "example.com"},
+		{"user-agent", "bench"}, {"x-user", "alice"}, {"accept", "*/*"}}
+	s := &benchStream{}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		st := p.NewStream(s)
+		if st.OnRequestHeaders(headers) != Pause {
+			b.Fatal("not paused")
+		}
+		p.OnRedisReply(h.id, true, reply)
+		st.OnResponseHeaders()
+		st.OnDone()
+	}
+	if s.resumed != b.N || s.headers != 2*b.N {
+		b.Fatalf("resumed %d, headers %d for %d requests", s.resumed, s.headers, b.N)
+	}
+}
