@@ -109,3 +109,49 @@ func webdisHeaders(r *RedisConfig) [][2]string {
 	}
 	return h
 }
+
+type webdisCalls struct {
+	headers [][2]string
+	encoder redisproto.Decoder // reads back the RESP command to re-encode it
+	body    []byte
+	reply   []byte // the JSON reply turned back into RESP
+}
+
+// send dispatches one RESP command over the configured transport.
+func (p *Plugin) send(cmd []byte) (uint32, error) {
+	if p.webdis == nil {
+		return p.host.DispatchRedis(cmd)
+	}
+	w := p.webdis
+	var err error
+	if w.body, err = appendWebdisBody(w.body[:0], &w.encoder, cmd); err != nil {
+		return 0, err
+	}
+	return p.host.DispatchHTTP(p.cfg.Redis.Cluster, w.headers, w.body, p.cfg.Redis.Timeout)
+}
+
+// OnHTTPReply delivers Webdis's response to a callout: its HTTP status (0
+// when the call failed or timed out) and its JSON body.
+func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
+	c := p.pending[calloutID]
+	var err error
+	switch {
+	case c == nil || p.webdis == nil:
+	case status != 200:
+		err = fmt.Errorf("webdis answered HTTP %d", status)
+		if status == 0 {
+			err = errors.New("webdis call failed or timed out")
+		}
+	default:
+		p.webdis.reply, err = webdisReply(p.webdis.reply[:0], body)
+	}
+	if err != nil {
+		c.failure = err.Error()
+		p.OnRedisReply(calloutID, false, nil)
+		return
+	}
+	if p.webdis != nil {
+		body = p.webdis.reply
+	}
+	p.OnRedisReply(calloutID, true, body)
+}
