@@ -145,6 +145,10 @@ func hRedisCall(v *vm, a args) uint32 {
 		return statusInvalidMemoryAccess
 	}
 	v.h.countRedisCall(name)
+	if v.benchRedis != nil {
+		v.benchRedis(id, name, query)
+		return statusOK
+	}
 	v.callouts.Add(1)
 	go func() {
 		defer v.callouts.Done()

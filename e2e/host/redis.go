@@ -19,7 +19,7 @@ const defaultRedisTimeout = time.Second
 // respMaxReply caps one reply; a bigger one fails the call.
 const respMaxReply = 64 << 20
 
-// maxIdleRedisConns is how many idle connections a client keeps.
+// maxIdleRedisConns is how many idle connections a pool keeps.
 const maxIdleRedisConns = 8
 
 // redisConfig is what proxy_redis_init sets for one cluster.

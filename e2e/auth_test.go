@@ -1,0 +1,107 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// aclServer starts a redis-server whose default user is off, so that only
+// AUTH as one of its ACL users gets anywhere: "ratelimit" may do anything,
+// "noscript" anything but scripting (no EVAL, no EVALSHA). Both have the
+// password "pw".
+func aclServer(t *testing.T) *redistest.Server {
+	return redistest.Start(t, "--user", "default", "off",
+		"--user", "ratelimit", "on", ">pw", "~*", "+@all",
+		"--user", "noscript", "on", ">pw", "~*", "+@all", "-@scripting")
+}
+
+func authConfig(prefix, failureMode, username, password string) string {
+	return fmt.Sprintf(`{"failure_mode":%q,"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q,"username":%q,"password":%q},
+		"rules":[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":2,"window":"1m"}]}]}`,
+		failureMode, prefix, username, password)
+}
+
+// The host sends AUTH <username> <password> on each new connection; with
+// the right ACL user the filter decides as usual.
+func TestACLUser(t *testing.T) {
+	t.Parallel()
+	srv := aclServer(t)
+	prefix := redistest.Prefix(t)
+	tg := startWasm(t, authConfig(prefix, "deny", "ratelimit", "pw"), srv.Addr)
+	expect(t, tg.send(t, nil), 200, "ratelimit", `"api";r=1;t=60`)
+	expect(t, tg.send(t, nil), 200, "ratelimit", `"api";r=0;t=60`)
+	expect(t, tg.send(t, nil), 429, "retry-after", "60")
+	if e := tg.metric("ratelimit.redis.errors"); e != 0 {
+		t.Fatalf("%d redis errors", e)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "ratelimit", Password: "pw"})
+	defer admin.Close()
+	if n, err := admin.ZCard(context.Background(), prefix+"{api|all}:0").Result(); err != nil || n != 2 {
+		t.Fatalf("the sliding log holds %d entries (%v); want 2", n, err)
+	}
+}
+
+// Credentials Redis refuses, or a user without the right to run scripts,
+// fail every call: the filter applies its failure mode, counts the error,
+// and goes on running.
+func TestACLFailures(t *testing.T) {
+	t.Parallel()
+	srv := aclServer(t)
+	for _, tc := range []struct {
+		name, username, password string
+		hostLog                  string // in the host's log, when the host fails the call
+		guestLog                 string // in the filter's log, when Redis replied with an error
+	}{
+		{"wrong password", "ratelimit", "wrong",
+			`redis AUTH as user "ratelimit" on ` + srv.Addr + ` failed: server replied "-WRONGPASS invalid username-password pair or user is disabled."`, ""},
+		{"no EVALSHA permission", "noscript", "pw", "", "NOPERM this user has no permissions to run the 'evalsha' command"},
+		{"no credentials", "", "", "", "NOAUTH Authentication required."},
+	} {
+		for _, mode := range []string{"allow", "deny"} {
+			t.Run(tc.name+"/"+mode, func(t *testing.T) {
+				t.Parallel()
+				tg := startWasm(t, authConfig(redistest.Prefix(t), mode, tc.username, tc.password), srv.Addr).(*wasmTarget)
+				const n = 3 // below the circuit breaker's default of 5
+				want := map[string]int{"allow": 200, "deny": 503}[mode]
+				for range n {
+					o := tg.send(t, nil)
+					expect(t, o, want)
+					if o.headers["ratelimit"] != "" {
+						t.Fatal("rate-limit headers without a decision")
+					}
+				}
+				counted := "ratelimit.failure_mode." + map[string]string{"allow": "allowed", "deny": "denied"}[mode]
+				if e, f := tg.metric("ratelimit.redis.errors"), tg.metric(counted); e != n || f != n {
+					t.Fatalf("%d redis errors, %d %s; want %d each", e, f, counted, n)
+				}
+				if tc.hostLog != "" && !hostLogged(tg.h, tc.hostLog) {
+					t.Fatalf("the host did not log %q", tc.hostLog)
+				}
+				if logs := strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"); tc.guestLog != "" && !strings.Contains(logs, tc.guestLog) {
+					t.Fatalf("the filter did not log %q: %q", tc.guestLog, logs)
+				}
+				if tg.h.Traps() != 0 {
+					t.Fatalf("%d guest traps", tg.h.Traps())
+				}
+			})
+		}
+	}
+}
+
+// hostLogged reports whether the host itself logged a warning containing
+// substr.
+func hostLogged(h *host.Host, substr string) bool {
+	for _, e := range h.Logs() {
+		if e.Source == host.SourceHost && e.Level >= host.LogWarn && strings.Contains(e.Message, substr) {
+			return true
+		}
+	}
+	return false
+}

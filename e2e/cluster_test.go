@@ -1,0 +1,195 @@
+package e2e
+
+// Redis Cluster end to end. The filter's keys (README, "Keys and manual
+// blocking") are
+//
+//	<key_prefix>{<rule>|<part>|...}:<limit index>    a limit's state
+//	<key_prefix>{<rule>|<part>|...}:block            an operator's block
+//
+// so everything one rule decides for one request shares the hash tag
+// {<rule>|<parts>} and one slot. Here rule "api" keeps {api|<user>}:0 (a
+// sliding log), :1 (a sliding counter), :2 (a funnel) and :block in the
+// slot of "api|<user>", and rule "route" keeps {route|<user>|<path>}:0 in
+// the slot of "route|<user>|<path>", usually elsewhere. With
+// redis.cluster_mode each rule is one EVALSHA whose keys share a slot;
+// without it both rules go in one EVALSHA, which a cluster refuses with
+// CROSSSLOT.
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// clusterRules: two rules match every /api/ request.
+const clusterRules = `[
+	{"name":"api","match":{"path_prefix":"/api/"},"key":[{"source":"header","name":"x-user"}],
+	 "limits":[{"name":"minute","algorithm":"sliding_log","limit":4,"window":"1m"},
+	           {"name":"hour","algorithm":"sliding_counter","limit":6,"window":"1h"},
+	           {"name":"burst","algorithm":"funnel","capacity":8,"rate":1,"period":"1h"}]},
+	{"name":"route","match":{"path_prefix":"/api/"},"key":[{"source":"header","name":"x-user"},{"source":"path"}],
+	 "limits":[{"algorithm":"funnel","capacity":2,"rate":1,"period":"1h"}]}]`
+
+func clusterConfig(prefix string, clusterMode bool, failureMode string) string {
+	return fmt.Sprintf(`{"failure_mode":%q,"headers":"both","redis":{"cluster":"redis","timeout":"2s","key_prefix":%q,"cluster_mode":%t},"rules":%s}`,
+		failureMode, prefix, clusterMode, clusterRules)
+}
+
+// startCluster runs the Higress build with Redis cluster "redis" routed by
+// the host over the cluster's nodes.
+func startCluster(t *testing.T, config string, c *redistest.Cluster) *wasmTarget {
+	return startHost(t, host.Config{Module: module, PluginConfig: []byte(config),
+		RedisClusterNodes: map[string][]string{"redis": c.Addrs()}}).(*wasmTarget)
+}
+
+// portableOutcome is what of an outcome must not depend on where Redis runs: all
+// but the seconds until reset, which depend on time.
+type portableOutcome struct {
+	status                                    int
+	body, rateLimit, policy, remaining, quota string
+	retryAfter                                bool
+}
+
+var resetSeconds = regexp.MustCompile(`;t=\d+|,"retry_after":\d+`)
+
+func portableOf(o outcome) portableOutcome {
+	return portableOutcome{
+		status: o.status, body: resetSeconds.ReplaceAllString(o.body, ""),
+		rateLimit: resetSeconds.ReplaceAllString(o.headers["ratelimit"], ""), policy: o.headers["ratelimit-policy"],
+		remaining: o.headers["x-ratelimit-remaining"], quota: o.headers["x-ratelimit-limit"],
+		retryAfter: o.headers["retry-after"] != "",
+	}
+}
+
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3)
+	ctx := context.Background()
+
+	// The same traffic through one redis-server and through the cluster,
+	// both with cluster_mode, decides the same. Each user sends three
+	// requests to /api/a and three to /api/b. Rule "route" denies the
+	// third on a path; with cluster_mode rule "api" has charged it all the
+	// same (its own call), so "api" denies the fifth and sixth.
+	t.Run("cluster_mode decides as a single server does", func(t *testing.T) {
+		prefix := redistest.Prefix(t)
+		config := clusterConfig(prefix, true, "allow")
+		single, clustered := startWasm(t, config, server.Addr).(*wasmTarget), startCluster(t, config, cluster)
+		users := []string{"alice", "bob", "carol", "dave", "erin", "frank", "mallory"}
+		const block = "1"
+		if _, err := server.Do("SET", prefix+"{api|mallory}:block", block, "EX", 300); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.Client.Set(ctx, prefix+"{api|mallory}:block", block, 300*time.Second).Err(); err != nil {
+			t.Fatal(err)
+		}
+		paths := []string{"/api/a", "/api/a", "/api/a", "/api/b", "/api/b", "/api/b"}
+		wantStatus := []int{200, 200, 429, 200, 429, 429}
+		wantDenier := map[int]string{2: `"rule":"route"`, 4: `"rule":"api","limit":"minute"`}
+		for i, path := range paths {
+			for _, u := range users {
+				req := map[string]string{":path": path, "x-user": u}
+				a, b := portableOf(single.send(t, req)), portableOf(clustered.send(t, req))
+				if a != b {
+					t.Fatalf("%s %s (request %d): single server %+v, cluster %+v", u, path, i+1, a, b)
+				}
+				want, denier := wantStatus[i], wantDenier[i]
+				if u == "mallory" {
+					want, denier = 429, `"error":"blocked","rule":"api"`
+				}
+				if a.status != want || !strings.Contains(a.body, denier) {
+					t.Fatalf("%s %s (request %d): %+v, want %d naming %s", u, path, i+1, a, want, denier)
+				}
+			}
+		}
+		for _, m := range []string{"rule.api.allowed", "rule.api.denied", "rule.api.blocked", "rule.route.allowed",
+			"rule.route.denied", "redis.errors", "failure_mode.allowed", "failure_mode.denied"} {
+			m = "ratelimit." + m
+			if a, b := single.metric(m), clustered.metric(m); a != b {
+				t.Errorf("%s: single server %d, cluster %d", m, a, b)
+			}
+		}
+		if e := clustered.metric("ratelimit.redis.errors"); e != 0 || clustered.metric("ratelimit.rule.api.denied") != 12 {
+			t.Errorf("cluster: %d redis errors, %d api denials; want 0, 12", e, clustered.metric("ratelimit.rule.api.denied"))
+		}
+		s := clustered.h.RedisClusterStats("redis")
+		if s.Redirections != 0 || s.CrossSlot != 0 || s.RedirectionsToGuest != 0 {
+			t.Errorf("cluster routing stats %+v; want no redirection and no CROSSSLOT", s)
+		}
+		var routed int64
+		for _, n := range s.NodeCalls {
+			routed += n
+		}
+		if calls := clustered.h.RedisCalls()["redis"]; calls == 0 || routed != calls {
+			t.Errorf("%d calls from the filter, %d sent to nodes; want each sent once", calls, routed)
+		}
+		perMaster := keysPerMaster(t, cluster, prefix)
+		if len(perMaster) < 2 {
+			t.Errorf("keys by master %v: want keys on more than one master", perMaster)
+		}
+		t.Logf("keys by master: %v; calls by node: %v", perMaster, s.NodeCalls)
+	})
+
+	// Without cluster_mode both rules go in one call whose keys are in two
+	// slots: the cluster refuses it, and the filter applies failure_mode.
+	t.Run("without cluster_mode the cluster answers CROSSSLOT", func(t *testing.T) {
+		prefix := redistest.Prefix(t)
+		api, route := prefix+"{api|alice}:0", prefix+"{route|alice|/api/a}:0"
+		sa, _ := cluster.Client.ClusterKeySlot(ctx, api).Result()
+		sr, _ := cluster.Client.ClusterKeySlot(ctx, route).Result()
+		if sa == sr {
+			t.Fatalf("%s and %s share slot %d; the test needs two slots", api, route, sa)
+		}
+		config := clusterConfig(prefix, false, "deny")
+		req := map[string]string{":path": "/api/a", "x-user": "alice"}
+		expect(t, startWasm(t, config, server.Addr).send(t, req), 200)
+
+		clustered := startCluster(t, config, cluster)
+		const n = 3
+		for range n {
+			o := clustered.send(t, req)
+			expect(t, o, 503)
+			if o.body != `{"error":"ratelimit_unavailable"}`+"\n" {
+				t.Fatalf("body %q", o.body)
+			}
+		}
+		if e, d := clustered.metric("ratelimit.redis.errors"), clustered.metric("ratelimit.failure_mode.denied"); e != n || d != n {
+			t.Errorf("%d redis errors, %d failure-mode denials; want %d each", e, d, n)
+		}
+		if s := clustered.h.RedisClusterStats("redis"); s.CrossSlot != n || s.Redirections != 0 {
+			t.Errorf("cluster routing stats %+v; want %d CROSSSLOT and no redirection", s, n)
+		}
+		if logs := strings.Join(clustered.h.GuestLogs(host.LogWarn), "\n"); !strings.Contains(logs, "CROSSSLOT") {
+			t.Errorf("the filter's log does not name CROSSSLOT: %q", logs)
+		}
+	})
+}
+
+// keysPerMaster counts the keys under prefix on each master, by address.
+func keysPerMaster(t *testing.T, c *redistest.Cluster, prefix string) map[string]int {
+	t.Helper()
+	var mu sync.Mutex
+	counts := map[string]int{}
+	err := c.Client.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
+		keys, err := m.Keys(ctx, prefix+"*").Result()
+		if err == nil && len(keys) > 0 {
+			mu.Lock()
+			counts[m.Options().Addr] = len(keys)
+			mu.Unlock()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counts
+}
