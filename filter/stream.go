@@ -164,6 +164,15 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 	return Pause
 }
 
+// Hold answers a request body or trailers callback: Pause while the decision
+// is pending or the request was rejected, Continue once it is admitted.
+func (s *Stream) Hold() Action {
+	if s.decided && s.allowed {
+		return Continue
+	}
+	return Pause
+}
+
 // overCapacity returns the first limit the cost cannot fit, or -1.
 func overCapacity(rule *Rule, cost int64) int {
 	for li := range rule.Limits {

@@ -258,3 +258,21 @@ func TestDenyCacheAnswersLocallyUntilRetryAfter(t *testing.T) {
 		t.Fatal("the cache answered after Retry-After")
 	}
 }
+
+func TestBodyHeldUntilDecided(t *testing.T) {
+	h := newFakeHost(t, perUser)
+	fs := &fakeStream{response: map[string]string{}}
+	st := h.plugin.NewStream(fs)
+	if st.OnRequestHeaders([][2]string{{":path", "/"}, {"x-user", "a"}}) != Pause || st.Hold() != Pause {
+		t.Fatal("a body must wait for the decision")
+	}
+	h.pump()
+	if fs.resumed != 1 || st.Hold() != Continue {
+		t.Fatal("the body must flow once the request is admitted")
+	}
+	st.OnDone()
+	skipped := h.plugin.NewStream(fs)
+	if skipped.OnRequestHeaders([][2]string{{":path", "/"}}) != Continue || skipped.Hold() != Continue {
+		t.Fatal("a request no rule limits must flow")
+	}
+}

@@ -22,6 +22,17 @@ func (h *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 	return action(h.stream.OnRequestHeaders(headers))
 }
 
+// A body or trailers arriving while the decision is pending are held: in
+// Envoy, Continue from a body callback would also release headers paused
+// by OnHttpRequestHeaders, letting the request through undecided.
+func (h *httpContext) OnHttpRequestBody(int, bool) types.Action {
+	return action(h.stream.Hold())
+}
+
+func (h *httpContext) OnHttpRequestTrailers(int) types.Action {
+	return action(h.stream.Hold())
+}
+
 func (h *httpContext) OnHttpResponseHeaders(int, bool) types.Action {
 	return action(h.stream.OnResponseHeaders())
 }

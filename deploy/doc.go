@@ -1,0 +1,21 @@
+// Package deploy holds the deployment files of the rate-limit filter and the
+// tests that keep them true:
+//
+//   - ../envoy.yaml: a static Envoy bootstrap loading dist/ratelimit.wasm,
+//     which reaches Redis through Webdis;
+//   - istio/: an Istio WasmPlugin for the same module, with Webdis and Redis;
+//   - higress/: a Higress WasmPlugin for dist/ratelimit-higress.wasm, which
+//     uses Higress's Redis callouts, and the McpBridge entry naming Redis;
+//   - compose/: a docker-compose demo of both, and smoke.sh, which proves
+//     that a running proxy rate-limits.
+//
+// The tests decode every file with the schema of what reads it (Envoy's API
+// via go-control-plane, Istio's API, the shapes of Higress's CRDs and of
+// docker-compose), parse every embedded plugin configuration with
+// filter.ParseConfig, check that names, ports and credentials agree across
+// files, and run smoke.sh against the filter in the project's wasm host.
+// README.md in this directory is the guide.
+//
+// The Go code here only reads these files, for the tests of this package and
+// of package schema.
+package deploy

@@ -1,0 +1,306 @@
+package schema
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+)
+
+// generator mutates valid configurations into near-misses: fields dropped,
+// duplicated (as a repeated key, or a repeated array element), retyped, set
+// to values from per-field pools (valid ones, out-of-range numbers, bad enum
+// values, bad durations and names), unknown fields added.
+//
+// The pools stay clear of what only the documented exceptions could tell
+// apart: integers written as 1.0, durations beyond the parser's ranges or
+// below 1us, non-ASCII key prefixes and methods, limits large enough to
+// reach the algorithms' arithmetic bounds. Duplicates and costs above a
+// capacity do arise, and are counted as the named exceptions they are.
+type generator struct {
+	rng *rand.Rand
+}
+
+// kindOf names the kind of object found at path in a configuration.
+func kindOf(path []string) string {
+	n := len(path)
+	switch {
+	case n == 0:
+		return "root"
+	case n == 1 && path[0] == "redis":
+		return "redis"
+	case n == 1 && path[0] == "circuit_breaker":
+		return "breaker"
+	case path[0] != "rules":
+		return ""
+	case n == 2:
+		return "rule"
+	case n == 3 && path[2] == "match":
+		return "match"
+	case n == 3 && path[2] == "cost":
+		return "cost"
+	case n == 4 && path[2] == "key":
+		return "keyPart"
+	case n == 4 && path[2] == "limits":
+		return "limit"
+	}
+	return ""
+}
+
+// optionalFields are the fields addField may add to each kind of object.
+var optionalFields = map[string][]string{
+	"root":    {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker"},
+	"breaker": {"failures", "backoff"},
+	"redis":   {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
+	"rule":    {"match", "on_missing_key", "cost", "shadow"},
+	"match":   {"path", "path_prefix", "methods", "hosts"},
+	"keyPart": {"name", "value"},
+	"limit":   {"name", "limit", "window", "capacity", "rate", "refill", "period"},
+	"cost":    {"header", "default"},
+}
+
+var (
+	statuses = []string{`200`, `503`, `599`, `199`, `600`, `0`, `503.5`, `"503"`}
+	counts   = []string{`1`, `2`, `16`, `30`, `0`, `-1`, `1.5`, `"5"`, `9007199254740994`}
+	paths    = []string{`"/api/"`, `"/"`, `""`, `"api/"`, `"/login"`}
+	// windows are positive and whole milliseconds, or not durations at all.
+	windows = []string{`"1s"`, `"250ms"`, `"100ms"`, `"1m"`, `"1h"`, `"2h"`, `"1.5s"`, `".5s"`, `"90s"`, `"1m30s"`, `"+1s"`,
+		`""`, `"0s"`, `"0"`, `"-1s"`, `"1d"`, `"10"`, `"1 s"`, `"s"`, `"1e3ms"`, `"1.5.s"`, `60`, `null`}
+	// timeouts are at most 1m, or not durations at all.
+	timeouts = []string{`"200ms"`, `"1s"`, `"1m"`, `"0s"`, `"0"`, `"+250ms"`, `"60000ms"`, "\"200000\u00b5s\"", "\"200000\u03bcs\"",
+		`"1m0s"`, `".25s"`, `""`, `"200"`, `"-1s"`, `"1d"`, `"1e3ms"`, `"1.5.s"`, `200`}
+)
+
+// pools holds JSON values for "<kind>.<field>".
+var pools = map[string][]string{
+	"root.failure_mode":     {`"allow"`, `"deny"`, `"open"`, `"ALLOW"`, `1`},
+	"root.failure_status":   statuses,
+	"root.rejected_status":  statuses,
+	"root.headers":          {`"draft10"`, `"legacy"`, `"both"`, `"none"`, `"ietf"`, `""`},
+	"root.xff_trusted_hops": {`0`, `1`, `16`, `17`, `-1`, `2.5`},
+	"root.circuit_breaker":  {`{}`, `{"failures":0}`, `{"failures":3,"backoff":"2s"}`, `{"backoff":"0s"}`, `{"failures":1001}`, `{"failures":5,"x":1}`, `[]`},
+	"root.redis":            {`{"cluster":"redis"}`, `{"transport":"webdis","cluster":"webdis","path":"/r/"}`, `{}`, `{"cluster":""}`},
+	"root.rules": {`[]`, `[{"name":"r","key":[{"source":"client_ip"}],"limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]}]`,
+		`[{"name":"r","key":[{"source":"client_ip"}]}]`},
+	"breaker.failures":   {`0`, `5`, `1000`, `1001`, `-1`, `1.5`, `"5"`},
+	"breaker.backoff":    {`"1s"`, `"500ms"`, `"10m"`, `"10m0s"`, `"0s"`, `"-1s"`, `"1d"`, `5`, `""`},
+	"redis.transport":    {`"redis_abi"`, `"webdis"`, `"http"`, `""`},
+	"redis.cluster":      {`"redis"`, `"outbound|6379||redis.static"`, `""`, `7`},
+	"redis.username":     {`"u"`, `""`, `"ratelimit"`},
+	"redis.password":     {`"secret"`, `""`, `false`},
+	"redis.timeout":      timeouts,
+	"redis.database":     {`0`, `1`, `65536`, `65537`, `-1`, `"0"`},
+	"redis.key_prefix":   {`"rl:"`, `""`, `"edge:"`, `"a{b"`, `"}"`, `"` + strings.Repeat("p", 64) + `"`, `"` + strings.Repeat("p", 65) + `"`},
+	"redis.cluster_mode": {`true`, `false`, `"true"`, `0`},
+	"redis.authority":    {`"webdis"`, `""`, `"webdis.ns.svc"`},
+	"redis.path":         {`"/"`, `"/redis/"`, `"/redis"`, `"redis/"`, `""`, `"//"`},
+	"rule.name": {`"r1"`, `"per-user"`, `"a.b_c-D"`, `""`, `"per user"`, `"` + strings.Repeat("n", 64) + `"`,
+		`"` + strings.Repeat("n", 65) + `"`, "\"\u00fcn\u00ef\"", `3`},
+	"rule.match": {`{}`, `{"path":"/x"}`, `{"path":"/x","path_prefix":"/y"}`, `{"hosts":["a.example"]}`, `[]`},
+	"rule.key": {`[{"source":"method"}]`, `[]`, `[{"source":"header"}]`,
+		`[` + strings.Repeat(`{"source":"path"},`, 8) + `{"source":"host"}]`},
+	"rule.on_missing_key": {`"skip"`, `"deny"`, `"shared"`, `"allow"`},
+	"rule.limits": {`[]`, `[{"algorithm":"token_bucket","capacity":10,"refill":1,"period":"1s"}]`,
+		`[` + strings.Repeat(`{"algorithm":"sliding_log","limit":5,"window":"1s"},`, 16) + `{"algorithm":"sliding_log","limit":5,"window":"1s"}]`},
+	"rule.cost": {`0`, `1`, `2`, `-1`, `1.5`, `"1"`, `{"header":"x-cost"}`, `{"header":"x-cost","default":0}`, `{"header":""}`,
+		`{"default":1}`, `{"header":"x-cost","default":-1}`, `{"header":"x","extra":1}`, `9007199254740994`, `null`},
+	"rule.shadow":       {`true`, `false`, `"yes"`, `1`},
+	"match.path":        paths,
+	"match.path_prefix": paths,
+	"match.methods":     {`["GET"]`, `["GET","POST"]`, `[]`, `["get"]`, `[""]`, `"GET"`, `[1]`, `["PATCH","Post"]`},
+	"match.hosts":       {`["api.example.com"]`, `["API.example.com"]`, `[]`, `[""]`, `"a"`, `[1]`},
+	"keyPart.source":    {`"header"`, `"query"`, `"cookie"`, `"client_ip"`, `"path"`, `"method"`, `"host"`, `"constant"`, `"ip"`, `""`},
+	"keyPart.name":      {`"x-user-id"`, `""`, `"X-Api-Key"`, `1`},
+	"keyPart.value":     {`"all"`, `""`, `true`},
+	"limit.algorithm":   {`"sliding_log"`, `"sliding_counter"`, `"funnel"`, `"token_bucket"`, `"fixed_window"`, `""`},
+	"limit.name":        {`"per-second"`, `""`, `"bad name"`, `"` + strings.Repeat("l", 65) + `"`, `"x"`},
+	"limit.limit":       {`1`, `2`, `10`, `1048576`, `1048577`, `0`, `-1`, `1.5`, `"10"`, `9007199254740994`},
+	"limit.capacity":    counts,
+	"limit.rate":        counts,
+	"limit.refill":      counts,
+	"limit.window":      windows,
+	"limit.period":      windows,
+	"cost.header":       {`"x-cost"`, `""`, `5`},
+	"cost.default":      {`0`, `1`, `2`, `-1`, `1.5`},
+}
+
+// anyValues replace a value by one of another JSON type.
+var anyValues = []string{`"str"`, `7`, `2.5`, `true`, `null`, `[]`, `{}`, `["a"]`, `{"a":1}`}
+
+func jsonType(v any) string {
+	switch v.(type) {
+	case *object:
+		return "object"
+	case *array:
+		return "array"
+	case string:
+		return "string"
+	case json.Number:
+		return "number"
+	case bool:
+		return "bool"
+	}
+	return "null"
+}
+
+func (g *generator) pick(values []string) any { return mustTree(values[g.rng.IntN(len(values))]) }
+
+// poolOf returns the pool of the value at a slot, if it has one.
+func poolOf(s slot) []string {
+	if s.obj == nil {
+		return nil
+	}
+	return pools[kindOf(s.path[:len(s.path)-1])+"."+s.key()]
+}
+
+type mutation struct {
+	name   string
+	weight int
+	apply  func(g *generator, root any) bool // false: not applicable here
+}
+
+var mutations = []mutation{
+	{"set-from-pool", 6, func(g *generator, root any) bool {
+		var withPool []slot
+		slots, _ := walkTree(root)
+		for _, s := range slots {
+			if poolOf(s) != nil {
+				withPool = append(withPool, s)
+			}
+		}
+		if len(withPool) == 0 {
+			return false
+		}
+		s := withPool[g.rng.IntN(len(withPool))]
+		s.set(g.pick(poolOf(s)))
+		return true
+	}},
+	{"add-field", 3, func(g *generator, root any) bool {
+		o, kind := g.object(root)
+		fields := optionalFields[kind]
+		if o == nil || len(fields) == 0 {
+			return false
+		}
+		f := fields[g.rng.IntN(len(fields))]
+		v := g.pick(pools[kind+"."+f])
+		for i := range o.members {
+			if o.members[i].key == f {
+				o.members[i].val = v
+				return true
+			}
+		}
+		o.members = append(o.members, member{f, v})
+		return true
+	}},
+	{"add-unknown-field", 1, func(g *generator, root any) bool {
+		o, _ := g.object(root)
+		if o == nil {
+			return false
+		}
+		o.members = append(o.members, member{"x_unknown", mustTree(`1`)})
+		return true
+	}},
+	{"drop-field", 2, func(g *generator, root any) bool {
+		o, _ := g.object(root)
+		if o == nil || len(o.members) == 0 {
+			return false
+		}
+		i := g.rng.IntN(len(o.members))
+		o.members = append(o.members[:i], o.members[i+1:]...)
+		return true
+	}},
+	{"retype", 2, func(g *generator, root any) bool {
+		slots, _ := walkTree(root)
+		if len(slots) == 0 {
+			return false
+		}
+		s := slots[g.rng.IntN(len(slots))]
+		for {
+			v := g.pick(anyValues)
+			if jsonType(v) != jsonType(s.get()) {
+				s.set(v)
+				return true
+			}
+		}
+	}},
+	{"duplicate-key", 1, func(g *generator, root any) bool {
+		o, kind := g.object(root)
+		if o == nil || len(o.members) == 0 {
+			return false
+		}
+		m := o.members[g.rng.IntN(len(o.members))]
+		v := cloneTree(m.val)
+		if p := pools[kind+"."+m.key]; p != nil && g.rng.IntN(2) == 0 {
+			v = g.pick(p)
+		}
+		o.members = append(o.members, member{m.key, v})
+		return true
+	}},
+	{"duplicate-element", 1, func(g *generator, root any) bool {
+		a := g.array(root)
+		if a == nil || len(a.elems) == 0 {
+			return false
+		}
+		a.elems = append(a.elems, cloneTree(a.elems[g.rng.IntN(len(a.elems))]))
+		return true
+	}},
+	{"drop-element", 1, func(g *generator, root any) bool {
+		a := g.array(root)
+		if a == nil || len(a.elems) == 0 {
+			return false
+		}
+		i := g.rng.IntN(len(a.elems))
+		a.elems = append(a.elems[:i], a.elems[i+1:]...)
+		return true
+	}},
+}
+
+// object picks a random object of the tree, and its kind.
+func (g *generator) object(root any) (*object, string) {
+	_, cs := walkTree(root)
+	var objs []container
+	for _, c := range cs {
+		if _, ok := c.v.(*object); ok {
+			objs = append(objs, c)
+		}
+	}
+	if len(objs) == 0 {
+		return nil, ""
+	}
+	c := objs[g.rng.IntN(len(objs))]
+	return c.v.(*object), kindOf(c.path)
+}
+
+func (g *generator) array(root any) *array {
+	_, cs := walkTree(root)
+	var arrs []*array
+	for _, c := range cs {
+		if a, ok := c.v.(*array); ok {
+			arrs = append(arrs, a)
+		}
+	}
+	if len(arrs) == 0 {
+		return nil
+	}
+	return arrs[g.rng.IntN(len(arrs))]
+}
+
+// mutate applies one to three mutations to root and names them.
+func (g *generator) mutate(root any) []string {
+	total := 0
+	for _, m := range mutations {
+		total += m.weight
+	}
+	var applied []string
+	for n := 1 + g.rng.IntN(3); len(applied) < n; {
+		r := g.rng.IntN(total)
+		for _, m := range mutations {
+			if r -= m.weight; r < 0 {
+				if m.apply(g, root) {
+					applied = append(applied, m.name)
+				}
+				break
+			}
+		}
+	}
+	return applied
+}
