@@ -17,10 +17,17 @@ test: check
 	$(GO) test -count=1 -race ./...
 
 # Codec ns/op and allocs; then Redis CPU per decision and memory per key for
-# each algorithm against go-redis/redis_rate and a naive script, one run.
+# each algorithm against go-redis/redis_rate and a naive script, one run;
+# the filter's CPU per request natively, in wasm and in the e2e host, side
+# by side; throughput, latency and Redis calls through the host with a real
+# redis-server; and docs/burst.svg. BENCHMARKS.md records a run.
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
 	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./algorithms
+	$(GO) test -run '^$$' -bench '^BenchmarkRequest$$' -benchmem -count=1 ./filter
+	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./e2e/bench
+	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
+	$(GO) run ./e2e/cmd/plot -out docs/burst.svg
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:

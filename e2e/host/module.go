@@ -25,13 +25,23 @@ type Module struct {
 type CompileOption func(*compileOptions)
 
 type compileOptions struct {
-	cacheDir string
+	cacheDir      string
+	noTermination bool
 }
 
 // WithCacheDir keeps wazero's compiled code in dir, so that compiling the
 // same .wasm again (in the next test run, say) is fast.
 func WithCacheDir(dir string) CompileOption {
 	return func(o *compileOptions) { o.cacheDir = dir }
+}
+
+// WithoutTermination compiles without wazero's WithCloseOnContextDone.
+// Guest code then runs several times faster (wazero no longer checks for
+// termination in compiled code, nor starts a goroutine per guest call),
+// but closing a Host no longer aborts a guest call in progress: a guest
+// that never returns hangs Close. For benchmarks (e2e/bench).
+func WithoutTermination() CompileOption {
+	return func(o *compileOptions) { o.noTermination = true }
 }
 
 // Compile compiles a proxy-wasm module for a runtime that provides WASI and
@@ -42,7 +52,7 @@ func Compile(ctx context.Context, wasm []byte, opts ...CompileOption) (*Module, 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(true)
+	cfg := wazero.NewRuntimeConfig().WithCloseOnContextDone(!o.noTermination)
 	if o.cacheDir != "" {
 		cache, err := wazero.NewCompilationCacheWithDir(o.cacheDir)
 		if err != nil {

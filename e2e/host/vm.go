@@ -46,6 +46,9 @@ type vm struct {
 	tickStop            chan struct{}
 	tickQueued          atomic.Bool
 	warnedNoRedisExport bool
+	// benchRedis, when set (BenchVM), takes each accepted proxy_redis_call
+	// instead of sending it to Redis.
+	benchRedis func(id uint32, cluster string, query []byte)
 
 	callouts sync.WaitGroup
 	served   atomic.Int64
@@ -89,6 +92,14 @@ func lookupExports(m api.Module) guestExports {
 }
 
 func newVM(h *Host, index int) *vm {
+	v := newIdleVM(h, index)
+	go v.loop()
+	return v
+}
+
+// newIdleVM is newVM without the loop goroutine, for a caller that runs the
+// guest on its own goroutine (BenchVM).
+func newIdleVM(h *Host, index int) *vm {
 	v := &vm{
 		h:            h,
 		index:        index,
@@ -99,7 +110,6 @@ func newVM(h *Host, index int) *vm {
 	}
 	v.tasks.wake = make(chan struct{}, 1)
 	v.ctx, v.cancel = context.WithCancel(context.WithValue(context.Background(), vmKey{}, v))
-	go v.loop()
 	return v
 }
 
