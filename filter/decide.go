@@ -12,7 +12,7 @@ import (
 func (s *Stream) decide() {
 	s.decided = true
 	m := &s.p.metrics
-	now := s.p.host.Now()
+	now := s.clock()
 	var deny verdict
 	denied, failed := false, false
 	for _, c := range s.calls {

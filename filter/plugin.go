@@ -73,7 +73,7 @@ func (p *Plugin) Pending() int { return len(p.pending) }
 // dispatch sends c's command and registers it; on failure the call fails at
 // once, so no stream waits for a reply that will never come.
 func (p *Plugin) dispatch(c *call) {
-	c.sentAt = p.host.Now()
+	c.sentAt = c.stream.clock()
 	if c.sentAt.Before(p.breaker.openUntil) {
 		p.metrics.skipped.Increment(1)
 		c.stream.callDone(c, errBreakerOpen)
@@ -99,7 +99,8 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 		return // the stream ended, or the sweep failed the call already
 	}
 	p.untrack(c)
-	p.metrics.latency.Record(uint64(p.host.Now().Sub(c.sentAt).Milliseconds()))
+	c.stream.now = p.host.Now()
+	p.metrics.latency.Record(uint64(c.stream.now.Sub(c.sentAt).Milliseconds()))
 	if !ok {
 		reason := "redis call failed or timed out"
 		if c.failure != "" {
@@ -141,7 +142,7 @@ func (p *Plugin) fail(c *call, err error) {
 	b, cfg := &p.breaker, p.cfg.Breaker
 	b.failures++
 	if cfg.Failures > 0 && b.failures >= cfg.Failures {
-		b.openUntil = p.host.Now().Add(cfg.Backoff)
+		b.openUntil = c.stream.clock().Add(cfg.Backoff)
 		p.metrics.opened.Increment(1)
 		p.errLog.log(LogWarn, fmt.Sprintf("ratelimit: circuit breaker open for %v after %d consecutive Redis failures", cfg.Backoff, b.failures))
 	}
@@ -153,6 +154,7 @@ func (p *Plugin) fail(c *call, err error) {
 func (p *Plugin) OnTick() {
 	now := p.host.Now()
 	for _, c := range p.pending {
+		c.stream.now = now
 		if now.Sub(c.sentAt) > p.cfg.Redis.Timeout+time.Second {
 			p.untrack(c)
 			p.fail(c, errors.New("no reply from the host within the timeout"))

@@ -23,6 +23,9 @@ type Stream struct {
 	inHeaders   bool // inside OnRequestHeaders: answer by return value
 	allowed     bool
 	tag         []byte
+	// now is the time of the event being handled, read from the host at
+	// most once per event: in wasm each read is two host calls.
+	now time.Time
 	// verdict is the tightest enforced result, for the response headers;
 	// valid when hasVerdict. enforced lists the enforced rules decided.
 	verdict    verdict
@@ -113,7 +116,7 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 // OnRequestHeaders matches the rules, builds the keys and sends the calls.
 // It pauses the stream until every call has answered.
 func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
-	s.req.headers = headers
+	s.req.headers, s.now = headers, time.Time{}
 	cfg := s.p.cfg
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
@@ -131,7 +134,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 		}
 		cost := s.cost(rule)
 		if !rule.Shadow {
-			if v, ok := s.p.denied.lookup(s.tag, cost, s.p.host.Now()); ok {
+			if v, ok := s.p.denied.lookup(s.tag, cost, s.clock()); ok {
 				s.p.metrics.cacheHits.Increment(1)
 				s.countDenial(&v)
 				return s.reject(&v)
@@ -162,6 +165,14 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 		return Continue
 	}
 	return Pause
+}
+
+// clock returns the time of the current event.
+func (s *Stream) clock() time.Time {
+	if s.now.IsZero() {
+		s.now = s.p.host.Now()
+	}
+	return s.now
 }
 
 // Hold answers a request body or trailers callback: Pause while the decision
