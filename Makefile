@@ -45,3 +45,10 @@ check:
 
 clean:
 	rm -rf $(DIST)
+
+# One million requests through the wasm host against a real Redis (build tag
+# soak, so not part of `make test`): VM memory, pending calls, Redis memory and
+# keys before and after. SOAK_REQUESTS=N to change the count.
+.PHONY: soak
+soak:
+	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 60m ./e2e
