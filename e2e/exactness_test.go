@@ -30,34 +30,6 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
-// startHostWith starts a host with cfg as given (Workers and Upstream
-// included), with the same end-of-test checks as startHost.
-func startHostWith(t *testing.T, cfg host.Config) *host.Host {
-	t.Helper()
-	if cfg.PauseTimeout == 0 {
-		cfg.PauseTimeout = 10 * time.Second
-	}
-	h, err := host.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, l := range h.Logs() {
-				t.Log(l.String())
-			}
-		}
-		if n := h.StuckStreams(); n != 0 {
-			t.Errorf("%d streams left paused", n)
-		}
-		if n := h.Traps(); n != 0 {
-			t.Errorf("%d guest traps", n)
-		}
-		h.Close()
-	})
-	return h
-}
-
 // recorder is an upstream that records, for every request it receives, the
 // wall-clock time of arrival (µs since the epoch, the clock Redis's TIME
 // reads on this machine) by the request's "id" query parameter, and counts

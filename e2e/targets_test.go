@@ -82,24 +82,7 @@ func startStockGateway(t *testing.T, config, webdisAddr string) target {
 func startHost(t *testing.T, cfg host.Config) target {
 	t.Helper()
 	cfg.Workers, cfg.Upstream, cfg.PauseTimeout = 2, upstream(t).URL, 10*time.Second
-	h, err := host.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, l := range h.Logs() {
-				t.Log(l.String())
-			}
-		}
-		if n := h.StuckStreams(); n != 0 {
-			t.Errorf("%d streams left paused", n)
-		}
-		if n := h.Traps(); n != 0 {
-			t.Errorf("%d guest traps", n)
-		}
-		h.Close()
-	})
+	h := startHostWith(t, cfg)
 	return &wasmTarget{h: h}
 }
 
@@ -279,4 +262,32 @@ func (n *nativeTarget) send(t *testing.T, headers map[string]string) outcome {
 	}
 	t.Fatalf("stream left undecided: action %v, resumed %d, status %d", action, s.resumed, s.status)
 	return outcome{}
+}
+
+// startHostWith starts a host with cfg as given (Workers and Upstream
+// included), failing the test on stuck streams or traps at its end.
+func startHostWith(t *testing.T, cfg host.Config) *host.Host {
+	t.Helper()
+	if cfg.PauseTimeout == 0 {
+		cfg.PauseTimeout = 10 * time.Second
+	}
+	h, err := host.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, l := range h.Logs() {
+				t.Log(l.String())
+			}
+		}
+		if n := h.StuckStreams(); n != 0 {
+			t.Errorf("%d streams left paused", n)
+		}
+		if n := h.Traps(); n != 0 {
+			t.Errorf("%d guest traps", n)
+		}
+		h.Close()
+	})
+	return h
 }
