@@ -9,7 +9,9 @@
 // Callouts are real too: proxy_http_call makes an HTTP request, and the Redis
 // callout ABI of Higress's Envoy build (proxy_redis_init, proxy_redis_call,
 // proxy_on_redis_call_response) talks RESP to a real Redis over TCP, framed by
-// this package's own minimal RESP reader.
+// this package's own minimal RESP reader. Config.RedisClusterNodes points a
+// cluster name at a Redis Cluster instead: each call is routed by its first
+// key's slot, as a cluster-aware proxy would, following MOVED and ASK.
 //
 // Each VM is entered by exactly one goroutine, its event loop. HTTP stream
 // events, callout responses, ticks and queue notifications are all posted to
