@@ -111,20 +111,15 @@ func (v *vm) mutableMap(t uint32) *headerMap {
 }
 
 func hAddHeaderMapValue(v *vm, a args) uint32 {
-	key, ok1 := v.readString(a.u32(1), a.u32(2))
-	val, ok2 := v.readString(a.u32(3), a.u32(4))
-	if !ok1 || !ok2 {
-		return statusInvalidMemoryAccess
-	}
-	m := v.mutableMap(a.u32(0))
-	if m == nil {
-		return statusBadArgument
-	}
-	m.add(key, val)
-	return statusOK
+	return setHeaderMapValue(v, a, (*headerMap).add)
 }
 
 func hReplaceHeaderMapValue(v *vm, a args) uint32 {
+	return setHeaderMapValue(v, a, (*headerMap).replace)
+}
+
+// setHeaderMapValue reads (map type, key, value) and applies set to the map.
+func setHeaderMapValue(v *vm, a args, set func(m *headerMap, key, val string)) uint32 {
 	key, ok1 := v.readString(a.u32(1), a.u32(2))
 	val, ok2 := v.readString(a.u32(3), a.u32(4))
 	if !ok1 || !ok2 {
@@ -134,7 +129,7 @@ func hReplaceHeaderMapValue(v *vm, a args) uint32 {
 	if m == nil {
 		return statusBadArgument
 	}
-	m.replace(key, val)
+	set(m, key, val)
 	return statusOK
 }
 

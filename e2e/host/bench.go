@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -299,34 +297,12 @@ func (callCount) Abort(context.Context, api.Module, api.FunctionDefinition, erro
 // throughput benchmarks. cfg.Module may be nil; Upstream, Listen,
 // UpstreamTimeout and MaxBodyBytes are used.
 func StartPassThrough(cfg Config) (*Host, error) {
-	if cfg.Upstream == "" {
-		return nil, errors.New("host: Config.Upstream is required")
+	if err := cfg.setServeDefaults(); err != nil {
+		return nil, err
 	}
-	if cfg.Listen == "" {
-		cfg.Listen = "127.0.0.1:0"
-	}
-	if cfg.UpstreamTimeout <= 0 {
-		cfg.UpstreamTimeout = 15 * time.Second
-	}
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = 1 << 20
-	}
-	up, err := url.Parse(cfg.Upstream)
-	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
-		return nil, fmt.Errorf("host: bad Config.Upstream %q: want http://host:port", cfg.Upstream)
-	}
-	h := &Host{cfg: cfg, upstream: up, metrics: newMetricStore(), redisCnt: map[string]int64{}}
-	h.client = &http.Client{
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DisableCompression:  true,
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     30 * time.Second,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	if h.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
-		return nil, fmt.Errorf("host: listen: %w", err)
+	h, err := newListeningHost(cfg)
+	if err != nil {
+		return nil, err
 	}
 	h.srv = &http.Server{Handler: http.HandlerFunc(h.servePassThrough), ReadHeaderTimeout: 10 * time.Second}
 	go h.srv.Serve(h.ln)

@@ -67,8 +67,8 @@ func (c *Config) setDefaults() error {
 	if c.Module == nil {
 		return errors.New("host: Config.Module is required")
 	}
-	if c.Upstream == "" {
-		return errors.New("host: Config.Upstream is required")
+	if err := c.setServeDefaults(); err != nil {
+		return err
 	}
 	if err := c.checkRedisClusterNodes(); err != nil {
 		return err
@@ -79,19 +79,50 @@ func (c *Config) setDefaults() error {
 	if c.Workers <= 0 {
 		c.Workers = 2
 	}
+	if c.PauseTimeout <= 0 {
+		c.PauseTimeout = 30 * time.Second
+	}
+	return nil
+}
+
+// setServeDefaults fills what serving HTTP needs, with or without a VM.
+func (c *Config) setServeDefaults() error {
+	if c.Upstream == "" {
+		return errors.New("host: Config.Upstream is required")
+	}
 	if c.UpstreamTimeout <= 0 {
 		c.UpstreamTimeout = 15 * time.Second
 	}
 	if c.Listen == "" {
 		c.Listen = "127.0.0.1:0"
 	}
-	if c.PauseTimeout <= 0 {
-		c.PauseTimeout = 30 * time.Second
-	}
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
 	return nil
+}
+
+// newListeningHost makes a Host with its upstream client and listener, not
+// yet serving.
+func newListeningHost(cfg Config) (*Host, error) {
+	up, err := url.Parse(cfg.Upstream)
+	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
+		return nil, fmt.Errorf("host: bad Config.Upstream %q: want http://host:port", cfg.Upstream)
+	}
+	h := &Host{cfg: cfg, upstream: up, metrics: newMetricStore(), redisCnt: map[string]int64{}}
+	h.client = &http.Client{
+		Transport: &http.Transport{
+			Proxy:               nil,
+			DisableCompression:  true,
+			MaxIdleConnsPerHost: 64,
+			IdleConnTimeout:     30 * time.Second,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if h.ln, err = net.Listen("tcp", cfg.Listen); err != nil {
+		return nil, fmt.Errorf("host: listen: %w", err)
+	}
+	return h, nil
 }
 
 // Host runs a filter in several VMs behind a real HTTP server.
@@ -130,23 +161,9 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	up, err := url.Parse(cfg.Upstream)
-	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
-		return nil, fmt.Errorf("host: bad Config.Upstream %q: want http://host:port", cfg.Upstream)
-	}
-	h := &Host{cfg: cfg, upstream: up, metrics: newMetricStore(), redisCnt: map[string]int64{}}
-	h.client = &http.Client{
-		Transport: &http.Transport{
-			Proxy:               nil,
-			DisableCompression:  true,
-			MaxIdleConnsPerHost: 64,
-			IdleConnTimeout:     30 * time.Second,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
-	h.ln, err = net.Listen("tcp", cfg.Listen)
+	h, err := newListeningHost(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("host: listen: %w", err)
+		return nil, err
 	}
 	mark := h.logCount()
 	errs := make([]error, cfg.Workers)
