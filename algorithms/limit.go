@@ -153,14 +153,12 @@ func (l Limit) Validate() error {
 	return nil
 }
 
-// CheckCost reports whether a request may cost n under this limit: n >= 1,
-// n <= Burst; a Funnel also accepts n == 0, which peeks.
+// CheckCost reports whether a request may cost n under this limit:
+// 0 <= n <= Burst. A cost of 0 peeks: it is decided like any other and
+// charges nothing, whatever the algorithm.
 func (l Limit) CheckCost(n int64) error {
-	if n == 0 && l.Algorithm == Funnel {
-		return nil
-	}
-	if n < 1 {
-		return errors.New("cost: must be >= 1")
+	if n < 0 {
+		return errors.New("cost: must be >= 0")
 	}
 	if n > l.Burst {
 		return fmt.Errorf("cost: must be <= %d, the limit's capacity", l.Burst)

@@ -43,8 +43,8 @@ func TestCheckCost(t *testing.T) {
 		n    int64
 		want string
 	}{
-		{log, 1, ""}, {log, 5, ""}, {log, 0, "cost: must be >= 1"}, {log, 6, "cost: must be <= 5, the limit's capacity"},
-		{funnel, 0, ""}, {funnel, -1, "cost: must be >= 1"}, {funnel, 6, "cost: must be <= 5, the limit's capacity"},
+		{log, 1, ""}, {log, 5, ""}, {log, 0, ""}, {log, -1, "cost: must be >= 0"}, {log, 6, "cost: must be <= 5, the limit's capacity"},
+		{funnel, 0, ""}, {funnel, -1, "cost: must be >= 0"}, {funnel, 6, "cost: must be <= 5, the limit's capacity"},
 	} {
 		err := tc.l.CheckCost(tc.n)
 		if got := errString(err); got != tc.want {

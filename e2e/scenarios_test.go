@@ -120,8 +120,8 @@ var scenarios = []scenario{
 					t.Fatalf("shadow rule acted: %+v", o)
 				}
 			}
-			if a, d := tg.metric("ratelimit.rule.trial.allowed"), tg.metric("ratelimit.rule.trial.shadow_denied"); a != 2 || d != 3 {
-				t.Fatalf("shadow metrics: %d allowed, %d shadow_denied; want 2, 3", a, d)
+			if a, d := tg.metric("ratelimit.rule.trial.allowed"), tg.metric("ratelimit.rule.trial.would_deny"); a != 2 || d != 3 {
+				t.Fatalf("shadow metrics: %d allowed, %d would_deny; want 2, 3", a, d)
 			}
 		},
 	},

@@ -93,6 +93,9 @@ func (w *wasmTarget) send(t *testing.T, headers map[string]string) outcome {
 		path = "/"
 	}
 	req, _ := http.NewRequest(methodOr(headers[":method"]), w.h.URL()+path, nil)
+	if a := headers[":authority"]; a != "" {
+		req.Host = a
+	}
 	for k, v := range headers {
 		if !strings.HasPrefix(k, ":") {
 			req.Header.Set(k, v)
@@ -137,6 +140,7 @@ type nativeTarget struct {
 	nextID   uint32
 	queue    []queuedCall
 	counters map[string]int64
+	routes   []host.Route // as host.Config.Routes
 }
 
 type queuedCall struct {
@@ -214,6 +218,7 @@ func (n *nativeTarget) roundTrip(cmd []byte) ([]byte, error) {
 }
 
 type nativeStream struct {
+	route    host.Route
 	resumed  int
 	status   int
 	headers  map[string]string
@@ -231,19 +236,29 @@ func (s *nativeStream) SendLocalReply(status int, headers [][2]string, body []by
 }
 func (s *nativeStream) AddResponseHeader(k, v string) { s.response[k] = v }
 
+// Property serves route_name and cluster_name from the target's routes.
+func (s *nativeStream) Property(name string) string {
+	return map[string]string{"route_name": s.route.Name, "cluster_name": s.route.Cluster}[name]
+}
+
 func (n *nativeTarget) send(t *testing.T, headers map[string]string) outcome {
 	t.Helper()
 	path := headers[":path"]
 	if path == "" {
 		path = "/"
 	}
-	pairs := [][2]string{{":method", methodOr(headers[":method"])}, {":path", path}, {":authority", "127.0.0.1"}}
+	authority := headers[":authority"]
+	if authority == "" {
+		authority = "127.0.0.1"
+	}
+	pairs := [][2]string{{":method", methodOr(headers[":method"])}, {":path", path}, {":authority", authority}}
 	for k, v := range headers {
 		if !strings.HasPrefix(k, ":") {
 			pairs = append(pairs, [2]string{strings.ToLower(k), v})
 		}
 	}
-	s := &nativeStream{response: map[string]string{}}
+	route, _ := host.RouteFor(n.routes, path)
+	s := &nativeStream{route: route, response: map[string]string{}}
 	st := n.plugin.NewStream(s)
 	defer st.OnDone()
 	action := st.OnRequestHeaders(pairs)

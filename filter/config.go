@@ -21,15 +21,23 @@ type Config struct {
 	// RejectStatus answers a rate-limited or blocked request (default 429).
 	RejectStatus int
 	Headers      HeaderStyle
-	// TrustedHops is how many proxies in front of this one append to
-	// X-Forwarded-For; 0 (default) takes the client IP from source.address.
+	// TrustedHops is how many trusted proxies in front of this one append
+	// to X-Forwarded-For, counted as Envoy's xff_num_trusted_hops with
+	// use_remote_address: true (see request.clientIP). 0 (default, and
+	// the recommended setting) takes the client IP from source.address,
+	// which the proxy computed with its own trusted hops.
 	TrustedHops int
 	// Breaker skips Redis after consecutive failures.
 	Breaker BreakerConfig
 	// DenyCacheKeys bounds the per-VM cache of denied keys (default
 	// 10000; 0 disables it).
 	DenyCacheKeys int
-	Rules         []Rule
+	// Rules is empty when the configuration holds only _rules_: then
+	// nothing is limited unless one of MatchRules matches.
+	Rules []Rule
+	// MatchRules are Higress's per-route configurations (_rules_, from a
+	// WasmPlugin's matchRules); see config_match_rules.go.
+	MatchRules []MatchRule
 }
 
 // BreakerConfig is the circuit breaker: after Failures consecutive Redis
@@ -193,6 +201,17 @@ func ParseConfig(data []byte) (*Config, error) {
 	if !root.IsObject() {
 		return nil, errors.New("configuration: must be a JSON object")
 	}
+	if rest, rules, err := splitFields(root, "", rulesKey); err != nil || rules[0].Exists() {
+		if err != nil {
+			return nil, err
+		}
+		return parseWithMatchRules(rest, rules[0])
+	}
+	return parseConfig(root)
+}
+
+// parseConfig parses one configuration object without _rules_.
+func parseConfig(root gjson.Result) (*Config, error) {
 	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache")
 	if err != nil {
 		return nil, err
@@ -258,7 +277,31 @@ func ParseConfig(data []byte) (*Config, error) {
 		seen[rule.Name] = true
 		c.Rules = append(c.Rules, rule)
 	}
+	if err := checkRuleNames(c.Rules, "rules"); err != nil {
+		return nil, err
+	}
+	if err := checkRequestLimits(c.Rules, "rules"); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// MaxRequestLimits bounds the limits of all rules together, since one
+// request may match every rule and all its limits go in one call: 64 rules
+// of 16 limits. The reply then holds 2 + 5 × 1024 integers.
+const MaxRequestLimits = 1024
+
+// checkRequestLimits rejects a configuration whose rules could put more
+// than MaxRequestLimits limits on one request.
+func checkRequestLimits(rules []Rule, path string) error {
+	n := 0
+	for _, r := range rules {
+		n += len(r.Limits)
+	}
+	if n > MaxRequestLimits {
+		return errAt(path, "%d limits in all; at most %d, since one request may match every rule", n, MaxRequestLimits)
+	}
+	return nil
 }
 
 func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {

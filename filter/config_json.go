@@ -18,8 +18,12 @@ func fields(v gjson.Result, path string, allowed ...string) (map[string]gjson.Re
 		}
 		return nil, errAt(path, "must be an object")
 	}
+	// A repeated field is reported before an unknown one: which fields
+	// are allowed may hang on a field that is repeated (a limit's
+	// algorithm).
 	out := make(map[string]gjson.Result, len(allowed))
-	var err error
+	var err, unknown error
+	var others map[string]bool
 	v.ForEach(func(k, val gjson.Result) bool {
 		name := k.String()
 		at := name
@@ -31,16 +35,25 @@ func fields(v gjson.Result, path string, allowed ...string) (map[string]gjson.Re
 			known = known || a == name
 		}
 		switch {
-		case !known:
-			err = errAt(at, "unknown field (allowed: %s)", strings.Join(allowed, ", "))
-		case out[name].Exists():
+		case out[name].Exists() || others[name]:
 			err = errAt(at, "duplicate field")
+			return false
+		case !known:
+			if unknown == nil {
+				unknown = errAt(at, "unknown field (allowed: %s)", strings.Join(allowed, ", "))
+			}
+			if others == nil {
+				others = map[string]bool{}
+			}
+			others[name] = true
 		default:
 			out[name] = val
-			return true
 		}
-		return false
+		return true
 	})
+	if err == nil {
+		err = unknown
+	}
 	return out, err
 }
 

@@ -151,14 +151,14 @@ var limitFields = map[string]map[string]string{
 	"token_bucket":    {"rate": "refill", "burst": "capacity", "period": "period"},
 }
 
-const maxLimits = 16
+const maxLimitsPerRule = 16
 
 func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
 	if !v.Exists() {
 		return nil, errAt(path, "required")
 	}
-	if !v.IsArray() || len(v.Array()) == 0 || len(v.Array()) > maxLimits {
-		return nil, errAt(path, "must be an array of 1 to %d limits", maxLimits)
+	if !v.IsArray() || len(v.Array()) == 0 || len(v.Array()) > maxLimitsPerRule {
+		return nil, errAt(path, "must be an array of 1 to %d limits", maxLimitsPerRule)
 	}
 	var out []NamedLimit
 	names := map[string]bool{}

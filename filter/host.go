@@ -41,6 +41,10 @@ type PluginHost interface {
 type StreamHost interface {
 	// SourceAddress is the downstream peer, "ip:port" (property source.address).
 	SourceAddress() string
+	// Property returns a stream property with a one-segment path, such as
+	// "route_name" or "cluster_name", or "" when the proxy has none. Only
+	// a _rules_ entry that needs one reads it: in wasm a read is host calls.
+	Property(name string) string
 	Resume()
 	SendLocalReply(status int, headers [][2]string, body []byte)
 	AddResponseHeader(name, value string)

@@ -38,6 +38,8 @@ type fakeHost struct {
 	counters map[string]uint64
 	logs     []string
 	now      time.Time // zero: the real clock
+	// props are the stream properties (route_name, ...) of every request.
+	props map[string]string
 	// dispatchErr makes DispatchRedis fail; down makes calls fail.
 	dispatchErr error
 	down        bool
@@ -120,12 +122,13 @@ func (h *fakeHost) roundTrip(cmd []byte) []byte {
 		h.t.Fatal(err)
 	}
 	var buf []byte
+	chunk := make([]byte, 64<<10)
 	for {
-		b, err := h.r.ReadByte()
+		n, err := h.r.Read(chunk)
 		if err != nil {
 			h.t.Fatal(err)
 		}
-		buf = append(buf, b)
+		buf = append(buf, chunk[:n]...)
 		if _, _, err := redisproto.Decode(buf); !errors.Is(err, redisproto.ErrIncomplete) {
 			return buf
 		}
@@ -135,6 +138,7 @@ func (h *fakeHost) roundTrip(cmd []byte) []byte {
 // fakeStream records what the filter did to one request.
 type fakeStream struct {
 	source   string
+	props    map[string]string
 	resumed  int
 	status   int
 	headers  map[string]string
@@ -142,8 +146,9 @@ type fakeStream struct {
 	response map[string]string
 }
 
-func (s *fakeStream) SourceAddress() string { return s.source }
-func (s *fakeStream) Resume()               { s.resumed++ }
+func (s *fakeStream) SourceAddress() string       { return s.source }
+func (s *fakeStream) Property(name string) string { return s.props[name] }
+func (s *fakeStream) Resume()                     { s.resumed++ }
 func (s *fakeStream) SendLocalReply(status int, headers [][2]string, body []byte) {
 	s.status, s.body, s.headers = status, string(body), map[string]string{}
 	for _, kv := range headers {
@@ -162,7 +167,7 @@ type outcome struct {
 // send runs one request through the filter, pumping Redis replies.
 func (h *fakeHost) send(headers ...string) outcome {
 	h.t.Helper()
-	fs := &fakeStream{source: "192.0.2.7:40000", response: map[string]string{}}
+	fs := &fakeStream{source: "192.0.2.7:40000", props: h.props, response: map[string]string{}}
 	st := h.plugin.NewStream(fs)
 	pairs := [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "example.com"}}
 	for _, kv := range headers {

@@ -120,28 +120,60 @@ func TestRequestSources(t *testing.T) {
 	}
 }
 
+// clientIP follows Envoy's use_remote_address: true: this proxy appended
+// its peer (10.0.0.9) to X-Forwarded-For, and hops counts the trusted
+// proxies left of it. The header is read only when that append is visible.
 func TestClientIPTrustedHops(t *testing.T) {
-	source := peer("10.0.0.9:1234")
 	for _, tc := range []struct {
-		xff  []string
-		hops int
-		want string
+		source string // source.address
+		xff    []string
+		hops   int
+		want   string
 	}{
-		{nil, 0, "10.0.0.9"},
-		{[]string{"1.1.1.1"}, 0, "10.0.0.9"}, // untrusted header ignored
-		{[]string{"6.6.6.6, 1.1.1.1"}, 1, "1.1.1.1"},
-		{[]string{"6.6.6.6, 1.1.1.1, 10.0.0.2"}, 2, "1.1.1.1"},
-		{[]string{"6.6.6.6", "1.1.1.1"}, 1, "1.1.1.1"}, // repeated headers join in order
-		{[]string{"1.1.1.1"}, 2, "10.0.0.9"},           // shorter than the trusted hops
-		{[]string{"not-an-ip, 1.1.1.1"}, 2, "10.0.0.9"},
-		{[]string{"::ffff:1.2.3.4"}, 1, "1.2.3.4"},
+		{"10.0.0.9:1234", nil, 0, "10.0.0.9"},
+		{"10.0.0.9:1234", []string{"1.1.1.1,10.0.0.9"}, 0, "10.0.0.9"}, // untrusted header ignored
+		{"10.0.0.9:1234", []string{"6.6.6.6, 1.1.1.1,10.0.0.9"}, 1, "1.1.1.1"},
+		{"10.0.0.9:1234", []string{"6.6.6.6, 1.1.1.1, 10.0.0.2,10.0.0.9"}, 2, "1.1.1.1"},
+		{"10.0.0.9:1234", []string{"6.6.6.6", "1.1.1.1", "10.0.0.9"}, 1, "1.1.1.1"}, // repeated headers join in order
+		{"[2001:db8::9]:1234", []string{"2001:db8::1, 2001:db8::9"}, 1, "2001:db8::1"},
+		{"10.0.0.9:1234", []string{"::ffff:1.2.3.4,10.0.0.9"}, 1, "1.2.3.4"},
+		{"10.0.0.9:1234", []string{"fe80::1%eth0,10.0.0.9"}, 1, "fe80::1"},
+		{"10.0.0.9:1234", []string{"1.1.1.1,::ffff:10.0.0.9"}, 1, "1.1.1.1"},
+		// One hop too many with the old reading (N-th from the right) is
+		// the load balancer itself; here it is the client.
+		{"10.0.0.9:1234", []string{"198.51.100.7,10.0.0.9"}, 1, "198.51.100.7"},
+
+		{"10.0.0.9:1234", []string{"10.0.0.9"}, 1, "10.0.0.9"},         // shorter than the trusted hops
+		{"10.0.0.9:1234", []string{"1.1.1.1,10.0.0.9"}, 2, "10.0.0.9"}, // shorter than the trusted hops
+		{"10.0.0.9:1234", []string{"not-an-ip, 1.1.1.1,10.0.0.9"}, 2, "10.0.0.9"},
+		{"10.0.0.9:1234", []string{"1.2.3.4:80,10.0.0.9"}, 1, "10.0.0.9"}, // an entry with a port is not an IP
+		{"10.0.0.9:1234", []string{"1.1.1.1,"}, 1, "10.0.0.9"},
+		// Not appended by this proxy: the last entry is not the peer (a
+		// loopback peer, for which Envoy appends its own address, or
+		// skip_xff_append), so the client wrote it.
+		{"10.0.0.9:1234", []string{"6.6.6.6"}, 1, "10.0.0.9"},
+		{"10.0.0.9:1234", []string{"6.6.6.6, 7.7.7.7"}, 1, "10.0.0.9"},
+		{"127.0.0.1:1234", []string{"6.6.6.6,192.0.2.2"}, 1, "127.0.0.1"},
+		// source.address came from X-Forwarded-For (port 0): the proxy
+		// already applied its trusted hops, or trusted the header with
+		// use_remote_address: false; either way its answer stands.
+		{"1.1.1.1:0", []string{"6.6.6.6, 1.1.1.1"}, 1, "1.1.1.1"},
+		{"1.1.1.1:0", []string{"6.6.6.6, 1.1.1.1, 10.0.0.9"}, 1, "1.1.1.1"},
+		{"[2001:db8::1]:0", []string{"6.6.6.6, 2001:db8::1"}, 1, "2001:db8::1"},
+		{"10.0.0.9", []string{"6.6.6.6,10.0.0.9"}, 1, "10.0.0.9"}, // no port: not known to be the peer
 	} {
-		r := &request{source: source}
+		r := &request{source: peer(tc.source)}
 		for _, x := range tc.xff {
 			r.headers = append(r.headers, [2]string{"x-forwarded-for", x})
 		}
 		if got, ok := r.clientIP(tc.hops); !ok || got != tc.want {
-			t.Errorf("xff %q hops %d: got %q, want %q", tc.xff, tc.hops, got, tc.want)
+			t.Errorf("source %s, xff %q, hops %d: got %q %v, want %q", tc.source, tc.xff, tc.hops, got, ok, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "unknown", "pipe:/tmp/x"} {
+		r := &request{source: peer(bad)}
+		if got, ok := r.clientIP(1); ok {
+			t.Errorf("source %q: got %q, want no client IP", bad, got)
 		}
 	}
 }
@@ -182,6 +214,7 @@ func errString(err error) string {
 type peer string
 
 func (p peer) SourceAddress() string                 { return string(p) }
+func (peer) Property(string) string                  { return "" }
 func (peer) Resume()                                 {}
 func (peer) SendLocalReply(int, [][2]string, []byte) {}
 func (peer) AddResponseHeader(string, string)        {}

@@ -13,10 +13,12 @@ type metrics struct {
 	opened      Counter   // ratelimit.circuit_breaker.opened
 	skipped     Counter   // ratelimit.circuit_breaker.skipped: calls not sent while open
 	cacheHits   Counter   // ratelimit.deny_cache.hits: denials answered without Redis
+	abandoned   Counter   // ratelimit.streams.abandoned: released after the proxy deleted them
 }
 
 // ruleMetrics count each request a rule decided, by outcome:
-// ratelimit.rule.<name>.allowed|denied|shadow_denied|blocked.
+// ratelimit.rule.<name>.allowed|denied|would_deny|blocked (see
+// metric_names.go).
 type ruleMetrics struct {
 	allowed, denied, shadowDenied, blocked Counter
 }
@@ -32,14 +34,14 @@ func newMetrics(cfg *Config, h PluginHost) metrics {
 		opened:      h.Counter("ratelimit.circuit_breaker.opened"),
 		skipped:     h.Counter("ratelimit.circuit_breaker.skipped"),
 		cacheHits:   h.Counter("ratelimit.deny_cache.hits"),
+		abandoned:   h.Counter("ratelimit.streams.abandoned"),
 	}
 	for _, r := range cfg.Rules {
-		prefix := "ratelimit.rule." + r.Name + "."
 		m.rules = append(m.rules, ruleMetrics{
-			allowed:      h.Counter(prefix + "allowed"),
-			denied:       h.Counter(prefix + "denied"),
-			shadowDenied: h.Counter(prefix + "shadow_denied"),
-			blocked:      h.Counter(prefix + "blocked"),
+			allowed:      h.Counter(ruleMetricName(r.Name, outcomeAllowed)),
+			denied:       h.Counter(ruleMetricName(r.Name, outcomeDenied)),
+			shadowDenied: h.Counter(ruleMetricName(r.Name, outcomeWouldDeny)),
+			blocked:      h.Counter(ruleMetricName(r.Name, outcomeBlocked)),
 		})
 	}
 	return m

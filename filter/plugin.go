@@ -22,8 +22,11 @@ type Plugin struct {
 	errLog  throttledLog
 	breaker breaker
 	denied  *denyCache // nil when disabled
+	// routed are the _rules_ entries, each with its own Plugin.
+	routed []routed
 
 	freeStreams []*Stream
+	live        int // streams handed out and not yet done
 	// Header pieces, rendered once: per rule the RateLimit-Policy value
 	// of its limits; per rule and limit the quoted name and the quota.
 	policies []string
@@ -41,7 +44,7 @@ type breaker struct {
 func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
 	// The script's reply is a flat array of 2 + 5 per limit integers.
-	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 4096}
+	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 5*MaxRequestLimits}
 	p.metrics = newMetrics(cfg, host)
 	if cfg.Redis.Transport == TransportWebdis {
 		p.webdis = &webdisCalls{headers: webdisHeaders(&cfg.Redis)}
@@ -60,11 +63,16 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 		p.policies = append(p.policies, strings.Join(policy, ", "))
 		p.names, p.quotas = append(p.names, names), append(p.quotas, quotas)
 	}
+	p.addMatchRules()
 	return p
 }
 
 // Config returns the plugin's configuration.
 func (p *Plugin) Config() *Config { return p.cfg }
+
+// LiveStreams is how many streams were started and not yet ended: it
+// returns to zero when traffic stops, however the proxy ends streams.
+func (p *Plugin) LiveStreams() int { return p.live }
 
 // Pending is how many Redis calls await a reply; it returns to zero when
 // traffic stops.
@@ -97,6 +105,10 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 	c := p.pending[calloutID]
 	if c == nil {
 		return // the stream ended, or the sweep failed the call already
+	}
+	if owner := c.stream.p; owner != p {
+		owner.OnRedisReply(calloutID, ok, reply) // a _rules_ entry's call
+		return
 	}
 	p.untrack(c)
 	c.stream.now = p.host.Now()
@@ -155,9 +167,9 @@ func (p *Plugin) OnTick() {
 	now := p.host.Now()
 	for _, c := range p.pending {
 		c.stream.now = now
-		if now.Sub(c.sentAt) > p.cfg.Redis.Timeout+time.Second {
-			p.untrack(c)
-			p.fail(c, errors.New("no reply from the host within the timeout"))
+		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {
+			owner.untrack(c)
+			owner.fail(c, errors.New("no reply from the host within the timeout"))
 		}
 	}
 }

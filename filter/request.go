@@ -95,32 +95,56 @@ func (r *request) cookie(name string) (string, bool) {
 	return "", false
 }
 
-// clientIP is the downstream peer's IP, or, with hops trusted proxies in
-// front, the hops-th address from the right of X-Forwarded-For: each
-// trusted proxy appended the address it saw. A chain shorter than hops, or
-// an entry that is not an IP, means the header was not written by the
-// trusted proxies, and the peer address is used instead.
+// clientIP is the client's IP. With hops = 0 it is source.address, the
+// downstream address the proxy computed before any filter ran, with its
+// own trusted hops (Envoy's use_remote_address, xff_num_trusted_hops).
+//
+// With hops > 0 trusted proxies in front, it is what Envoy computes with
+// use_remote_address: true and xff_num_trusted_hops: hops: the entry of
+// X-Forwarded-For hops places left of the one this proxy appended for its
+// peer. The header is read only when this proxy visibly appended that
+// entry: its last entry is source.address's IP, and source.address has a
+// port, so it is the TCP peer, not an address taken from the header (that
+// has port 0). Otherwise, or when the chain is shorter or the entry is not
+// an IP, it is source.address: never an address the client could choose
+// that the proxy did not already trust.
 func (r *request) clientIP(hops int) (string, bool) {
-	if hops > 0 {
-		if xff, ok := r.header("x-forwarded-for"); ok {
+	if r.source == nil {
+		return "", false
+	}
+	src, port, ok := parseSource(r.source.SourceAddress())
+	if !ok {
+		return "", false
+	}
+	if hops > 0 && port != 0 {
+		if xff, found := r.header("x-forwarded-for"); found {
 			entries := strings.Split(xff, ",")
-			if len(entries) >= hops {
-				if ip, err := netip.ParseAddr(strings.TrimSpace(entries[len(entries)-hops])); err == nil {
-					return ip.Unmap().String(), true
+			n := len(entries)
+			if last, ok := parseIP(entries[n-1]); ok && last == src && n > hops {
+				if ip, ok := parseIP(entries[n-1-hops]); ok {
+					return ip.String(), true
 				}
 			}
 		}
 	}
-	if r.source == nil {
-		return "", false
-	}
-	src := r.source.SourceAddress()
-	ap, err := netip.ParseAddrPort(src)
-	if err != nil {
-		if ip, err := netip.ParseAddr(src); err == nil {
-			return ip.Unmap().String(), true
-		}
-		return "", false
-	}
-	return ap.Addr().Unmap().String(), true
+	return src.String(), true
 }
+
+// parseSource parses source.address, "ip:port" or a bare IP (port 0).
+func parseSource(s string) (netip.Addr, uint16, bool) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return normalizeIP(ap.Addr()), ap.Port(), true
+	}
+	ip, ok := parseIP(s)
+	return ip, 0, ok
+}
+
+// parseIP parses one X-Forwarded-For entry: an IP, surrounded by spaces.
+func parseIP(s string) (netip.Addr, bool) {
+	ip, err := netip.ParseAddr(strings.TrimSpace(s))
+	return normalizeIP(ip), err == nil
+}
+
+// normalizeIP gives one key per client: an IPv4-mapped IPv6 address is the
+// IPv4 address, and an IPv6 zone is dropped.
+func normalizeIP(ip netip.Addr) netip.Addr { return ip.Unmap().WithZone("") }

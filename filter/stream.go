@@ -12,9 +12,11 @@ import (
 // calls are recycled by the Plugin (a VM is single-threaded), so a request
 // allocates little beyond the strings it must hand to the proxy.
 type Stream struct {
-	p    *Plugin
-	host StreamHost
-	req  request
+	// p is the Plugin whose configuration applies: root's, or that of
+	// the _rules_ entry the request matched.
+	p, root *Plugin
+	host    StreamHost
+	req     request
 
 	calls       []*call
 	spare       []*call // calls of earlier requests, ready for reuse
@@ -107,9 +109,10 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 	if n := len(p.freeStreams); n > 0 {
 		s, p.freeStreams = p.freeStreams[n-1], p.freeStreams[:n-1]
 	} else {
-		s = &Stream{p: p}
+		s = &Stream{root: p}
 	}
-	s.host, s.req = host, request{source: host}
+	s.p, s.host, s.req = p, host, request{source: host}
+	p.live++
 	return s
 }
 
@@ -117,6 +120,9 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 // It pauses the stream until every call has answered.
 func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 	s.req.headers, s.now = headers, time.Time{}
+	if len(s.p.routed) > 0 {
+		s.p = s.p.pick(&s.req)
+	}
 	cfg := s.p.cfg
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
@@ -276,8 +282,16 @@ func (s *Stream) callDone(c *call, err error) {
 	s.decide()
 }
 
+// Abandon ends a stream whose context the proxy deleted without telling
+// the filter (with HTTP/3's deferred logging, proxy_on_log may never reach
+// it); it is counted in ratelimit.streams.abandoned.
+func (s *Stream) Abandon() {
+	s.root.metrics.abandoned.Increment(1)
+	s.OnDone()
+}
+
 // OnDone ends the stream: replies still in flight will be ignored, and the
-// stream goes back to the plugin for reuse.
+// stream goes back to the plugin for reuse. Call it once per NewStream.
 func (s *Stream) OnDone() {
 	for _, c := range s.calls {
 		s.p.untrack(c)
@@ -288,5 +302,6 @@ func (s *Stream) OnDone() {
 	s.enforced = s.enforced[:0]
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
 	s.host, s.req = nil, request{}
-	s.p.freeStreams = append(s.p.freeStreams, s)
+	s.root.freeStreams = append(s.root.freeStreams, s)
+	s.root.live--
 }

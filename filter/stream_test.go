@@ -66,7 +66,7 @@ func TestShadowRuleNeverDenies(t *testing.T) {
 			t.Fatalf("shadow rule answered: %+v", o)
 		}
 	}
-	if h.counters["ratelimit.rule.trial.allowed"] != 1 || h.counters["ratelimit.rule.trial.shadow_denied"] != 2 {
+	if h.counters["ratelimit.rule.trial.allowed"] != 1 || h.counters["ratelimit.rule.trial.would_deny"] != 2 {
 		t.Fatalf("metrics: %v", h.counters)
 	}
 }

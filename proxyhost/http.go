@@ -1,6 +1,8 @@
 package proxyhost
 
 import (
+	"unsafe"
+
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
 
@@ -11,10 +13,17 @@ import (
 type httpContext struct {
 	types.DefaultHttpContext
 	id     uint32
+	plugin *pluginContext
+	// stream is nil once released: after the response headers, when the
+	// stream ends, or once the proxy has deleted the context.
 	stream *filter.Stream
+	gone   bool // the proxy no longer knows the context
 }
 
 func (h *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
+	if h.stream == nil {
+		return types.ActionContinue
+	}
 	headers, err := proxywasm.GetHttpRequestHeaders()
 	if err != nil {
 		proxywasm.LogErrorf("ratelimit: reading request headers: %v", err)
@@ -22,22 +31,45 @@ func (h *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 	return action(h.stream.OnRequestHeaders(headers))
 }
 
-// A body or trailers arriving while the decision is pending are held: in
-// Envoy, Continue from a body callback would also release headers paused
-// by OnHttpRequestHeaders, letting the request through undecided.
+// A body or trailers arriving while the decision is pending are held. Envoy
+// delivers none while the headers are paused (StopAllIterationAndWatermark,
+// the default for ABI 0.2); with allow_on_headers_stop_iteration it would,
+// and Continue from them would release the paused headers undecided.
 func (h *httpContext) OnHttpRequestBody(int, bool) types.Action {
+	if h.stream == nil {
+		return types.ActionContinue
+	}
 	return action(h.stream.Hold())
 }
 
 func (h *httpContext) OnHttpRequestTrailers(int) types.Action {
+	if h.stream == nil {
+		return types.ActionContinue
+	}
 	return action(h.stream.Hold())
 }
 
+// The response headers are the last thing the filter acts on, so the
+// stream is released here: with HTTP/3's deferred logging proxy_on_log, the
+// SDK's OnHttpStreamDone, may come after the context is deleted, or never.
 func (h *httpContext) OnHttpResponseHeaders(int, bool) types.Action {
-	return action(h.stream.OnResponseHeaders())
+	if h.stream == nil {
+		return types.ActionContinue
+	}
+	a := h.stream.OnResponseHeaders()
+	h.release()
+	return action(a)
 }
 
-func (h *httpContext) OnHttpStreamDone() { h.stream.OnDone() }
+func (h *httpContext) OnHttpStreamDone() { h.release() }
+
+// release hands the stream back to the plugin, once.
+func (h *httpContext) release() {
+	if h.stream != nil {
+		h.stream.OnDone()
+		h.stream = nil
+	}
+}
 
 func action(a filter.Action) types.Action {
 	if a == filter.Pause {
@@ -54,11 +86,21 @@ func (h *httpContext) SourceAddress() string {
 	return string(b)
 }
 
+// Property reads a one-segment property, such as route_name. The bytes are
+// the guest's own copy, so the string shares them.
+func (h *httpContext) Property(name string) string {
+	b, err := proxywasm.GetProperty([]string{name})
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
 // Resume and SendLocalReply may run in a Redis callback, where the root
 // context is the effective one: make the stream's context effective first.
 func (h *httpContext) Resume() {
-	if err := proxywasm.SetEffectiveContext(h.id); err != nil {
-		proxywasm.LogErrorf("ratelimit: set effective context %d: %v", h.id, err)
+	if !h.enter() {
+		return
 	}
 	if err := proxywasm.ResumeHttpRequest(); err != nil {
 		proxywasm.LogErrorf("ratelimit: resume: %v", err)
@@ -66,12 +108,27 @@ func (h *httpContext) Resume() {
 }
 
 func (h *httpContext) SendLocalReply(status int, headers [][2]string, body []byte) {
-	if err := proxywasm.SetEffectiveContext(h.id); err != nil {
-		proxywasm.LogErrorf("ratelimit: set effective context %d: %v", h.id, err)
+	if !h.enter() {
+		return
 	}
 	if err := proxywasm.SendHttpResponse(uint32(status), headers, body, -1); err != nil {
 		proxywasm.LogErrorf("ratelimit: local reply: %v", err)
 	}
+}
+
+// enter makes the stream's context the effective one. When the proxy has
+// deleted it (the client went away, and proxy_on_log never reached us),
+// the stream is queued for release once the current callback is over.
+func (h *httpContext) enter() bool {
+	if h.gone {
+		return false
+	}
+	if err := proxywasm.SetEffectiveContext(h.id); err != nil {
+		h.gone = true
+		h.plugin.gone = append(h.plugin.gone, h)
+		return false
+	}
+	return true
 }
 
 func (h *httpContext) AddResponseHeader(name, value string) {

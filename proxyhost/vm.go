@@ -34,6 +34,9 @@ type pluginContext struct {
 	plugin   *filter.Plugin
 	cluster  string
 	counters map[string]proxywasm.MetricCounter
+	// gone are streams whose context the proxy deleted, to release after
+	// the callback that found out.
+	gone []*httpContext
 }
 
 // OnPluginStart parses the configuration and connects the Redis cluster. A
@@ -84,19 +87,33 @@ func (p *pluginContext) OnPluginDone() bool {
 func (p *pluginContext) OnTick() {
 	if p.plugin != nil {
 		p.plugin.OnTick()
+		p.releaseGone()
 	}
 }
 
 func (p *pluginContext) NewHttpContext(id uint32) types.HttpContext {
-	h := &httpContext{id: id}
+	h := &httpContext{id: id, plugin: p}
 	h.stream = p.plugin.NewStream(h)
 	return h
+}
+
+// releaseGone releases the streams found gone during a callback.
+func (p *pluginContext) releaseGone() {
+	for _, h := range p.gone {
+		if h.stream != nil {
+			h.stream.Abandon()
+			h.stream = nil
+		}
+	}
+	clear(p.gone)
+	p.gone = p.gone[:0]
 }
 
 // onRedisReply routes a Redis callback to its plugin.
 func onRedisReply(rootID, calloutID uint32, ok bool, reply []byte) {
 	if p := plugins[rootID]; p != nil {
 		p.plugin.OnRedisReply(calloutID, ok, reply)
+		p.releaseGone()
 	}
 }
 
@@ -130,6 +147,7 @@ func (p *pluginContext) onHTTPReply(id uint32, numHeaders, bodySize int) {
 		}
 	}
 	p.plugin.OnHTTPReply(id, status, body)
+	p.releaseGone()
 }
 
 func (p *pluginContext) Log(level filter.LogLevel, msg string) {
@@ -175,3 +193,13 @@ func (c counter) Increment(d uint64) { c.m.Increment(d) }
 type histogram struct{ m proxywasm.MetricHistogram }
 
 func (h histogram) Record(v uint64) { h.m.Record(v) }
+
+// LiveStreams is how many streams the VM's plugins have started and not yet
+// released; it returns to zero when traffic stops (for tests).
+func LiveStreams() int {
+	n := 0
+	for _, p := range plugins {
+		n += p.plugin.LiveStreams()
+	}
+	return n
+}

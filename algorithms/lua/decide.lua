@@ -47,7 +47,9 @@ for i = 1, n do
   local kind, a, b, cost = out[o + 1], out[o + 2], out[o + 3], out[o + 4]
   local ok, rem, retry, reset = out[o + 5], out[o + 6], out[o + 7], out[o + 8]
   if all then
-    if kind == 'f' then funnel_commit(key, now, a, b, cost, out[o + 9])
+    -- A cost of 0 peeks: decided like any other, it writes nothing.
+    if cost == 0 then
+    elseif kind == 'f' then funnel_commit(key, now, a, b, cost, out[o + 9])
     elseif kind == 'l' then log_commit(key, now, a, b, cost)
     else counter_commit(key, now, a, b, cost, out[o + 9], out[o + 10], out[o + 11], out[o + 12]) end
   elseif ok then

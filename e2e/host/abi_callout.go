@@ -1,6 +1,7 @@
 package host
 
 import (
+	"strings"
 	"time"
 )
 
@@ -80,10 +81,11 @@ func (v *vm) httpCallDone(id uint32, res *calloutResponse) {
 	v.httpResp = nil
 }
 
-// hRedisInit configures a Redis cluster for this VM: credentials, timeout
-// and the db from a "?db=N" suffix. Connections are made lazily; AUTH and
-// SELECT are sent on each new connection. Re-initializing drops the idle
-// connections, as Higress's client does.
+// hRedisInit follows Higress's Context::redisInit: BadArgument when the
+// cluster (the name before "?") is not known (yet); otherwise the
+// cluster's client on this VM takes the credentials, the timeout and the
+// options ("?db=N&buffer_flush_timeout=..."), closing its connections
+// unless they are the ones in place (redis.go).
 func hRedisInit(v *vm, a args) uint32 {
 	cluster, ok1 := v.readString(a.u32(0), a.u32(1))
 	user, ok2 := v.readString(a.u32(2), a.u32(3))
@@ -91,27 +93,27 @@ func hRedisInit(v *vm, a args) uint32 {
 	if !ok1 || !ok2 || !ok3 {
 		return statusInvalidMemoryAccess
 	}
-	name, db, err := parseRedisCluster(cluster)
-	if err != nil {
-		v.h.hostLog(v.index, LogWarn, "proxy_redis_init: %v", err)
-		return statusBadArgument
-	}
+	name, cfg := parseRedisCluster(cluster)
 	if !v.h.knowsRedis(name) {
 		v.h.hostLog(v.index, LogWarn, "proxy_redis_init: unknown cluster %q", name)
 		return statusBadArgument
 	}
-	if old := v.redis[name]; old != nil {
-		old.close()
+	cfg.username, cfg.password = user, pass
+	cfg.timeout = time.Duration(a.u32(6)) * time.Millisecond
+	c := v.redis[name]
+	if c == nil {
+		c = v.newRedisClient(name)
+		v.redis[name] = c
 	}
-	timeout := time.Duration(a.u32(6)) * time.Millisecond
-	v.redis[name] = v.newRedisClient(name, redisConfig{username: user, password: pass, db: db, timeout: timeout})
+	c.init(cfg)
 	return statusOK
 }
 
-// hRedisCall sends one RESP query. Status 0 and the raw reply (possibly an
-// error reply) arrive in proxy_on_redis_call_response; a network error or a
-// timeout arrives as status 1 and no bytes. A call on a cluster that was
-// never initialized uses no credentials, db 0 and a 1 s timeout.
+// hRedisCall sends one RESP query on the cluster's pipelined connection.
+// Status 0 and the raw reply (possibly an error reply such as -NOAUTH or
+// -MOVED) arrive in proxy_on_redis_call_response; a closed connection or a
+// timeout arrives as status 1 and no bytes. A cluster no init configured
+// uses Envoy's defaults: no credentials, no database, a 1 s timeout.
 func hRedisCall(v *vm, a args) uint32 {
 	cluster, ok1 := v.readString(a.u32(0), a.u32(1))
 	query, ok2 := v.read(a.u32(2), a.u32(3))
@@ -119,21 +121,13 @@ func hRedisCall(v *vm, a args) uint32 {
 	if !ok1 || !ok2 || !v.writeU32(idPtr, 0) {
 		return statusInvalidMemoryAccess
 	}
-	name, _, err := parseRedisCluster(cluster)
-	if err != nil {
-		return statusBadArgument
-	}
+	name, _, _ := strings.Cut(cluster, "?")
 	if !v.h.knowsRedis(name) {
 		v.h.hostLog(v.index, LogWarn, "proxy_redis_call: unknown cluster %q", name)
 		return statusBadArgument
 	}
 	if len(query) == 0 {
 		return statusBadArgument
-	}
-	c := v.redis[name]
-	if c == nil {
-		c = v.newRedisClient(name, redisConfig{})
-		v.redis[name] = c
 	}
 	if v.fn.redisCallResponse == nil && !v.warnedNoRedisExport {
 		v.warnedNoRedisExport = true
@@ -149,12 +143,18 @@ func hRedisCall(v *vm, a args) uint32 {
 		v.benchRedis(id, name, query)
 		return statusOK
 	}
-	v.callouts.Add(1)
-	go func() {
-		defer v.callouts.Done()
-		reply, err := c.do(v.ctx, query)
-		v.post(func() { v.redisCallDone(id, name, reply, err) })
-	}()
+	c := v.redis[name]
+	if c == nil {
+		c = v.newRedisClient(name)
+		v.redis[name] = c
+	}
+	c.send(append([]byte(nil), query...), func(reply []byte, err error) {
+		if v.depth > 0 { // inside a guest call: Envoy defers the callback
+			v.post(func() { v.redisCallDone(id, name, reply, err) })
+			return
+		}
+		v.redisCallDone(id, name, reply, err)
+	})
 	return statusOK
 }
 

@@ -320,7 +320,9 @@ func hSendLocalResponse(v *vm, a args) uint32 {
 		return statusOK // the root context has no stream to answer, as in Envoy
 	}
 	if s.localReplyHold {
-		return statusBadArgument
+		// Envoy queues it too, but the first reply has ended the stream
+		// by the time it runs: Ok, and nothing happens.
+		return statusOK
 	}
 	s.localReplyHold = true
 	if s.phase >= phaseReplied {

@@ -36,10 +36,12 @@
 // behaviour a filter can trip over:
 //   - Request headers can be read and changed only until the request headers
 //     phase ends (by Continue or proxy_continue_stream); after that, and so in
-//     the response callbacks, they are not available (BadArgument).
+//     the response callbacks, a value read or a change is BadArgument and
+//     proxy_get_header_map_pairs returns Ok with no pairs.
 //   - continue_stream and send_local_response take effect when the guest call
 //     returns; a local reply wins over the callback's return value, and a
-//     second local reply is refused (BadArgument).
+//     second local reply returns Ok and is ignored (Envoy queues it, but the
+//     first has ended the stream by then).
 //   - A local reply sent before the response started goes through the
 //     filter's own response callbacks, as Envoy sends it through the encoder
 //     filter chain.
@@ -49,6 +51,12 @@
 //   - Counters only increase (an increment <= 0 is BadArgument); metrics and
 //     shared data are shared by all VMs of a Host.
 //   - Properties are encoded as Envoy encodes them (integers as 8 bytes).
+//   - source.address is the downstream address Envoy's connection manager
+//     picks, and the guest sees x-forwarded-for as it rewrites it
+//     (conn_manager_utility.cc, mutateRequestHeaders), per
+//     Config.UseRemoteAddress, XffNumTrustedHops and SkipXffAppend:
+//     "ip:port", "[v6]:port", port 0 when taken from x-forwarded-for;
+//     repeated x-forwarded-for headers joined into one with ",".
 //
 // # Deviations
 //
@@ -56,9 +64,13 @@
 //     delivered in one proxy_on_request_body call (end of stream set); the
 //     same holds for the response body. Bodies are capped (MaxBodyBytes).
 //   - Header order: pseudo-headers first, then the client's headers sorted by
-//     name (net/http does not keep the wire order), then x-forwarded-proto
-//     and x-request-id when the client sent none, as Envoy's connection
-//     manager adds them. No x-envoy-* headers are added.
+//     name (net/http does not keep the wire order), then x-forwarded-for,
+//     x-forwarded-proto and x-request-id when the connection manager adds
+//     them. No x-envoy-* headers are added (nor x-envoy-external-address);
+//     only x-forwarded-for is joined when repeated, where Envoy joins every
+//     inline header. Every request counts as external (Envoy >= 1.33 with no
+//     internal_address_config); original_ip_detection_extensions, trusted
+//     CIDRs and IPv6 scope ids in x-forwarded-for are not modelled.
 //   - Redis calls on one VM may run on several connections at once, so their
 //     responses may arrive in another order than the calls were made; Envoy
 //     pipelines them on one connection, with write buffering this host does

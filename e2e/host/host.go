@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -36,19 +37,47 @@ type Config struct {
 	UpstreamTimeout time.Duration
 	// Listen is the address to serve HTTP on. Default "127.0.0.1:0".
 	Listen string
+	// UseRemoteAddress, XffNumTrustedHops and SkipXffAppend are the HTTP
+	// connection manager's use_remote_address, xff_num_trusted_hops and
+	// skip_xff_append, with Envoy's defaults (false, 0, false). They decide
+	// the source.address property and the x-forwarded-for header the guest
+	// sees, as Envoy does before any filter runs (clientaddr.go):
+	//   - false: the address is the N-th entry from the right of
+	//     x-forwarded-for (N = XffNumTrustedHops + 1), port 0, else the
+	//     TCP peer. A client chooses it by sending x-forwarded-for.
+	//   - true: the peer's IP is appended to x-forwarded-for (unless
+	//     SkipXffAppend), and the address is the peer; with N > 0 trusted
+	//     hops, the N-th entry from the right as it arrived, port 0, else
+	//     the peer.
+	UseRemoteAddress  bool
+	XffNumTrustedHops int
+	SkipXffAppend     bool
+	// LocalAddress is the IP appended to x-forwarded-for instead of a
+	// loopback peer's (exactly 127.0.0.1 or ::1), as Envoy appends its
+	// local_info address. Default: as Envoy picks that address, the first
+	// IPv4 interface address other than 127.0.0.1, else 127.0.0.1.
+	LocalAddress string
+	localAddr    netip.Addr
 	// RedisClusters maps Envoy cluster names, as the guest passes them to
 	// proxy_redis_init and proxy_redis_call (without "?db=N"), to Redis
-	// addresses ("host:port").
+	// addresses ("host:port"), reached by the model of Higress's Redis
+	// client (redis.go). A node of a Redis Cluster here is Higress in front
+	// of a raw cluster: -MOVED and -ASK come back to the guest as replies.
+	// Host.AddRedisCluster adds names later.
 	RedisClusters map[string]string
-	// RedisClusterNodes maps Envoy cluster names to seed nodes
-	// ("host:port") of a Redis Cluster. The host routes each
-	// proxy_redis_call to the node that owns the slot of the command's
-	// first key, as a cluster-aware proxy (Envoy's redis_proxy) does, and
-	// follows -MOVED and -ASK itself (see RedisClusterStats). A name may
-	// not be in both RedisClusters and RedisClusterNodes.
-	RedisClusterNodes map[string][]string
+	// RedisClusterProxy maps Envoy cluster names to seed nodes
+	// ("host:port") of a Redis Cluster with a cluster-aware proxy in
+	// between, such as Envoy's redis_proxy on loopback: the host serves
+	// one on a loopback port (redis_proxy.go), which routes each command
+	// to the node that owns its first key's slot and follows -MOVED and
+	// -ASK itself (see RedisClusterStats). A name may not be in both
+	// RedisClusters and RedisClusterProxy.
+	RedisClusterProxy map[string][]string
 	// HTTPClusters maps cluster names for proxy_http_call to "host:port".
 	HTTPClusters map[string]string
+	// Routes stand for Envoy's route table: they give each stream its
+	// route_name and cluster_name properties (see Route).
+	Routes []Route
 	// LogWriter, if set, receives every log line, formatted, as it is
 	// logged. Host.Logs keeps them anyway. Writes are serialized.
 	LogWriter io.Writer
@@ -61,6 +90,10 @@ type Config struct {
 	PauseTimeout time.Duration
 	// MaxBodyBytes bounds request and response bodies. Default 1 MiB.
 	MaxBodyBytes int64
+	// DeferredLog calls proxy_on_log after proxy_on_delete, as Envoy can
+	// with HTTP/3's deferred access logging: a guest then never sees the
+	// end of its streams through proxy_on_log (the Go SDK drops it).
+	DeferredLog bool
 }
 
 func (c *Config) setDefaults() error {
@@ -70,7 +103,7 @@ func (c *Config) setDefaults() error {
 	if err := c.setServeDefaults(); err != nil {
 		return err
 	}
-	if err := c.checkRedisClusterNodes(); err != nil {
+	if err := c.checkRedisClusterProxy(); err != nil {
 		return err
 	}
 	if c.PluginName == "" {
@@ -99,7 +132,7 @@ func (c *Config) setServeDefaults() error {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
-	return nil
+	return c.setAddressDefaults()
 }
 
 // newListeningHost makes a Host with its upstream client and listener, not
@@ -148,6 +181,7 @@ type Host struct {
 	redisMu    sync.Mutex
 	redisCnt   map[string]int64
 	clusterCnt map[string]*clusterCounters // by cluster name, under redisMu
+	rs         redisRegistry
 
 	closeOnce sync.Once
 	closeErr  error
@@ -163,6 +197,10 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 	}
 	h, err := newListeningHost(cfg)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.startClusterProxies(); err != nil {
+		h.ln.Close()
 		return nil, err
 	}
 	mark := h.logCount()
@@ -252,6 +290,7 @@ func (h *Host) Close() error {
 				}
 			}
 		}
+		h.stopClusterProxies()
 		h.client.CloseIdleConnections()
 	})
 	return h.closeErr

@@ -13,10 +13,20 @@ import (
 // host functions know which VM (and so which contexts) they act on.
 type vmKey struct{}
 
-// hostFunc is one import of module "env".
+// hostFunc is one import of module "env". It returns an i32, except those
+// in voidEnvFuncs, which return nothing.
 type hostFunc struct {
 	params []api.ValueType // all i32 unless stated
 	impl   func(v *vm, a args) uint32
+}
+
+var voidEnvFuncs = map[string]bool{"emscripten_notify_memory_growth": true}
+
+func (f hostFunc) results(name string) []api.ValueType {
+	if voidEnvFuncs[name] {
+		return nil
+	}
+	return i32s(1)
 }
 
 func i32s(n int) []api.ValueType {
@@ -33,9 +43,11 @@ func unimplemented(n int) hostFunc {
 	return hostFunc{i32s(n), func(*vm, args) uint32 { return statusUnimplemented }}
 }
 
-// envFuncs lists every import the host provides. The Go SDK's imports are
-// all here (proxy-wasm-go-sdk proxywasm/internal/abi_hostcalls.go), plus
-// Higress's Redis callouts, a few ABI 0.1 leftovers and gRPC (unsupported).
+// envFuncs lists every "env" import the host provides, for any ABI version
+// (link lets a module import only those of its version, abi_versions.go):
+// proxy-wasm-cpp-host's, which include the Go SDK's (proxy-wasm-go-sdk
+// proxywasm/internal/abi_hostcalls.go) and gRPC (unsupported here), plus
+// Higress's Redis callouts.
 func envFuncs() map[string]hostFunc {
 	return map[string]hostFunc{
 		"proxy_log":                          {i32s(3), hLog},
@@ -47,6 +59,10 @@ func envFuncs() map[string]hostFunc {
 		"proxy_close_stream":                 {i32s(1), hCloseStream},
 		"proxy_continue_request":             {i32s(0), func(v *vm, _ args) uint32 { return hContinueStream(v, args{0}) }},
 		"proxy_continue_response":            {i32s(0), func(v *vm, _ args) uint32 { return hContinueStream(v, args{1}) }},
+		"proxy_get_configuration":            {i32s(2), hGetConfiguration},
+		"proxy_clear_route_cache":            {i32s(0), func(*vm, args) uint32 { return statusOK }},
+		"pthread_equal":                      {i32s(2), func(_ *vm, a args) uint32 { return uint32(b2u(a.u32(0) == a.u32(1))) }},
+		"emscripten_notify_memory_growth":    {i32s(1), func(*vm, args) uint32 { return 0 }},
 		"proxy_get_header_map_value":         {i32s(5), hGetHeaderMapValue},
 		"proxy_add_header_map_value":         {i32s(5), hAddHeaderMapValue},
 		"proxy_replace_header_map_value":     {i32s(5), hReplaceHeaderMapValue},
@@ -96,7 +112,7 @@ func instantiateEnv(ctx context.Context, r wazero.Runtime) error {
 	for _, name := range names {
 		f := funcs[name]
 		b.NewFunctionBuilder().
-			WithGoModuleFunction(wrapHostFunc(f.impl), f.params, i32s(1)).
+			WithGoModuleFunction(wrapHostFunc(name, f), f.params, f.results(name)).
 			Export(name)
 	}
 	if _, err := b.Instantiate(ctx); err != nil {
@@ -105,16 +121,34 @@ func instantiateEnv(ctx context.Context, r wazero.Runtime) error {
 	return nil
 }
 
-// wrapHostFunc adapts impl to wazero's stack calling convention. The
-// arguments are copied before the result overwrites stack[0].
-func wrapHostFunc(impl func(v *vm, a args) uint32) api.GoModuleFunc {
+// wrapHostFunc adapts f to wazero's stack calling convention, trapping
+// first if the call is restricted (restricted.go). The arguments are copied
+// before the result overwrites stack[0].
+func wrapHostFunc(name string, f hostFunc) api.GoModuleFunc {
+	fullName, void := "env."+name, voidEnvFuncs[name]
 	return func(ctx context.Context, _ api.Module, stack []uint64) {
 		v, _ := ctx.Value(vmKey{}).(*vm)
 		if v == nil || v.mod == nil {
-			stack[0] = uint64(statusInternalFailure)
+			if !void {
+				stack[0] = uint64(statusInternalFailure)
+			}
 			return
 		}
+		v.checkRestricted(fullName)
 		a := append(args(nil), stack...)
-		stack[0] = api.EncodeU32(impl(v, a))
+		res := f.impl(v, a)
+		if !void {
+			stack[0] = api.EncodeU32(res)
+		}
 	}
+}
+
+// hGetConfiguration (ABI 0.1.0) hands over the plugin configuration during
+// proxy_on_configure, else the VM configuration.
+func hGetConfiguration(v *vm, a args) uint32 {
+	data := v.h.cfg.VMConfig
+	if v.pluginConfigVisible {
+		data = v.h.cfg.PluginConfig
+	}
+	return v.copyOut(data, a.u32(0), a.u32(1))
 }

@@ -1,6 +1,10 @@
 package host
 
-import "github.com/tetratelabs/wazero/api"
+import (
+	"fmt"
+
+	"github.com/tetratelabs/wazero/api"
+)
 
 // args are the raw parameters of a host function call. Every i32 must be
 // read with api.DecodeU32: the upper 32 bits of the uint64 are not defined.
@@ -39,14 +43,20 @@ func (v *vm) writeU64(ptr uint32, value uint64) bool {
 // allocates guest memory with proxy_on_memory_allocate, copies data there
 // and stores the pointer and size at ptrPtr and sizePtr. Empty data is
 // returned as a null pointer and size 0 without allocating (the Go SDK's
-// allocator cannot allocate 0 bytes).
+// allocator cannot allocate 0 bytes). The allocator runs with host calls
+// restricted (restricted.go); a trap there fails the VM.
 func (v *vm) copyOut(data []byte, ptrPtr, sizePtr uint32) uint32 {
 	var ptr uint32
 	if len(data) > 0 {
+		v.restrict("proxy_on_memory_allocate", mallocAllowed(v.h.cfg.CppHost))
 		res, err := v.fn.malloc.Call(v.ctx, uint64(len(data)))
-		if err != nil || len(res) == 0 {
-			v.h.hostLog(v.index, LogError, "proxy_on_memory_allocate(%d) failed: %v", len(data), err)
-			return statusInternalFailure
+		v.unrestrict()
+		if err != nil {
+			v.fail(fmt.Errorf("proxy_on_memory_allocate(%d): %w", len(data), err))
+			return statusInvalidMemoryAccess
+		}
+		if len(res) == 0 {
+			return statusInvalidMemoryAccess
 		}
 		ptr = api.DecodeU32(res[0])
 		if ptr == 0 || !v.mod.Memory().Write(ptr, data) {

@@ -3,11 +3,10 @@ package host
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/api"
 )
 
 // Module is a compiled proxy-wasm filter with its own wazero runtime. Compile
@@ -16,6 +15,7 @@ import (
 type Module struct {
 	runtime  wazero.Runtime
 	compiled wazero.CompiledModule
+	abi      ABIVersion
 
 	closeOnce sync.Once
 	closeErr  error
@@ -44,9 +44,12 @@ func WithoutTermination() CompileOption {
 	return func(o *compileOptions) { o.noTermination = true }
 }
 
-// Compile compiles a proxy-wasm module for a runtime that provides WASI and
-// this package's "env" imports. It fails if the module imports an "env"
-// function that the host does not provide.
+// Compile compiles a proxy-wasm module for a runtime that provides this
+// package's WASI and "env" imports. As proxy-wasm-cpp-host does when it
+// loads a module, it fails if the module exports no proxy_abi_version_*,
+// or imports a function not linked for that ABI version (say
+// proxy_get_log_level with 0.2.0) or for any CppHost. Start checks the
+// WASI imports against its Config.CppHost.
 func Compile(ctx context.Context, wasm []byte, opts ...CompileOption) (*Module, error) {
 	var o compileOptions
 	for _, opt := range opts {
@@ -61,9 +64,9 @@ func Compile(ctx context.Context, wasm []byte, opts ...CompileOption) (*Module, 
 		cfg = cfg.WithCompilationCache(cache)
 	}
 	r := wazero.NewRuntimeWithConfig(ctx, cfg)
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, r); err != nil {
+	if err := instantiateWASI(ctx, r); err != nil {
 		r.Close(ctx)
-		return nil, fmt.Errorf("host: instantiate WASI: %w", err)
+		return nil, err
 	}
 	if err := instantiateEnv(ctx, r); err != nil {
 		r.Close(ctx)
@@ -74,19 +77,62 @@ func Compile(ctx context.Context, wasm []byte, opts ...CompileOption) (*Module, 
 		r.Close(ctx)
 		return nil, fmt.Errorf("host: compile: %w", err)
 	}
-	provided := envFuncs()
-	var missing []string
-	for _, f := range compiled.ImportedFunctions() {
+	abi, err := moduleABIVersion(wasm)
+	if err != nil {
+		r.Close(ctx)
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	m := &Module{runtime: r, compiled: compiled, abi: abi}
+	if err := m.link(CppHost94091cd); err != nil { // the widest WASI
+		r.Close(ctx)
+		return nil, fmt.Errorf("host: %w", err)
+	}
+	return m, nil
+}
+
+// ABIVersion is the proxy-wasm ABI version the module exports.
+func (m *Module) ABIVersion() ABIVersion { return m.abi }
+
+// link checks the module's imports as V8::link (src/v8/v8.cc) does: each
+// must be a function the host links for the module's ABI version and for
+// c, with the same signature.
+func (m *Module) link(c CppHost) error {
+	env, wasi := envFuncs(), wasiFuncs()
+	envOK := envFuncsFor(m.abi)
+	for _, f := range m.compiled.ImportedFunctions() {
 		module, name, _ := f.Import()
-		if _, ok := provided[name]; module == "env" && !ok {
-			missing = append(missing, "env."+name)
+		var params, results []api.ValueType
+		found := false
+		switch module {
+		case "env":
+			if hf, ok := env[name]; ok && envOK[name] {
+				params, results, found = hf.params, hf.results(name), true
+			}
+		case "wasi_snapshot_preview1", "wasi_unstable":
+			if wf, ok := wasi[name]; ok && wf.since <= c {
+				params, results, found = wf.params(), wf.results(), true
+			}
+		}
+		if !found {
+			return missingImportError(module, name)
+		}
+		if !sameTypes(f.ParamTypes(), params) || !sameTypes(f.ResultTypes(), results) {
+			return fmt.Errorf("Failed to load Wasm module due to an import type mismatch: %s.%s", module, name)
 		}
 	}
-	if len(missing) > 0 {
-		r.Close(ctx)
-		return nil, fmt.Errorf("host: module imports functions this host does not provide: %s", strings.Join(missing, ", "))
+	return nil
+}
+
+func sameTypes(a, b []api.ValueType) bool {
+	if len(a) != len(b) {
+		return false
 	}
-	return &Module{runtime: r, compiled: compiled}, nil
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Close releases the runtime. Hosts started from the module must be closed

@@ -59,6 +59,17 @@ func (v *vm) property(path string) ([]byte, bool) {
 		return str(v.h.cfg.RootID), len(seg) == 1
 	case "plugin_vm_id":
 		return str(v.h.cfg.VMID), len(seg) == 1
+	case "route_name", "cluster_name":
+		if s == nil || len(seg) != 1 {
+			return nil, false
+		}
+		path, _ := s.reqHeaders.get(":path")
+		r, _ := RouteFor(v.h.cfg.Routes, path)
+		val := r.Name
+		if seg[0] == "cluster_name" {
+			val = r.Cluster
+		}
+		return str(val), val != ""
 	}
 	if s == nil || len(seg) < 2 {
 		return nil, false
@@ -195,6 +206,25 @@ func (s *stream) responseAttribute(name string) ([]byte, bool) {
 		return u64(uint64(len(s.respBody) + s.respHeaders.byteSize())), true
 	}
 	return nil, false
+}
+
+// Route is an entry of Config.Routes. As Envoy selects a stream's route
+// before any filter runs, the first entry whose PathPrefix starts the
+// request's path gives the stream its Name as the route_name property and
+// its Cluster as cluster_name. Higress names an Ingress's route
+// "<namespace>/<name>" and a service's cluster "outbound|<port>||<fqdn>",
+// which its matchRules (_rules_) match on. With no such entry, or an empty
+// Name or Cluster, the property is NotFound.
+type Route struct{ PathPrefix, Name, Cluster string }
+
+// RouteFor returns the first route whose PathPrefix starts path.
+func RouteFor(routes []Route, path string) (Route, bool) {
+	for _, r := range routes {
+		if strings.HasPrefix(path, r.PathPrefix) {
+			return r, true
+		}
+	}
+	return Route{}, false
 }
 
 func str(s string) []byte { return []byte(s) }

@@ -1,267 +1,267 @@
 package host
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/url"
-	"strconv"
+	"maps"
+	"math"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
-// defaultRedisTimeout applies when proxy_redis_init passes a zero timeout or
-// proxy_redis_call runs before any init.
-const defaultRedisTimeout = time.Second
+// This file models the Redis client of Higress's Envoy build, the one
+// behind proxy_redis_init and proxy_redis_call (higress-group/envoy,
+// source/common/redis/async_client_impl.cc and
+// source/extensions/filters/network/common/redis/raw_client_impl.cc):
+//   - one client per cluster per worker, created empty (defaults below) the
+//     first time the cluster is used, and lost when the cluster entry is
+//     rebuilt (Host.RebuildRedisCluster);
+//   - proxy_redis_init replaces its configuration and closes its
+//     connections, unless the configuration is the one in place (then it
+//     does nothing, as since higress #4086);
+//   - one pipelined connection per host (redis_pipe.go), which sends AUTH
+//     and SELECT first and throws their replies away.
 
-// respMaxReply caps one reply; a bigger one fails the call.
+// Defaults of a client no proxy_redis_init configured (Envoy's ConfigImpl),
+// and of the options a cluster name may carry.
+const (
+	defaultRedisTimeout = time.Second
+	defaultFlushTimeout = 3 * time.Millisecond
+	defaultMaxBuffer    = 1024
+	// redisConnectTimeout is the cluster's connect_timeout (Envoy's
+	// default), which bounds a connection until it is established.
+	redisConnectTimeout = 5 * time.Second
+)
+
+// respMaxReply caps one reply; a bigger one closes the connection.
 const respMaxReply = 64 << 20
 
-// maxIdleRedisConns is how many idle connections a pool keeps.
-const maxIdleRedisConns = 8
-
-// redisConfig is what proxy_redis_init sets for one cluster.
+// redisConfig is what proxy_redis_init sets for one cluster on one worker.
 type redisConfig struct {
 	username, password string
-	db                 int
-	timeout            time.Duration
+	// params is the query of the cluster name, "db=1&..." (Envoy's
+	// parseQueryString: not decoded, the first of a repeated name wins).
+	params       map[string]string
+	timeout      time.Duration // per pipelined connection; see pipeConn
+	flushTimeout time.Duration // buffer_flush_timeout
+	maxBuffer    int           // max_buffer_size_before_flush
 }
 
-// parseRedisCluster splits "name?db=N&other=..." into the cluster name and
-// the options the host honours (only db; buffer_flush_timeout and
-// max_buffer_size_before_flush are accepted and ignored).
-func parseRedisCluster(s string) (name string, db int, err error) {
+// uninitializedRedis is the configuration of a client no init configured.
+func uninitializedRedis() redisConfig {
+	return redisConfig{timeout: defaultRedisTimeout, flushTimeout: defaultFlushTimeout, maxBuffer: defaultMaxBuffer}
+}
+
+// parseRedisCluster splits "name?db=N&buffer_flush_timeout=..." as
+// Higress does: the name before "?", and the options after it.
+// buffer_flush_timeout and max_buffer_size_before_flush are read as
+// std::stoul reads them (leading digits; otherwise the default); db is
+// sent as written, in SELECT.
+func parseRedisCluster(s string) (name string, cfg redisConfig) {
 	name, query, _ := strings.Cut(s, "?")
-	values, err := url.ParseQuery(query)
-	if err != nil {
-		return "", 0, fmt.Errorf("bad cluster options %q: %w", query, err)
-	}
-	if v := values.Get("db"); v != "" {
-		if db, err = strconv.Atoi(v); err != nil || db < 0 {
-			return "", 0, fmt.Errorf("bad db %q in cluster %q", v, s)
+	cfg = uninitializedRedis()
+	cfg.params = map[string]string{}
+	for _, kv := range strings.Split(query, "&") {
+		if kv == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		if _, seen := cfg.params[k]; !seen {
+			cfg.params[k] = v
 		}
 	}
-	return name, db, nil
+	cfg.flushTimeout = time.Duration(paramUint32(cfg.params, "buffer_flush_timeout", 3)) * time.Millisecond
+	cfg.maxBuffer = int(paramUint32(cfg.params, "max_buffer_size_before_flush", defaultMaxBuffer))
+	return name, cfg
 }
 
-// redisClient is what a VM holds for one Envoy cluster name: a pool to one
-// Redis (Config.RedisClusters) or a router over the nodes of a Redis
-// Cluster (Config.RedisClusterNodes).
+func paramUint32(params map[string]string, key string, def uint64) uint64 {
+	v := strings.TrimLeft(params[key], " \t")
+	v = strings.TrimPrefix(v, "+")
+	n, digits := uint64(0), 0
+	for ; digits < len(v) && '0' <= v[digits] && v[digits] <= '9'; digits++ {
+		n = n*10 + uint64(v[digits]-'0')
+		if n > math.MaxUint32 {
+			return def
+		}
+	}
+	if digits == 0 {
+		return def
+	}
+	return n
+}
+
+func (c redisConfig) equal(o redisConfig) bool {
+	return c.username == o.username && c.password == o.password && maps.Equal(c.params, o.params) &&
+		c.timeout == o.timeout && c.flushTimeout == o.flushTimeout && c.maxBuffer == o.maxBuffer
+}
+
+// redisClient is one worker's client for one cluster name. It lives on
+// its VM's loop, as Envoy's lives on the worker's dispatcher.
 type redisClient struct {
-	node    *redisPool
-	cluster *redisCluster
+	v           *vm
+	name        string
+	cfg         redisConfig
+	initialized bool
+	conn        *pipeConn // nil until a call needs it, and after it closed
+	stats       *clientCounters
 }
 
-// newRedisClient makes the client for a cluster name the host knows.
-func (v *vm) newRedisClient(name string, cfg redisConfig) *redisClient {
-	if cfg.timeout <= 0 {
-		cfg.timeout = defaultRedisTimeout
-	}
-	if seeds, ok := v.h.cfg.RedisClusterNodes[name]; ok {
-		return &redisClient{cluster: newRedisCluster(v, name, seeds, cfg)}
-	}
-	return &redisClient{node: newRedisPool(v.h.cfg.RedisClusters[name], cfg)}
+func (v *vm) newRedisClient(name string) *redisClient {
+	return &redisClient{v: v, name: name, cfg: uninitializedRedis(), stats: v.h.clientCounters(name)}
 }
 
-// knowsRedis reports whether name is a Redis cluster of the configuration.
+// init applies proxy_redis_init: a new configuration closes the
+// connections (their pending calls fail); the one in place changes nothing.
+func (c *redisClient) init(cfg redisConfig) {
+	if c.initialized && c.cfg.equal(cfg) {
+		c.stats.unchangedInits.Add(1)
+		return
+	}
+	c.stats.inits.Add(1)
+	if c.conn != nil {
+		c.conn.close(errors.New("proxy_redis_init replaced the configuration"))
+	}
+	c.cfg, c.initialized = cfg, true
+}
+
+// send queues one query on the cluster's connection, opening one (with
+// AUTH and SELECT first) when there is none. done runs on the VM's loop.
+func (c *redisClient) send(query []byte, done func(reply []byte, err error)) {
+	if c.conn == nil {
+		c.conn = newPipeConn(c, c.v.h.redisAddr(c.name))
+	}
+	c.conn.makeRequest(query, done)
+}
+
+// destroy closes the connections, failing their calls, as Envoy's
+// destructor does when the cluster entry is rebuilt.
+func (c *redisClient) destroy(err error) {
+	if c.conn != nil {
+		c.conn.close(err)
+	}
+}
+
+// close closes the connections without calling back: the VM is closing,
+// and Envoy cancels the calls of a context it tears down.
+func (c *redisClient) close() {
+	if c.conn != nil {
+		c.conn.shut()
+		c.conn = nil
+	}
+}
+
+// RedisClientStats is what the host's model of Higress's Redis client
+// counted for one cluster name, over all VMs.
+type RedisClientStats struct {
+	// Connections counts connections opened; each sends AUTH and SELECT
+	// (when configured) before the first call.
+	Connections int64
+	// Timeouts counts connections closed because the oldest pending call
+	// (or the connect) took longer than the timeout, and FailedByTimeout
+	// the guest's calls those closes failed.
+	Timeouts, FailedByTimeout int64
+	// Writes counts flushes of the write buffer to Redis.
+	Writes int64
+	// Inits counts proxy_redis_init calls that replaced the configuration,
+	// UnchangedInits those that found it in place and did nothing.
+	Inits, UnchangedInits int64
+	// Discarded counts replies to AUTH and SELECT, which nobody reads;
+	// DiscardedErrors those that were error replies.
+	Discarded, DiscardedErrors int64
+}
+
+type clientCounters struct {
+	connections, timeouts, failedByTimeout, writes    atomic.Int64
+	inits, unchangedInits, discarded, discardedErrors atomic.Int64
+}
+
+// RedisClientStats returns the counts for a Redis cluster name.
+func (h *Host) RedisClientStats(name string) RedisClientStats {
+	c := h.clientCounters(name)
+	return RedisClientStats{
+		Connections: c.connections.Load(), Timeouts: c.timeouts.Load(), FailedByTimeout: c.failedByTimeout.Load(),
+		Writes: c.writes.Load(), Inits: c.inits.Load(), UnchangedInits: c.unchangedInits.Load(),
+		Discarded: c.discarded.Load(), DiscardedErrors: c.discardedErrors.Load(),
+	}
+}
+
+// redisRegistry is the Host's Redis state beyond Config: clusters added
+// later, and counters.
+type redisRegistry struct {
+	mu       sync.Mutex
+	added    map[string]string // AddRedisCluster
+	counters map[string]*clientCounters
+	proxies  map[string]*clusterProxy // Config.RedisClusterProxy, while serving
+}
+
+func (h *Host) clientCounters(name string) *clientCounters {
+	r := &h.rs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.counters == nil {
+		r.counters = map[string]*clientCounters{}
+	}
+	c := r.counters[name]
+	if c == nil {
+		c = &clientCounters{}
+		r.counters[name] = c
+	}
+	return c
+}
+
+// redisAddr is where a cluster name's connections go: its Redis, or the
+// loopback cluster proxy in front of its Redis Cluster.
+func (h *Host) redisAddr(name string) string {
+	r := &h.rs
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if p := r.proxies[name]; p != nil {
+		return p.addr()
+	}
+	if addr, ok := r.added[name]; ok {
+		return addr
+	}
+	return h.cfg.RedisClusters[name]
+}
+
+// knowsRedis reports whether name is a Redis cluster the proxy has: in the
+// configuration, or added since.
 func (h *Host) knowsRedis(name string) bool {
 	_, single := h.cfg.RedisClusters[name]
-	_, cluster := h.cfg.RedisClusterNodes[name]
-	return single || cluster
+	_, cluster := h.cfg.RedisClusterProxy[name]
+	h.rs.mu.Lock()
+	_, added := h.rs.added[name]
+	h.rs.mu.Unlock()
+	return single || cluster || added
 }
 
-// do sends one query (already RESP) and returns the raw reply, which may be
-// an error reply such as "-NOSCRIPT ...". The whole call has the
-// configured timeout.
-func (c *redisClient) do(ctx context.Context, query []byte) ([]byte, error) {
-	if c.cluster != nil {
-		return c.cluster.do(ctx, query)
+// AddRedisCluster makes a Redis cluster known from now on, on every VM, as
+// when Envoy receives a new cluster: before, proxy_redis_init and
+// proxy_redis_call for that name return BadArgument.
+func (h *Host) AddRedisCluster(name, addr string) {
+	h.rs.mu.Lock()
+	defer h.rs.mu.Unlock()
+	if h.rs.added == nil {
+		h.rs.added = map[string]string{}
 	}
-	return c.node.do(ctx, query, false)
+	h.rs.added[name] = addr
 }
 
-// close closes the idle connections; busy ones are closed when their call
-// ends.
-func (c *redisClient) close() {
-	if c.cluster != nil {
-		c.cluster.close()
-		return
-	}
-	c.node.close()
-}
-
-// redisPool is a connection pool to one Redis server. Each call holds a
-// connection for exactly one request and one reply (two with ASKING). A
-// connection that saw an error or a timeout is closed, never reused.
-type redisPool struct {
-	addr string
-	cfg  redisConfig
-
-	mu     sync.Mutex
-	idle   []*redisConn
-	closed bool
-}
-
-func newRedisPool(addr string, cfg redisConfig) *redisPool {
-	return &redisPool{addr: addr, cfg: cfg}
-}
-
-// do sends one query and returns the raw reply. With asking, it first sends
-// ASKING on the same connection, as a client must after an -ASK
-// redirection. The call, including dialing and the AUTH/SELECT handshake of
-// a new connection, ends at the configured timeout or at ctx's deadline,
-// whichever comes first.
-func (c *redisPool) do(ctx context.Context, query []byte, asking bool) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
-	defer cancel()
-	deadline, _ := ctx.Deadline()
-	conn, err := c.get(ctx, deadline)
-	if err != nil {
-		return nil, err
-	}
-	stop := context.AfterFunc(ctx, func() { conn.c.SetDeadline(time.Unix(1, 0)) })
-	if asking {
-		err = conn.expectOK(respCommand("ASKING"), deadline)
-	}
-	var reply []byte
-	if err == nil {
-		reply, err = conn.roundTrip(query, deadline)
-	}
-	if !stop() || err != nil {
-		conn.close()
-		if err == nil {
-			err = ctx.Err()
-		}
-		return nil, err
-	}
-	c.put(conn)
-	return reply, nil
-}
-
-func (c *redisPool) get(ctx context.Context, deadline time.Time) (*redisConn, error) {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		return nil, errors.New("redis client closed")
-	}
-	if n := len(c.idle); n > 0 {
-		conn := c.idle[n-1]
-		c.idle = c.idle[:n-1]
-		c.mu.Unlock()
-		return conn, nil
-	}
-	c.mu.Unlock()
-	return c.dial(ctx, deadline)
-}
-
-func (c *redisPool) put(conn *redisConn) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || len(c.idle) >= maxIdleRedisConns {
-		conn.close()
-		return
-	}
-	c.idle = append(c.idle, conn)
-}
-
-// close closes the idle connections; busy ones are closed when their call
-// ends.
-func (c *redisPool) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.closed = true
-	for _, conn := range c.idle {
-		conn.close()
-	}
-	c.idle = nil
-}
-
-func (c *redisPool) dial(ctx context.Context, deadline time.Time) (*redisConn, error) {
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.DialContext(ctx, "tcp", c.addr)
-	if err != nil {
-		return nil, err
-	}
-	conn := &redisConn{c: nc}
-	if c.cfg.password != "" {
-		args, user := []string{"AUTH", c.cfg.password}, "default"
-		if c.cfg.username != "" {
-			args, user = []string{"AUTH", c.cfg.username, c.cfg.password}, c.cfg.username
-		}
-		if err := conn.expectOK(respCommand(args...), deadline); err != nil {
-			conn.close()
-			return nil, fmt.Errorf("redis AUTH as user %q on %s failed: %w", user, c.addr, err)
-		}
-	}
-	if c.cfg.db != 0 {
-		if err := conn.expectOK(respCommand("SELECT", strconv.Itoa(c.cfg.db)), deadline); err != nil {
-			conn.close()
-			return nil, fmt.Errorf("redis SELECT %d: %w", c.cfg.db, err)
-		}
-	}
-	return conn, nil
-}
-
-// respCommand encodes a command as a RESP array of bulk strings.
-func respCommand(args ...string) []byte {
-	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
-	}
-	return b
-}
-
-type redisConn struct {
-	c   net.Conn
-	buf []byte
-}
-
-func (r *redisConn) close() { r.c.Close() }
-
-func (r *redisConn) expectOK(cmd []byte, deadline time.Time) error {
-	reply, err := r.roundTrip(cmd, deadline)
-	if err != nil {
-		return err
-	}
-	if len(reply) == 0 || reply[0] != '+' {
-		return fmt.Errorf("server replied %q", strings.TrimSpace(string(reply)))
-	}
-	return nil
-}
-
-// roundTrip writes query and reads exactly one reply. Bytes after the reply
-// mean the connection is out of step, which is an error.
-func (r *redisConn) roundTrip(query []byte, deadline time.Time) ([]byte, error) {
-	if err := r.c.SetDeadline(deadline); err != nil {
-		return nil, err
-	}
-	if _, err := r.c.Write(query); err != nil {
-		return nil, err
-	}
-	r.buf = r.buf[:0]
-	chunk := make([]byte, 4096)
-	for {
-		n, err := respFrameLen(r.buf)
-		switch {
-		case err == nil && n == len(r.buf):
-			return append([]byte(nil), r.buf...), nil
-		case err == nil:
-			return nil, fmt.Errorf("redis: %d unexpected bytes after the reply", len(r.buf)-n)
-		case !errors.Is(err, errIncomplete):
-			return nil, err
-		case len(r.buf) > respMaxReply:
-			return nil, fmt.Errorf("redis: reply larger than %d bytes", respMaxReply)
-		}
-		m, err := r.c.Read(chunk)
-		r.buf = append(r.buf, chunk[:m]...)
-		if err != nil && m == 0 {
-			return nil, err
-		}
+// RebuildRedisCluster replaces every VM's client for a cluster name with a
+// new one that no proxy_redis_init configured, as when Envoy rebuilds the
+// cluster's entry (a cluster update): the old connections close, failing
+// their pending calls, and the new client uses no credentials, no database
+// and the defaults until the guest calls proxy_redis_init again.
+func (h *Host) RebuildRedisCluster(name string) {
+	for _, v := range h.vms {
+		v.run(func() error {
+			if c := v.redis[name]; c != nil {
+				delete(v.redis, name)
+				c.destroy(errors.New("the cluster was rebuilt"))
+			}
+			return nil
+		})
 	}
 }

@@ -10,20 +10,24 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 )
 
-// This file routes the guest's Redis calls over a Redis Cluster, as a
-// cluster-aware proxy in front of the cluster does (Envoy's redis_proxy):
-// the guest sends each command to one Envoy cluster name, and the host
-// picks the node. It learns the slot map with CLUSTER SLOTS on the first
-// call, sends each command to the owner of its first key's slot (see
-// routingKey), and follows one -MOVED (after reloading the map) or -ASK
-// (with ASKING) itself, so a stable or resharding cluster never shows a
-// redirection to the guest. Everything else, -CROSSSLOT included, reaches
-// the guest as the node replied; the host counts both.
+// This file routes Redis calls over a Redis Cluster, as a cluster-aware
+// proxy in front of the cluster does (Envoy's redis_proxy, with an
+// envoy.clusters.redis cluster and enable_redirection): clusterProxy
+// (redis_proxy.go) hands it each command. It learns the slot map with
+// CLUSTER SLOTS on the first call, sends each command to the owner of its
+// first key's slot (see routingKey), and follows one -MOVED (after
+// reloading the map) or -ASK (with ASKING) itself, so a stable or
+// resharding cluster never shows a redirection to the guest. Everything
+// else, -CROSSSLOT included, is passed on as the node replied; the host
+// counts both. Higress's own client does none of this: a cluster name in
+// RedisClusters that points at a node of a Redis Cluster gets -MOVED and
+// -ASK back as replies.
 
-// RedisClusterStats is what the host's Redis Cluster routing counted for
-// one cluster name, over all VMs.
+// RedisClusterStats is what the cluster proxy in front of a Redis Cluster
+// (Config.RedisClusterProxy) counted for one cluster name.
 type RedisClusterStats struct {
 	// NodeCalls counts the commands sent to each node, by address. A
 	// redirected command counts on both nodes; CLUSTER SLOTS is not
@@ -38,13 +42,13 @@ type RedisClusterStats struct {
 	// CrossSlot counts -CROSSSLOT replies, passed on to the guest: the
 	// keys of one command were in different slots.
 	CrossSlot int64
-	// SlotMapLoads counts slot maps loaded: one per VM at its first call,
-	// and one after each -MOVED.
+	// SlotMapLoads counts slot maps loaded: one at the first call, and one
+	// after each -MOVED.
 	SlotMapLoads int64
 }
 
 // RedisClusterStats returns the counts for a name of
-// Config.RedisClusterNodes (zero before its first call).
+// Config.RedisClusterProxy (zero before its first call).
 func (h *Host) RedisClusterStats(name string) RedisClusterStats {
 	h.redisMu.Lock()
 	c := h.clusterCnt[name]
@@ -85,15 +89,15 @@ func (h *Host) clusterCounters(name string) *clusterCounters {
 	return c
 }
 
-// checkRedisClusterNodes rejects a name in both Redis maps, and a cluster
+// checkRedisClusterProxy rejects a name in both Redis maps, and a cluster
 // without seed nodes.
-func (c *Config) checkRedisClusterNodes() error {
-	for name, seeds := range c.RedisClusterNodes {
+func (c *Config) checkRedisClusterProxy() error {
+	for name, seeds := range c.RedisClusterProxy {
 		if _, dup := c.RedisClusters[name]; dup {
-			return fmt.Errorf("host: Redis cluster %q is in both RedisClusters and RedisClusterNodes", name)
+			return fmt.Errorf("host: Redis cluster %q is in both RedisClusters and RedisClusterProxy", name)
 		}
 		if len(seeds) == 0 {
-			return fmt.Errorf("host: RedisClusterNodes[%q] has no seed nodes", name)
+			return fmt.Errorf("host: RedisClusterProxy[%q] has no seed nodes", name)
 		}
 	}
 	return nil
@@ -105,13 +109,13 @@ type slotRange struct {
 	addr        string
 }
 
-// redisCluster is one VM's router for one Redis Cluster: a slot map and a
-// pool per node.
+// redisCluster routes over one Redis Cluster: a slot map and a pool per
+// node.
 type redisCluster struct {
-	name  string
-	seeds []string
-	cfg   redisConfig
-	stats *clusterCounters
+	name    string
+	seeds   []string
+	timeout time.Duration
+	stats   *clusterCounters
 	logf  func(format string, args ...any)
 
 	loadMu sync.Mutex // one slot map load at a time
@@ -122,19 +126,19 @@ type redisCluster struct {
 	closed bool
 }
 
-func newRedisCluster(v *vm, name string, seeds []string, cfg redisConfig) *redisCluster {
+func newRedisCluster(h *Host, name string, seeds []string, timeout time.Duration) *redisCluster {
 	return &redisCluster{
-		name: name, seeds: seeds, cfg: cfg, stats: v.h.clusterCounters(name),
-		logf:  func(format string, args ...any) { v.h.hostLog(v.index, LogWarn, format, args...) },
+		name: name, seeds: seeds, timeout: timeout, stats: h.clusterCounters(name),
+		logf:  func(format string, args ...any) { h.hostLog(-1, LogWarn, format, args...) },
 		pools: map[string]*redisPool{},
 	}
 }
 
 // do routes one command and returns the reply, after following at most
 // one redirection. The whole call, map loading and retry included, has the
-// configured timeout.
+// router's timeout.
 func (c *redisCluster) do(ctx context.Context, query []byte) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	args, err := respArgs(query)
 	if err != nil {
@@ -212,7 +216,7 @@ func (c *redisCluster) pool(addr string) (*redisPool, error) {
 	}
 	p := c.pools[addr]
 	if p == nil {
-		p = newRedisPool(addr, c.cfg)
+		p = newRedisPool(addr, c.timeout)
 		c.pools[addr] = p
 	}
 	return p, nil

@@ -137,12 +137,20 @@ func (v *vm) finish(s *stream) {
 	if s.id == 0 || v.streams[s.id] == nil {
 		return
 	}
-	if v.failed == nil {
-		id := uint64(s.id)
-		s.logPhase = true
-		v.call("proxy_on_log", v.fn.log, s.id, id)
-		v.call("proxy_on_done", v.fn.done, s.id, id)
-		v.call("proxy_on_delete", v.fn.delete, s.id, id)
+	if v.failed != nil {
+		delete(v.streams, s.id)
+		return
 	}
+	id := uint64(s.id)
+	s.logPhase = true
+	if !v.h.cfg.DeferredLog {
+		v.call("proxy_on_log", v.fn.log, s.id, id)
+	}
+	v.call("proxy_on_done", v.fn.done, s.id, id)
+	v.call("proxy_on_delete", v.fn.delete, s.id, id)
 	delete(v.streams, s.id)
+	if v.h.cfg.DeferredLog {
+		// The context is gone: the SDK finds no stream to tell.
+		v.call("proxy_on_log", v.fn.log, s.id, id)
+	}
 }

@@ -81,12 +81,13 @@ func (h *Host) finish(v *vm, s *stream) {
 
 // newStream builds the request as Envoy's filters see it: pseudo-headers
 // first, then the client's headers (lower-cased, sorted, hop-by-hop ones
-// dropped), then x-forwarded-proto and x-request-id if the client sent none.
+// dropped), rewritten as Envoy's connection manager does (x-forwarded-for,
+// x-forwarded-proto, x-request-id; see mutateRequestHeaders), with the
+// downstream address it picks.
 func (h *Host) newStream(r *http.Request, body []byte) *stream {
 	s := &stream{
 		reqCtx:         r.Context(),
 		start:          time.Now(),
-		remote:         r.RemoteAddr,
 		protocol:       r.Proto,
 		reqBody:        body,
 		reqHeadersLive: true,
@@ -106,12 +107,7 @@ func (h *Host) newStream(r *http.Request, body []byte) *stream {
 	for _, kv := range sortedHeader(r.Header) {
 		m.add(kv[0], kv[1])
 	}
-	if _, ok := m.get("x-forwarded-proto"); !ok {
-		m.add("x-forwarded-proto", "http")
-	}
-	if _, ok := m.get("x-request-id"); !ok {
-		m.add("x-request-id", newUUID())
-	}
+	s.remote = h.cfg.mutateRequestHeaders(r.RemoteAddr, m)
 	s.reqHeaders = m
 	if t := sortedHeader(r.Trailer); len(t) > 0 {
 		s.clientTrailers = true

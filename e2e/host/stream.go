@@ -71,7 +71,7 @@ type stream struct {
 	pauseTimer     *time.Timer
 	continueDir    [2]bool // continue_stream(Request|Response) requested
 	localReply     *localReply
-	localReplyHold bool // a local reply was requested; a second one is refused
+	localReplyHold bool // a local reply was requested; a second one is ignored
 	resetPending   bool
 	advancing      bool
 	logPhase       bool

@@ -2,9 +2,9 @@ package host
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +38,9 @@ type vm struct {
 	failed    error
 
 	pluginConfigVisible bool
+	stdout, stderr      io.Writer       // the guest's fds 1 and 2, into the logs
+	allowed             map[string]bool // host calls allowed now; nil = any (restricted.go)
+	restrictedPhase     string
 	httpCallSeq         uint32
 	redisCallSeq        uint32
 	httpResp            *calloutResponse // during proxy_on_http_call_response
@@ -148,21 +151,23 @@ func (v *vm) loop() {
 	}
 }
 
-// start instantiates the module and starts the plugin: _initialize,
+// start instantiates the module and starts the plugin: _initialize (then
+// main or __main_void if exported) under proxy-wasm-cpp-host's restriction,
 // proxy_on_context_create(root, 0), proxy_on_vm_start, proxy_on_configure.
 // Cancelling ctx meanwhile aborts the VM (and so a guest that never returns).
 func (v *vm) start(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, v.cancel)
 	defer stop()
+	if err := v.h.cfg.Module.link(v.h.cfg.CppHost); err != nil {
+		return err
+	}
+	v.stdout = v.h.newLineWriter(v.index, LogInfo, SourceStdout)
+	v.stderr = v.h.newLineWriter(v.index, LogError, SourceStderr)
+	// WASI is this package's (wasi.go), so wazero's clocks, randomness and
+	// stdio settings do not apply.
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions(). // _initialize is called below, with error handling
-		WithSysWalltime().
-		WithSysNanotime().
-		WithSysNanosleep().
-		WithRandSource(rand.Reader).
-		WithStdout(v.h.newLineWriter(v.index, LogInfo, SourceStdout)).
-		WithStderr(v.h.newLineWriter(v.index, LogError, SourceStderr))
+		WithStartFunctions() // _initialize is called below, with error handling
 	mod, err := v.h.cfg.Module.runtime.InstantiateModule(v.ctx, v.h.cfg.Module.compiled, cfg)
 	if err != nil {
 		return fmt.Errorf("instantiate: %w", err)
@@ -176,10 +181,8 @@ func (v *vm) start(ctx context.Context) error {
 	if v.fn.malloc == nil {
 		return errors.New("module exports neither proxy_on_memory_allocate nor malloc")
 	}
-	if init := mod.ExportedFunction("_initialize"); init != nil {
-		if _, ok := v.call("_initialize", init, 0); !ok {
-			return v.failed
-		}
+	if err := v.initialize(); err != nil {
+		return err
 	}
 	v.lastID++
 	v.rootID = v.lastID
@@ -201,6 +204,31 @@ func (v *vm) start(ctx context.Context) error {
 	}
 	if res == 0 {
 		return errPluginStart
+	}
+	return nil
+}
+
+// initialize runs the reactor's _initialize, then main(0, 0) or else
+// __main_void when exported, as WasmBase::startVm does, allowing only the
+// host calls initAllowed lists. A WASI command's _start is not run.
+func (v *vm) initialize() error {
+	init := v.mod.ExportedFunction("_initialize")
+	if init == nil {
+		return nil
+	}
+	v.restrict("_initialize", initAllowed(v.h.cfg.CppHost))
+	defer v.unrestrict()
+	if _, ok := v.call("_initialize", init, 0); !ok {
+		return v.failed
+	}
+	if f := v.mod.ExportedFunction("main"); f != nil {
+		if _, ok := v.call("main", f, 0, 0, 0); !ok {
+			return v.failed
+		}
+	} else if f := v.mod.ExportedFunction("__main_void"); f != nil {
+		if _, ok := v.call("__main_void", f, 0); !ok {
+			return v.failed
+		}
 	}
 	return nil
 }

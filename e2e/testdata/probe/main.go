@@ -174,6 +174,8 @@ func (c *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 		proxywasm.SendHttpResponse(403, nil, []byte("first"), -1)
 		if err := proxywasm.SendHttpResponse(402, nil, []byte("second"), -1); err != nil {
 			proxywasm.LogWarnf("second local reply refused: %v", err)
+		} else {
+			proxywasm.LogInfo("second local reply accepted")
 		}
 		return types.ActionPause
 	case "hang":

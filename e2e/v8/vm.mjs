@@ -1,0 +1,219 @@
+// One proxy-wasm VM in V8, as proxy-wasm-cpp-host runs it in Envoy
+// (src/wasm.cc, src/exports.cc before commit 94091cd): the same WASI set,
+// the same allow-lists for _initialize and proxy_on_memory_allocate, the
+// host functions of the module's ABI version, and an import the host lacks
+// failing the load. Every trap, restricted call or host error is recorded
+// in failures, and the driver exits non-zero.
+
+import { WASI_FUNCTIONS, wasiImports } from "./wasi.mjs";
+import { envImports, HOST_FUNCTIONS, ABI_FUNCTIONS, REDIS_FUNCTIONS } from "./env.mjs";
+
+// What _initialize may call (WasmBase::startVm).
+const INITIALIZE_ALLOWED = new Set([
+  "env.emscripten_notify_memory_growth", "env.proxy_log",
+  ...["fd_write", "args_sizes_get", "args_get", "environ_sizes_get", "environ_get",
+    "fd_prestat_get", "fd_prestat_dir_name", "clock_time_get", "random_get",
+    "fd_fdstat_get", "fd_fdstat_set_flags"].map((f) => "wasi_snapshot_preview1." + f),
+]);
+
+// What proxy_on_memory_allocate may call (WasmBase::allocMemory).
+const ALLOCATE_ALLOWED = new Set([
+  "env.proxy_log", "wasi_snapshot_preview1.fd_write", "wasi_snapshot_preview1.clock_time_get",
+]);
+
+export class VM {
+  // opts: { env: [[k, v]], redisABI: bool (Higress's Envoy build),
+  //         onLog(level, msg), onOutput(fd, line) }
+  constructor(module, opts) {
+    this.module = module;
+    this.opts = opts;
+    this.failures = [];
+    this.allowed = null; // the allow-list in force, or null
+    this.current = 0; // context of the VM call in progress
+    this.effective = 0; // set by proxy_set_effective_context, 0 if none
+    this.rootID = 1;
+    this.nextID = 2;
+    this.streams = new Map(); // id -> stream, see http.mjs
+    this.buffers = new Map(); // buffer type -> bytes, during the callback that owns them
+    this.callResponse = null; // { headers, body } during proxy_on_http_call_response
+    this.metrics = new Map(); // id -> { name, type, value }
+    this.tickPeriodMs = 0;
+    this.pollOneoffCalls = 0;
+    this.output = { 1: "", 2: "" };
+    this.abi = this.abiVersion();
+    this.instance = new WebAssembly.Instance(module, this.imports());
+    this.exports = this.instance.exports;
+    this.memory = this.exports.memory;
+  }
+
+  abiVersion() {
+    const names = WebAssembly.Module.exports(this.module).map((e) => e.name);
+    const v = ["proxy_abi_version_0_1_0", "proxy_abi_version_0_2_0", "proxy_abi_version_0_2_1"].find((n) => names.includes(n));
+    if (!v) throw new Error("Missing or unknown Proxy-Wasm ABI version");
+    return v.slice("proxy_abi_version_".length);
+  }
+
+  // imports builds the import object, each function behind the allow-list
+  // check, and fails like V8::link when the module needs anything else.
+  imports() {
+    const offered = {
+      wasi_snapshot_preview1: pick(wasiImports(this, this.opts.env), WASI_FUNCTIONS),
+      env: pick(envImports(this), [...HOST_FUNCTIONS, ...ABI_FUNCTIONS[this.abi],
+        "pthread_equal", "emscripten_notify_memory_growth",
+        ...(this.opts.redisABI ? REDIS_FUNCTIONS : [])]),
+    };
+    const out = {};
+    for (const imp of WebAssembly.Module.imports(this.module)) {
+      const name = `${imp.module}.${imp.name}`;
+      const fn = offered[imp.module]?.[imp.name];
+      if (imp.kind !== "function" || !fn) {
+        throw new Error(`Failed to load Wasm module due to a missing import: ${name}`);
+      }
+      (out[imp.module] ||= {})[imp.name] = (...args) => {
+        if (this.allowed && !this.allowed.has(name)) {
+          throw new Error(`restricted_callback: ${name} called while only ${[...this.allowed].join(", ")} may be`);
+        }
+        return fn(...args);
+      };
+    }
+    return out;
+  }
+
+  // call runs one export with ctx as the current context, as cpp-host's
+  // SaveRestoreContext does. A trap is recorded and rethrown.
+  call(name, ctx, ...args) {
+    const fn = this.exports[name];
+    if (typeof fn !== "function") throw this.fail(`the module does not export ${name}`);
+    const saved = [this.current, this.effective];
+    [this.current, this.effective] = [ctx, 0];
+    try {
+      return fn(...args);
+    } catch (err) {
+      if (!err.recorded) this.fail(`trap in ${name}: ${err.stack || err}`);
+      err.recorded = true;
+      throw err;
+    } finally {
+      [this.current, this.effective] = saved;
+    }
+  }
+
+  restricted(allowed, f) {
+    const saved = this.allowed;
+    this.allowed = allowed;
+    try {
+      return f();
+    } finally {
+      this.allowed = saved;
+    }
+  }
+
+  // start is WasmBase::startVm, then the root context's onStart and
+  // onConfigure. It returns whether the plugin started.
+  start(pluginConfig, vmConfig = "") {
+    this.restricted(INITIALIZE_ALLOWED, () => this.call("_initialize", 0));
+    this.call("proxy_on_context_create", this.rootID, this.rootID, 0);
+    this.buffers.set(6, Buffer.from(vmConfig));
+    const vmOK = this.call("proxy_on_vm_start", this.rootID, this.rootID, vmConfig.length) !== 0;
+    this.buffers.delete(6);
+    if (!vmOK) return false;
+    const config = Buffer.from(pluginConfig);
+    this.buffers.set(7, config);
+    const ok = this.call("proxy_on_configure", this.rootID, this.rootID, config.length) !== 0;
+    this.buffers.delete(7);
+    return ok;
+  }
+
+  // ctx is the context host calls act on: the effective one, else the
+  // current one (contextOrEffectiveContext).
+  ctx() {
+    return this.effective || this.current;
+  }
+
+  stream() {
+    return this.streams.get(this.ctx());
+  }
+
+  fail(msg) {
+    this.failures.push(msg);
+    const err = new Error(msg);
+    err.recorded = true;
+    return err;
+  }
+
+  // hostError is cpp-host's context->error: a call the host refuses.
+  hostError(msg) {
+    this.fail(`host error: ${msg}`);
+  }
+
+  // guestOutput takes what the module writes to fd 1 or 2, line by line.
+  guestOutput(fd, data) {
+    const text = this.output[fd] + data.toString();
+    const lines = text.split("\n");
+    this.output[fd] = lines.pop();
+    for (const line of lines) this.opts.onOutput(fd, line);
+  }
+
+  flushOutput() {
+    for (const fd of [1, 2]) {
+      if (this.output[fd]) this.opts.onOutput(fd, this.output[fd]);
+      this.output[fd] = "";
+    }
+  }
+
+  // copyOut hands bytes to the guest as cpp-host's copyToPointerSize
+  // does: memory from proxy_on_memory_allocate (under its allow-list),
+  // its address at ptrPtr and the size at sizePtr; nothing for no bytes.
+  copyOut(bytes, ptrPtr, sizePtr) {
+    let addr = 0;
+    if (bytes.length > 0) {
+      addr = this.restricted(ALLOCATE_ALLOWED, () => this.call("proxy_on_memory_allocate", this.current, bytes.length)) >>> 0;
+      if (addr === 0) return false;
+      this.write(addr, bytes);
+    }
+    this.setU32(ptrPtr, addr);
+    this.setU32(sizePtr, bytes.length);
+    return true;
+  }
+
+  // Memory access; the views are made on each call because memory.grow
+  // detaches the old buffer.
+  bytes() {
+    return new Uint8Array(this.memory.buffer);
+  }
+
+  read(ptr, len) {
+    ptr >>>= 0;
+    len >>>= 0;
+    if (ptr + len > this.memory.buffer.byteLength) throw this.fail(`guest pointer out of bounds: ${ptr}+${len}`);
+    return Buffer.from(this.bytes().slice(ptr, ptr + len));
+  }
+
+  readString(ptr, len) {
+    return this.read(ptr, len).toString();
+  }
+
+  write(ptr, data) {
+    this.bytes().set(data, ptr >>> 0);
+  }
+
+  u32(ptr) {
+    return new DataView(this.memory.buffer).getUint32(ptr >>> 0, true);
+  }
+
+  setU32(ptr, v) {
+    new DataView(this.memory.buffer).setUint32(ptr >>> 0, v >>> 0, true);
+  }
+
+  setU64(ptr, v) {
+    new DataView(this.memory.buffer).setBigUint64(ptr >>> 0, BigInt.asUintN(64, BigInt(v)), true);
+  }
+}
+
+function pick(fns, names) {
+  const out = {};
+  for (const n of names) {
+    if (!fns[n]) throw new Error(`host bug: no implementation for ${n}`);
+    out[n] = fns[n];
+  }
+  return out;
+}
