@@ -166,6 +166,12 @@ func TestEnvoyBootstrap(t *testing.T) {
 		t.Errorf("admin on port %d, want 9901", a.GetPortValue())
 	}
 	hcm := httpConnectionManager(t, b)
+	// Otherwise Envoy takes source.address (client_ip) from the last
+	// X-Forwarded-For entry, which any client can send.
+	if !hcm.GetUseRemoteAddress().GetValue() || hcm.GetSkipXffAppend() || len(hcm.GetOriginalIpDetectionExtensions()) > 0 {
+		t.Errorf("use_remote_address %v, skip_xff_append %v, original_ip_detection_extensions %d: want true, false, none",
+			hcm.GetUseRemoteAddress().GetValue(), hcm.GetSkipXffAppend(), len(hcm.GetOriginalIpDetectionExtensions()))
+	}
 	vhosts := hcm.GetRouteConfig().GetVirtualHosts()
 	if len(vhosts) != 1 || len(vhosts[0].GetRoutes()) != 1 || vhosts[0].GetDomains()[0] != "*" {
 		t.Fatalf("want one virtual host for * with one route, got %v", vhosts)

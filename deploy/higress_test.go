@@ -81,8 +81,8 @@ func higressPlugin(t *testing.T, file string) (higressWasmPlugin, *filter.Config
 	if u, err := url.Parse(wp.URL); err != nil || !slices.Contains([]string{"oci", "file", "http", "https"}, u.Scheme) {
 		t.Errorf("%s: url %q: want oci://, file:// or http(s)://", file, wp.URL)
 	}
-	if len(wp.MatchRules) != 0 || len(wp.PluginConfig) != 0 || (wp.DefaultConfigDisable != nil && *wp.DefaultConfigDisable) {
-		t.Errorf("%s: the configuration belongs in defaultConfig, enabled", file)
+	if (len(wp.MatchRules) != 0) != (file == HigressMatchRulesWasmPlugin) || len(wp.PluginConfig) != 0 || (wp.DefaultConfigDisable != nil && *wp.DefaultConfigDisable) {
+		t.Errorf("%s: the configuration belongs in defaultConfig, enabled (and matchRules only in %s)", file, HigressMatchRulesWasmPlugin)
 	}
 	cfg := parsePluginConfig(t, file, pluginConfigOf(t, file))
 	if cfg.Redis.Transport != filter.TransportRedisABI {

@@ -112,6 +112,7 @@ func PluginConfigs(root string) ([]PluginConfig, error) {
 		{IstioWasmPlugin, "pluginConfig"},
 		{HigressWasmPlugin, "defaultConfig"},
 		{ComposeHigressWasmPlugin, "defaultConfig"},
+		{HigressMatchRulesWasmPlugin, "matchRules"}, // as Higress converts it
 	} {
 		found := 0
 		docs, err := ReadYAML(filepath.Join(root, f.file))
@@ -129,6 +130,12 @@ func PluginConfigs(root string) ([]PluginConfig, error) {
 				return nil, fmt.Errorf("%s: %w", f.file, err)
 			}
 			if c, ok := spec.Spec[f.field]; ok {
+				if f.field == "matchRules" {
+					b, _ := json.Marshal(spec.Spec)
+					if c, err = HigressPluginConfig(b); err != nil {
+						return nil, fmt.Errorf("%s: %w", f.file, err)
+					}
+				}
 				out = append(out, PluginConfig{File: f.file, JSON: c,
 					Where: fmt.Sprintf("WasmPlugin %s/%s: spec.%s", d.Namespace, d.Name, f.field)})
 				found++

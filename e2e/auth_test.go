@@ -56,13 +56,13 @@ func TestACLFailures(t *testing.T) {
 	srv := aclServer(t)
 	for _, tc := range []struct {
 		name, username, password string
-		hostLog                  string // in the host's log, when the host fails the call
-		guestLog                 string // in the filter's log, when Redis replied with an error
+		guestLog                 string // in the filter's log: Redis's error reply
 	}{
-		{"wrong password", "ratelimit", "wrong",
-			`redis AUTH as user "ratelimit" on ` + srv.Addr + ` failed: server replied "-WRONGPASS invalid username-password pair or user is disabled."`, ""},
-		{"no EVALSHA permission", "noscript", "pw", "", "NOPERM this user has no permissions to run the 'evalsha' command"},
-		{"no credentials", "", "", "", "NOAUTH Authentication required."},
+		// Higress throws the AUTH reply (-WRONGPASS) away; the calls get
+		// -NOAUTH.
+		{"wrong password", "ratelimit", "wrong", "NOAUTH Authentication required."},
+		{"no EVALSHA permission", "noscript", "pw", "NOPERM this user has no permissions to run the 'evalsha' command"},
+		{"no credentials", "", "", "NOAUTH Authentication required."},
 	} {
 		for _, mode := range []string{"allow", "deny"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
@@ -81,10 +81,7 @@ func TestACLFailures(t *testing.T) {
 				if e, f := tg.metric("ratelimit.redis.errors"), tg.metric(counted); e != n || f != n {
 					t.Fatalf("%d redis errors, %d %s; want %d each", e, f, counted, n)
 				}
-				if tc.hostLog != "" && !hostLogged(tg.h, tc.hostLog) {
-					t.Fatalf("the host did not log %q", tc.hostLog)
-				}
-				if logs := strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"); tc.guestLog != "" && !strings.Contains(logs, tc.guestLog) {
+				if logs := strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"); !strings.Contains(logs, tc.guestLog) {
 					t.Fatalf("the filter did not log %q: %q", tc.guestLog, logs)
 				}
 				if tg.h.Traps() != 0 {
@@ -93,15 +90,4 @@ func TestACLFailures(t *testing.T) {
 			})
 		}
 	}
-}
-
-// hostLogged reports whether the host itself logged a warning containing
-// substr.
-func hostLogged(h *host.Host, substr string) bool {
-	for _, e := range h.Logs() {
-		if e.Source == host.SourceHost && e.Level >= host.LogWarn && strings.Contains(e.Message, substr) {
-			return true
-		}
-	}
-	return false
 }

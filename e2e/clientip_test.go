@@ -158,11 +158,10 @@ func clientIPKeys(t *testing.T, prefix string) []string {
 	var ips []string
 	for _, k := range keys {
 		m := keyShape.FindStringSubmatch(k)
-		ip, ok := strings.CutPrefix(m[2], "per-ip|")
-		if m == nil || !ok {
+		if m == nil || !strings.HasPrefix(m[2], "per-ip|") {
 			t.Fatalf("unexpected key %q", k)
 		}
-		ips = append(ips, ip)
+		ips = append(ips, strings.TrimPrefix(m[2], "per-ip|"))
 	}
 	slices.Sort(ips)
 	return slices.Compact(ips)

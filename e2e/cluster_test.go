@@ -48,7 +48,7 @@ func clusterConfig(prefix string, clusterMode bool, failureMode string) string {
 // the host over the cluster's nodes.
 func startCluster(t *testing.T, config string, c *redistest.Cluster) *wasmTarget {
 	return startHost(t, host.Config{Module: module, PluginConfig: []byte(config),
-		RedisClusterNodes: map[string][]string{"redis": c.Addrs()}}).(*wasmTarget)
+		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}}).(*wasmTarget)
 }
 
 // portableOutcome is what of an outcome must not depend on where Redis runs: all

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -79,7 +80,13 @@ func TestHostileInput(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	p := newRESPProxy(t, server.Addr)
 	p.recordScripts()
-	tg := startWasm(t, hostileConfig(prefix), p.addr).(*wasmTarget)
+	// The proxy appends its peer to X-Forwarded-For, as envoy.yaml and the
+	// Istio and Higress gateways do (use_remote_address); the peer is
+	// 127.0.0.2, which Envoy appends as it is (it appends its own address
+	// for 127.0.0.1 only).
+	tg := startHost(t, host.Config{Module: module, PluginConfig: []byte(hostileConfig(prefix)),
+		RedisClusters: map[string]string{"redis": p.addr}, UseRemoteAddress: true}).(*wasmTarget)
+	client := clientFrom(t, "127.0.0.2")
 	sent := 0
 	send := func(path string, h http.Header) int {
 		t.Helper()
@@ -88,7 +95,7 @@ func TestHostileInput(t *testing.T) {
 			t.Fatal(err)
 		}
 		req.Header = h
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := client.Do(req)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
@@ -126,8 +133,9 @@ func TestHostileInput(t *testing.T) {
 		want(send("/c", http.Header{"Cookie": {"s=" + v}}), 200, fmt.Sprintf("cookie %q", v))
 	}
 
-	// X-Forwarded-For with 2 trusted hops: the 2nd address from the right,
-	// else the peer (127.0.0.1). Prepending, mapping to IPv6 or repeating
+	// X-Forwarded-For with 2 trusted hops: the 2nd address from the right
+	// of what the client sent (the 3rd once the proxy appended the peer),
+	// else the peer (127.0.0.2). Prepending, mapping to IPv6 or repeating
 	// the header cannot move a client to a fresh key.
 	spoofed := strings.Repeat("6.6.6.6, ", 50)
 	for i, c := range []struct {
@@ -179,7 +187,7 @@ func TestHostileInput(t *testing.T) {
 			t.Fatalf("rule %s: %d distinct keys for %d distinct inputs", rule, len(tags[rule]), n)
 		}
 	}
-	wantIPs := map[string]bool{"198.51.100.1": true, "127.0.0.1": true, "2001%3Adb8%3A%3A1": true, "10.0.0.98": true}
+	wantIPs := map[string]bool{"198.51.100.1": true, "127.0.0.2": true, "2001%3Adb8%3A%3A1": true, "10.0.0.98": true}
 	if len(tags["ip"]) != len(wantIPs) {
 		t.Fatalf("client_ip keys %v, want %v", tags["ip"], wantIPs)
 	}

@@ -85,6 +85,9 @@ type RedisConfig struct {
 	// ClusterMode sends one call per hash tag, for Redis Cluster behind the
 	// proxy; otherwise a request's limits go in one call (default false).
 	ClusterMode bool
+	// FlushTimeout is how long Higress's client may hold a call in its
+	// write buffer (redis_abi; see InitCluster): default 0.
+	FlushTimeout time.Duration
 }
 
 // HeaderStyle chooses the rate-limit response headers.
@@ -332,7 +335,8 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 	if !v.Exists() {
 		return r, errAt(path, "required")
 	}
-	o, err := fields(v, path, "transport", "cluster", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path")
+	o, err := fields(v, path, "transport", "cluster", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path",
+		"buffer_flush_timeout")
 	if err != nil {
 		return r, err
 	}
@@ -361,8 +365,8 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 	if r.Timeout, err = duration(o["timeout"], path+".timeout", 200*time.Millisecond); err != nil {
 		return r, err
 	}
-	if r.Timeout > time.Minute {
-		return r, errAt(path+".timeout", "must be <= 1m")
+	if r.Timeout < time.Millisecond || r.Timeout > time.Minute {
+		return r, errAt(path+".timeout", "must be >= 1ms and <= 1m")
 	}
 	db, err := integer(o["database"], path+".database", 0, 0, 1<<16)
 	if err != nil {
@@ -376,6 +380,9 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 		return r, errAt(path+".key_prefix", "must be at most 64 bytes without { or }")
 	}
 	if r.ClusterMode, err = boolean(o["cluster_mode"], path+".cluster_mode", false); err != nil {
+		return r, err
+	}
+	if err := parseRedisABI(&r, o, path); err != nil {
 		return r, err
 	}
 	return r, parseWebdis(&r, o, path)

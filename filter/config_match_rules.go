@@ -39,7 +39,8 @@ var matchKeys = []string{matchRoute, matchRoutePrefix, matchConsumer, matchDomai
 // would silently ignore a list.
 type MatchRule struct {
 	// Routes are route names (the route_name property), matched exactly.
-	// A Higress Ingress's route is "<namespace>/<name>".
+	// Higress names an Ingress's routes "<namespace>/<name>", or "<name>"
+	// in its own namespace.
 	Routes []string
 	// RoutePrefixes match the start of the route name.
 	RoutePrefixes []string

@@ -25,7 +25,9 @@ func newDenyCache(max int) *denyCache {
 	if max <= 0 {
 		return nil
 	}
-	return &denyCache{max: max, entries: make(map[string]denyEntry, max)}
+	// The map grows with use: sized for max at once, it would take about
+	// 2 MiB per configuration (each _rules_ entry has one) in every VM.
+	return &denyCache{max: max, entries: map[string]denyEntry{}}
 }
 
 // lookup returns the cached denial of key for a request of cost at now.

@@ -24,10 +24,17 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		if len(c.Rules) == 0 || c.Redis.Cluster == "" || strings.ContainsAny(c.Redis.Prefix, "{}") {
+		if len(c.Rules)+len(c.MatchRules) == 0 || c.Redis.Cluster == "" || strings.ContainsAny(c.Redis.Prefix, "{}") {
 			t.Fatalf("accepted a config that limits nothing or breaks keys: %+v", c)
 		}
-		for _, r := range c.Rules {
+		rules := c.Rules
+		for _, mr := range c.MatchRules {
+			if len(mr.Config.Rules) == 0 || mr.Config.Redis != c.Redis || len(mr.Routes)+len(mr.Domains)+len(mr.Services)+len(mr.RoutePrefixes) == 0 {
+				t.Fatalf("bad _rules_ entry accepted: %+v", mr)
+			}
+			rules = append(rules, mr.Config.Rules...)
+		}
+		for _, r := range rules {
 			if !validName(r.Name) || len(r.Key) == 0 || len(r.Limits) == 0 {
 				t.Fatalf("bad rule accepted: %+v", r)
 			}

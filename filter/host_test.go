@@ -57,6 +57,9 @@ func newFakeHost(t *testing.T, config string) *fakeHost {
 		t.Fatal(err)
 	}
 	cfg.Redis.Prefix = redistest.Prefix(t)
+	for i := range cfg.MatchRules {
+		cfg.MatchRules[i].Config.Redis.Prefix = cfg.Redis.Prefix
+	}
 	c, err := net.Dial("tcp", server.Addr)
 	if err != nil {
 		t.Fatal(err)

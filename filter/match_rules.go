@@ -18,16 +18,18 @@ func (p *Plugin) addMatchRules() {
 		mr := &p.cfg.MatchRules[i]
 		child := NewPlugin(mr.Config, p.host)
 		child.pending = p.pending
+		child.link = p.link // one Redis client in the proxy
 		p.routed = append(p.routed, routed{mr, child})
 	}
 }
 
-// routeInfo holds the stream properties the matchers read, each read from
-// the host at most once per request, and only when an entry needs it.
+// routeInfo holds what the matchers read of a request: the stream
+// properties, each read from the host at most once per request and only
+// when an entry needs it, and the host.
 type routeInfo struct {
-	r              *request
-	route, cluster string
-	read           uint8 // bits: 1 route read, 2 cluster read
+	r                    *request
+	route, cluster, host string
+	read                 uint8 // bits: 1 route, 2 cluster, 4 host read
 }
 
 func (ri *routeInfo) routeName() string {
@@ -35,6 +37,13 @@ func (ri *routeInfo) routeName() string {
 		ri.route, ri.read = ri.r.source.Property("route_name"), ri.read|1
 	}
 	return ri.route
+}
+
+func (ri *routeInfo) hostName() string {
+	if ri.read&4 == 0 {
+		ri.host, ri.read = ri.r.host(), ri.read|4
+	}
+	return ri.host
 }
 
 func (ri *routeInfo) clusterName() string {
@@ -64,7 +73,7 @@ func (m *MatchRule) matches(ri *routeInfo) bool {
 	case len(m.Routes) > 0:
 		return contains(m.Routes, ri.routeName()) && (len(m.Services) == 0 || serviceMatches(m.Services, ri.clusterName()))
 	case len(m.Domains) > 0:
-		return domainMatches(m.Domains, ri.r.host())
+		return domainMatches(m.Domains, ri.hostName())
 	case len(m.Services) > 0:
 		return serviceMatches(m.Services, ri.clusterName())
 	}

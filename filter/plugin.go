@@ -22,6 +22,7 @@ type Plugin struct {
 	errLog  throttledLog
 	breaker breaker
 	denied  *denyCache // nil when disabled
+	link    *redisLink // shared with the _rules_ entries' Plugins
 	// routed are the _rules_ entries, each with its own Plugin.
 	routed []routed
 
@@ -38,6 +39,11 @@ type Plugin struct {
 type breaker struct {
 	failures  int
 	openUntil time.Time
+	// epoch counts the failures counted so far. A call remembers it when
+	// sent, and its failure counts only if no other failure was counted
+	// since: the calls one Redis timeout fails at once (Higress's client
+	// fails every pending call of a connection together) count once.
+	epoch uint64
 }
 
 // NewPlugin returns a Plugin for a parsed configuration.
@@ -50,6 +56,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 		p.webdis = &webdisCalls{headers: webdisHeaders(&cfg.Redis)}
 	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
+	p.link = newRedisLink(cfg, host, p.send)
 	p.denied = newDenyCache(cfg.DenyCacheKeys)
 	for _, r := range cfg.Rules {
 		var policy []string
@@ -87,6 +94,12 @@ func (p *Plugin) dispatch(c *call) {
 		c.stream.callDone(c, errBreakerOpen)
 		return
 	}
+	if !p.link.usable(c.sentAt) {
+		p.link.uninitialized.Increment(1)
+		c.stream.callDone(c, errRedisUninitialized)
+		return
+	}
+	c.epoch = p.breaker.epoch
 	id, err := p.send(c.command())
 	if err != nil {
 		p.fail(c, fmt.Errorf("dispatch: %w", err))
@@ -102,6 +115,10 @@ var errBreakerOpen = errors.New("circuit breaker open")
 // OnRedisReply delivers the reply to a callout. ok is false on a network
 // error or timeout, when reply is empty.
 func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
+	if p.link.isAuthReply(calloutID) {
+		p.link.onAuthReply(ok, reply)
+		return
+	}
 	c := p.pending[calloutID]
 	if c == nil {
 		return // the stream ended, or the sweep failed the call already
@@ -135,6 +152,7 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 		return
 	}
 	if err != nil {
+		p.link.onErrorReply(err, c.stream.now)
 		p.fail(c, err)
 		return
 	}
@@ -147,12 +165,18 @@ func isNoScript(err error) bool {
 	return errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT"
 }
 
-// fail records a failed call, opening the breaker after enough in a row.
+// fail records a failed call, opening the breaker after enough failures in
+// a row; calls that were in flight together count as one (breaker.epoch).
 func (p *Plugin) fail(c *call, err error) {
 	p.metrics.redisErrors.Increment(1)
 	p.errLog.log(LogWarn, "ratelimit: redis: "+err.Error())
 	b, cfg := &p.breaker, p.cfg.Breaker
+	if c.epoch != b.epoch {
+		c.stream.callDone(c, err) // failed with calls already counted
+		return
+	}
 	b.failures++
+	b.epoch++
 	if cfg.Failures > 0 && b.failures >= cfg.Failures {
 		b.openUntil = c.stream.clock().Add(cfg.Backoff)
 		p.metrics.opened.Increment(1)
@@ -165,6 +189,7 @@ func (p *Plugin) fail(c *call, err error) {
 // host never answers; a stream is never left paused.
 func (p *Plugin) OnTick() {
 	now := p.host.Now()
+	p.link.onTick(now)
 	for _, c := range p.pending {
 		c.stream.now = now
 		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {

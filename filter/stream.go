@@ -51,6 +51,7 @@ type call struct {
 	calloutID uint32
 	inFlight  bool
 	sentAt    time.Time
+	epoch     uint64 // the breaker's epoch when sent
 	decision  algorithms.Decision
 	err       error
 }

@@ -5,7 +5,6 @@
 package proxyhost
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -32,15 +31,17 @@ type pluginContext struct {
 	types.DefaultPluginContext
 	id       uint32
 	plugin   *filter.Plugin
-	cluster  string
+	cluster  string             // the Redis cluster with its options
+	redis    filter.RedisConfig // for proxy_redis_init
 	counters map[string]proxywasm.MetricCounter
 	// gone are streams whose context the proxy deleted, to release after
 	// the callback that found out.
 	gone []*httpContext
 }
 
-// OnPluginStart parses the configuration and connects the Redis cluster. A
-// bad configuration fails the plugin start, with the reason in the log.
+// OnPluginStart parses the configuration and initialises the Redis cluster.
+// A bad configuration fails the plugin start, with the reason in the log;
+// a failed proxy_redis_init does not (filter.RedisInitializer).
 func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 	data, err := proxywasm.GetPluginConfiguration()
 	if err != nil && err != types.ErrorStatusNotFound {
@@ -57,26 +58,20 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 			proxywasm.LogCritical("ratelimit: bad configuration: redis.transport: redis_abi needs the Higress build of this filter (ratelimit-higress.wasm); this module reaches Redis only through webdis")
 			return types.OnPluginStartStatusFailed
 		}
-		p.cluster = clusterWithOptions(cfg.Redis)
-		if err := redisInit(p.cluster, cfg.Redis.Username, cfg.Redis.Password, cfg.Redis.Timeout); err != nil {
-			proxywasm.LogCriticalf("ratelimit: redis init for cluster %q: %v", cfg.Redis.Cluster, err)
-			return types.OnPluginStartStatusFailed
-		}
+		p.cluster, p.redis = cfg.Redis.InitCluster(), cfg.Redis
 	}
 	p.plugin = filter.NewPlugin(cfg, p)
 	plugins[p.id] = p
+	p.plugin.Start()
 	if err := proxywasm.SetTickPeriodMilliSeconds(1000); err != nil {
 		proxywasm.LogWarnf("ratelimit: no tick, overdue calls rely on the host's timeout: %v", err)
 	}
 	return types.OnPluginStartStatusOK
 }
 
-// clusterWithOptions is the cluster name with Higress's option suffix.
-func clusterWithOptions(r filter.RedisConfig) string {
-	if r.Database == 0 {
-		return r.Cluster
-	}
-	return fmt.Sprintf("%s?db=%d", r.Cluster, r.Database)
+// InitRedis implements filter.RedisInitializer with proxy_redis_init.
+func (p *pluginContext) InitRedis() error {
+	return redisInit(p.cluster, p.redis.Username, p.redis.Password, p.redis.Timeout)
 }
 
 func (p *pluginContext) OnPluginDone() bool {

@@ -67,11 +67,7 @@ func judge(raw []byte) verdict {
 	dec.UseNumber()
 	_ = dec.Decode(&doc) // the schema side decoded it, so it is JSON
 	for i := range exceptions {
-		e := &exceptions[i]
-		if e.parserAccepts != (perr == nil) || !e.applies(raw, doc) {
-			continue
-		}
-		if perr == nil || e.message.MatchString(perr.Error()) {
+		if e := &exceptions[i]; e.explains(raw, doc, perr) {
 			v.exception = e
 			return v
 		}

@@ -238,14 +238,24 @@ var exceptions = []exception{
 		example: exampleConfig("", `[{"algorithm":"sliding_log","limit":5,"window":"999ns"}]`, ""),
 	},
 	{
-		name:    "timeout-above-1m",
-		why:     "comparing a duration string with 1m across units (\"61s\", \"60001ms\") is arithmetic",
-		message: regexp.MustCompile(`^redis\.timeout: must be <= 1m$`),
+		name:    "timeout-out-of-range",
+		why:     "comparing a duration string with 1ms and 1m across units (\"999us\", \"61s\", \"60001ms\") is arithmetic",
+		message: regexp.MustCompile(`^redis\.timeout: must be >= 1ms and <= 1m$`),
 		applies: func(_ []byte, doc map[string]any) bool {
 			d, ok := duration(field(doc, "redis", "timeout"))
-			return ok && d > time.Minute
+			return ok && (d > time.Minute || d < time.Millisecond)
 		},
 		example: exampleConfig(`{"cluster":"redis","timeout":"61s"}`, oneLog, ""),
+	},
+	{
+		name:    "buffer-flush-timeout-whole-ms",
+		why:     "whole milliseconds up to 1s, across units (\"1500us\", \"2s\"), is arithmetic on a duration string",
+		message: regexp.MustCompile(`^redis\.buffer_flush_timeout: must be whole milliseconds, at most 1s$`),
+		applies: func(_ []byte, doc map[string]any) bool {
+			d, ok := duration(field(doc, "redis", "buffer_flush_timeout"))
+			return ok && (d%time.Millisecond != 0 || d > time.Second)
+		},
+		example: exampleConfig(`{"cluster":"redis","buffer_flush_timeout":"1500us"}`, oneLog, ""),
 	},
 	{
 		name:    "backoff-above-10m",
@@ -308,15 +318,15 @@ var exceptions = []exception{
 		example: `{"redis":{"cluster":"redis"},"rules":[{"name":"r","match":{"methods":["G\u00e9T"]},"key":[{"source":"client_ip"}],"limits":` + oneLog + `}]}`,
 	},
 	{
-		name:          "negative-zero-timeout",
-		why:           "the schema refuses every negative duration; the parser reads \"-0s\" as 0, which a timeout may be",
+		name:          "negative-zero-buffer-flush-timeout",
+		why:           "the schema refuses every negative duration; the parser reads \"-0s\" as 0, which a buffer_flush_timeout may be",
 		parserAccepts: true,
 		applies: func(_ []byte, doc map[string]any) bool {
-			s, ok := field(doc, "redis", "timeout").(string)
+			s, ok := field(doc, "redis", "buffer_flush_timeout").(string)
 			d, err := time.ParseDuration(s)
 			return ok && strings.HasPrefix(s, "-") && err == nil && d == 0
 		},
-		example: exampleConfig(`{"cluster":"redis","timeout":"-0s"}`, oneLog, ""),
+		example: exampleConfig(`{"cluster":"redis","buffer_flush_timeout":"-0s"}`, oneLog, ""),
 	},
 }
 

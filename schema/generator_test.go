@@ -26,6 +26,8 @@ func kindOf(path []string) string {
 	switch {
 	case n == 0:
 		return "root"
+	case n >= 2 && path[0] == "_rules_":
+		return entryKind(path[2:])
 	case n == 1 && path[0] == "redis":
 		return "redis"
 	case n == 1 && path[0] == "circuit_breaker":

@@ -90,6 +90,14 @@ type Config struct {
 	PauseTimeout time.Duration
 	// MaxBodyBytes bounds request and response bodies. Default 1 MiB.
 	MaxBodyBytes int64
+	// Env is the guest's environment (vm_config.environment_variables),
+	// e.g. {"GOGC": "10"} for a Go guest.
+	Env map[string]string
+	// CppHost is the proxy-wasm-cpp-host modelled: its WASI functions and
+	// poll_oneoff, and what _initialize and the allocator may call
+	// (wasi.go, restricted.go). Default CppHostBefore94091cd, as in
+	// Envoy 1.33 to 1.38.
+	CppHost CppHost
 	// DeferredLog calls proxy_on_log after proxy_on_delete, as Envoy can
 	// with HTTP/3's deferred access logging: a guest then never sees the
 	// end of its streams through proxy_on_log (the Go SDK drops it).
@@ -114,6 +122,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.PauseTimeout <= 0 {
 		c.PauseTimeout = 30 * time.Second
+	}
+	if c.CppHost != CppHostBefore94091cd && c.CppHost != CppHost94091cd {
+		return fmt.Errorf("host: unknown Config.CppHost %d", c.CppHost)
 	}
 	return nil
 }
@@ -174,6 +185,7 @@ type Host struct {
 	queues     sharedQueues
 	stuck      atomic.Int64
 	traps      atomic.Int64
+	wasiStats  wasiStats
 	logMu      sync.Mutex
 	logs       []LogEntry
 	logDropped int
@@ -187,8 +199,9 @@ type Host struct {
 	closeErr  error
 }
 
-// Start starts cfg.Workers VMs, runs the plugin's start callbacks in each
-// and serves HTTP. ctx bounds the start only; the Host runs until Close. If a VM or the plugin fails to start, Start returns an
+// Start runs the plugin's start callbacks on a throwaway canary VM, as
+// Envoy does (canary.go), then starts cfg.Workers VMs, runs the start
+// callbacks in each and serves HTTP. ctx bounds the start only; the Host runs until Close. If a VM or the plugin fails to start, Start returns an
 // error that includes the guest's error log lines, e.g.
 // "host: vm 0: plugin start failed: <message>".
 func Start(ctx context.Context, cfg Config) (*Host, error) {
@@ -204,6 +217,10 @@ func Start(ctx context.Context, cfg Config) (*Host, error) {
 		return nil, err
 	}
 	mark := h.logCount()
+	if err := h.runCanary(ctx); err != nil {
+		h.Close()
+		return nil, h.startError(CanaryVM, err, mark)
+	}
 	errs := make([]error, cfg.Workers)
 	var wg sync.WaitGroup
 	for i := 0; i < cfg.Workers; i++ {
@@ -252,6 +269,9 @@ func (h *Host) startError(i int, err error, mark int) error {
 		}
 		detail = prefix + ": " + strings.Join(lines, "; ")
 	}
+	if i == CanaryVM {
+		return fmt.Errorf("host: canary vm: %s", detail)
+	}
 	return fmt.Errorf("host: vm %d: %s", i, detail)
 }
 
@@ -271,23 +291,8 @@ func (h *Host) Close() error {
 			h.ln.Close()
 		}
 		for _, v := range h.vms {
-			done := make(chan struct{})
-			if v.post(func() { v.close(); close(done) }) {
-				select {
-				case <-done:
-				case <-v.loopDone:
-				case <-time.After(5 * time.Second):
-					h.hostLog(v.index, LogError, "vm did not shut down in 5s; aborting it")
-				}
-			}
-			v.tasks.shut()
-			v.cancel()
-			<-v.loopDone
-			v.callouts.Wait()
-			if v.mod != nil {
-				if err := v.mod.Close(context.Background()); err != nil && h.closeErr == nil {
-					h.closeErr = err
-				}
+			if err := v.shutdown(true); err != nil && h.closeErr == nil {
+				h.closeErr = err
 			}
 		}
 		h.stopClusterProxies()

@@ -158,7 +158,9 @@ func TestStreamLeftPausedIsReported(t *testing.T) {
 func TestGuestTrapFailsTheVM(t *testing.T) {
 	t.Parallel()
 	up := newUpstream(t)
-	h := start(t, host.Config{Module: module(t, "probe"), Upstream: up.URL, Workers: 1})
+	// After 94091cd, where the runtime can print the panic (see
+	// TestGoPanicMessageLostBefore94091cd).
+	h := start(t, host.Config{Module: module(t, "probe"), Upstream: up.URL, Workers: 1, CppHost: host.CppHost94091cd})
 
 	r := do(t, "GET", h.URL()+"/", "", map[string]string{"x-probe-mode": "trap"})
 	if r.status != 500 || !strings.Contains(r.body, "host: wasm vm failed") {

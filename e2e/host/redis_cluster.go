@@ -116,7 +116,7 @@ type redisCluster struct {
 	seeds   []string
 	timeout time.Duration
 	stats   *clusterCounters
-	logf  func(format string, args ...any)
+	logf    func(format string, args ...any)
 
 	loadMu sync.Mutex // one slot map load at a time
 

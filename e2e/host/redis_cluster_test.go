@@ -12,14 +12,14 @@ import (
 )
 
 // startClusterProbe starts a one-VM host running the probe, with Redis
-// cluster "redis" routed over the cluster nodes seeds.
+// cluster "redis" behind the host's cluster proxy over the nodes seeds.
 func startClusterProbe(t *testing.T, seeds ...string) *host.Host {
 	t.Helper()
 	return start(t, host.Config{
 		Module:            module(t, "probe"),
 		Upstream:          newUpstream(t).URL,
 		Workers:           1,
-		RedisClusterNodes: map[string][]string{"redis": seeds},
+		RedisClusterProxy: map[string][]string{"redis": seeds},
 		PluginConfig:      probeConfig(t, map[string]any{"redis_cluster": "redis", "redis_timeout_ms": 1000}),
 	})
 }
@@ -149,11 +149,10 @@ func TestRedisClusterRouting(t *testing.T) {
 		}
 	})
 
-	t.Run("no reachable seed fails the call", func(t *testing.T) {
+	t.Run("no reachable seed: the proxy answers an error", func(t *testing.T) {
 		h := startClusterProbe(t, freeAddr(t))
-		r := do(t, "GET", h.URL()+"/", "", map[string]string{"x-redis": "GET k"})
-		if r.status != 503 || r.header.Get("X-Redis-Status") != "1" {
-			t.Fatalf("got %d, status %q; want 503 from a network error (status 1)", r.status, r.header.Get("X-Redis-Status"))
+		if got := redisReply(t, h, " ", "GET k"); got != "-no upstream host\r\n" {
+			t.Fatalf("reply %q; want redis_proxy's -no upstream host", got)
 		}
 		if !hasLog(h, "redis cluster redis: no slot map") {
 			t.Fatal("no host log line about the missing slot map")
@@ -174,9 +173,9 @@ func TestRedisClusterConfigErrors(t *testing.T) {
 		cfg  host.Config
 		want string
 	}{
-		{host.Config{RedisClusters: map[string]string{"r": "127.0.0.1:1"}, RedisClusterNodes: map[string][]string{"r": {"127.0.0.1:2"}}},
-			`host: Redis cluster "r" is in both RedisClusters and RedisClusterNodes`},
-		{host.Config{RedisClusterNodes: map[string][]string{"r": nil}}, `host: RedisClusterNodes["r"] has no seed nodes`},
+		{host.Config{RedisClusters: map[string]string{"r": "127.0.0.1:1"}, RedisClusterProxy: map[string][]string{"r": {"127.0.0.1:2"}}},
+			`host: Redis cluster "r" is in both RedisClusters and RedisClusterProxy`},
+		{host.Config{RedisClusterProxy: map[string][]string{"r": nil}}, `host: RedisClusterProxy["r"] has no seed nodes`},
 	} {
 		tc.cfg.Module, tc.cfg.Upstream = module(t, "noop"), "http://127.0.0.1:1"
 		if h, err := host.Start(context.Background(), tc.cfg); err == nil || err.Error() != tc.want {

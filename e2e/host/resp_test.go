@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestRespFrameLen(t *testing.T) {
@@ -112,21 +113,24 @@ func TestRespCommand(t *testing.T) {
 	}
 }
 
+// Options are read as Higress reads them: the name before "?", db as
+// written (SELECT gets it verbatim), the buffer options by std::stoul
+// (leading digits, else the default).
 func TestParseRedisCluster(t *testing.T) {
 	for _, tc := range []struct {
-		in, name string
-		db       int
-		ok       bool
+		in, name, db string
+		flush        time.Duration
+		maxBuf       int
 	}{
-		{"redis", "redis", 0, true},
-		{"outbound|6379||redis.static?db=2&buffer_flush_timeout=3", "outbound|6379||redis.static", 2, true},
-		{"r?max_buffer_size_before_flush=1024", "r", 0, true},
-		{"r?db=x", "", 0, false},
-		{"r?db=-1", "", 0, false},
+		{"redis", "redis", "", 3 * time.Millisecond, 1024},
+		{"outbound|6379||redis.static?db=2&buffer_flush_timeout=0", "outbound|6379||redis.static", "2", 0, 1024},
+		{"r?max_buffer_size_before_flush=0&buffer_flush_timeout=7ms", "r", "", 7 * time.Millisecond, 0},
+		{"r?db=x&buffer_flush_timeout=x&max_buffer_size_before_flush=-1", "r", "x", 3 * time.Millisecond, 1024},
+		{"r?buffer_flush_timeout=1&buffer_flush_timeout=9", "r", "", time.Millisecond, 1024},
 	} {
-		name, db, err := parseRedisCluster(tc.in)
-		if (err == nil) != tc.ok || name != tc.name || db != tc.db {
-			t.Errorf("parseRedisCluster(%q) = %q, %d, %v", tc.in, name, db, err)
+		name, cfg := parseRedisCluster(tc.in)
+		if name != tc.name || cfg.params["db"] != tc.db || cfg.flushTimeout != tc.flush || cfg.maxBuffer != tc.maxBuf {
+			t.Errorf("parseRedisCluster(%q) = %q, %+v", tc.in, name, cfg)
 		}
 	}
 }

@@ -17,7 +17,10 @@ var (
 // run under the same restriction) may call.
 func initAllowed(c CppHost) map[string]bool { return initAllowedSets[c] }
 
-func buildMallocAllowed(c CppHost) map[string]bool { return mallocAllowedSets[c] }
+// mallocAllowed are the functions proxy_on_memory_allocate may call. Before
+// 94091cd poll_oneoff is not among them: a Go guest whose allocation
+// starts a garbage collection that polls traps there.
+func mallocAllowed(c CppHost) map[string]bool { return mallocAllowedSets[c] }
 
 func buildInitAllowed(c CppHost) map[string]bool {
 	wasi := []string{"fd_write", "args_sizes_get", "args_get", "environ_sizes_get", "environ_get",
@@ -82,4 +85,29 @@ func (v *vm) checkRestricted(fullName string) {
 	if v.allowed != nil && !v.allowed[fullName] {
 		panic(&RestrictedCallError{Func: fullName, Phase: v.restrictedPhase})
 	}
+}
+
+// initialize runs the reactor's _initialize, then main(0, 0) or else
+// __main_void when exported, as WasmBase::startVm does, allowing only the
+// host calls initAllowed lists. A WASI command's _start is not run.
+func (v *vm) initialize() error {
+	init := v.mod.ExportedFunction("_initialize")
+	if init == nil {
+		return nil
+	}
+	v.restrict("_initialize", initAllowed(v.h.cfg.CppHost))
+	defer v.unrestrict()
+	if _, ok := v.call("_initialize", init, 0); !ok {
+		return v.failed
+	}
+	if f := v.mod.ExportedFunction("main"); f != nil {
+		if _, ok := v.call("main", f, 0, 0, 0); !ok {
+			return v.failed
+		}
+	} else if f := v.mod.ExportedFunction("__main_void"); f != nil {
+		if _, ok := v.call("__main_void", f, 0); !ok {
+			return v.failed
+		}
+	}
+	return nil
 }

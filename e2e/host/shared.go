@@ -42,7 +42,7 @@ func (d *sharedData) set(key string, value []byte, cas uint32) uint32 {
 }
 
 // sharedQueues implements the shared queue ABI simply: a queue is named by
-// (vm_id, name), the first VM that registers it owns it and is notified with
+// (vm_id, name), the last VM that registers it owns it and is notified with
 // proxy_on_queue_ready when an item is enqueued.
 type sharedQueues struct {
 	mu     sync.Mutex
@@ -65,6 +65,9 @@ func (q *sharedQueues) register(vmID, name string, owner *vm) uint32 {
 	}
 	key := [2]string{vmID, name}
 	if id, ok := q.byName[key]; ok {
+		// As in proxy-wasm-cpp-host (SharedQueue::registerQueue), the
+		// last VM to register a queue is the one notified.
+		q.queues[id].owner = owner
 		return id
 	}
 	q.nextID++

@@ -208,31 +208,6 @@ func (v *vm) start(ctx context.Context) error {
 	return nil
 }
 
-// initialize runs the reactor's _initialize, then main(0, 0) or else
-// __main_void when exported, as WasmBase::startVm does, allowing only the
-// host calls initAllowed lists. A WASI command's _start is not run.
-func (v *vm) initialize() error {
-	init := v.mod.ExportedFunction("_initialize")
-	if init == nil {
-		return nil
-	}
-	v.restrict("_initialize", initAllowed(v.h.cfg.CppHost))
-	defer v.unrestrict()
-	if _, ok := v.call("_initialize", init, 0); !ok {
-		return v.failed
-	}
-	if f := v.mod.ExportedFunction("main"); f != nil {
-		if _, ok := v.call("main", f, 0, 0, 0); !ok {
-			return v.failed
-		}
-	} else if f := v.mod.ExportedFunction("__main_void"); f != nil {
-		if _, ok := v.call("__main_void", f, 0); !ok {
-			return v.failed
-		}
-	}
-	return nil
-}
-
 var (
 	errVMStart     = errors.New("vm start failed: proxy_on_vm_start returned false")
 	errPluginStart = errors.New("plugin start failed: proxy_on_configure returned false")
@@ -263,6 +238,9 @@ func (v *vm) callOr(missing uint64, name string, fn api.Function, ctxID uint32, 
 	v.current, v.effective = savedCur, savedEff
 	if err != nil {
 		v.fail(fmt.Errorf("%s: %w", name, err))
+		return 0, false
+	}
+	if v.failed != nil { // a trap in a nested call (the allocator's, say)
 		return 0, false
 	}
 	if v.depth == 0 {
@@ -317,15 +295,21 @@ func (v *vm) activeStream() *stream { return v.streams[v.activeID()] }
 
 // close stops the plugin and the VM. It runs on the loop.
 func (v *vm) close() {
+	v.discard()
+	if v.mod != nil && v.failed == nil && v.rootID != 0 {
+		v.call("proxy_on_done", v.fn.done, v.rootID, uint64(v.rootID))
+	}
+}
+
+// discard stops the VM's ticks and Redis clients, without telling the
+// guest. It runs on the loop.
+func (v *vm) discard() {
 	if v.tickStop != nil {
 		close(v.tickStop)
 		v.tickStop = nil
 	}
 	for _, c := range v.redis {
 		c.close()
-	}
-	if v.mod != nil && v.failed == nil && v.rootID != 0 {
-		v.call("proxy_on_done", v.fn.done, v.rootID, uint64(v.rootID))
 	}
 }
 

@@ -132,10 +132,9 @@ export function httpCallout(addr, headers, body, timeoutMs, done) {
   };
   const routerReply = (status, text) =>
     finish({ headers: [[":status", String(status)], ["content-length", String(text.length)], ["content-type", "text/plain"]], body: Buffer.from(text) });
-  const req = http.request({
-    agent, host, port, method: get(":method"), path: get(":path"),
-    headers: [["host", get(":authority")], ...plain].flat(),
-  }, (res) => {
+  const outHeaders = { host: get(":authority") };
+  for (const [n, v] of plain) outHeaders[n] = n in outHeaders ? `${outHeaders[n]}, ${v}` : v;
+  const req = http.request({ agent, host, port, method: get(":method"), path: get(":path"), headers: outHeaders }, (res) => {
     const chunks = [];
     res.on("data", (c) => chunks.push(c));
     res.on("end", () => {

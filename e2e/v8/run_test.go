@@ -167,10 +167,15 @@ func runHost(t *testing.T, s spec) run {
 }
 
 // runtimeThrows returns the module's output lines that show a Go runtime
-// throw or panic, and the host's failure lines.
+// throw or panic, its logs at error level and above, and the host's
+// failure lines.
 func runtimeThrows(stderr string) []string {
 	var out []string
 	for _, line := range strings.Split(stderr, "\n") {
+		if strings.HasPrefix(line, "wasm log error:") || strings.HasPrefix(line, "wasm log critical:") {
+			out = append(out, line)
+			continue
+		}
 		guest, isGuest := strings.CutPrefix(line, "wasm fd2: ")
 		if !isGuest {
 			guest, isGuest = strings.CutPrefix(line, "wasm fd1: ")
@@ -187,7 +192,7 @@ func runtimeThrows(stderr string) []string {
 }
 
 // mustSucceed fails the test unless the run exited 0, started the plugin,
-// finished, showed no throw, and ran without Liftoff.
+// finished, showed no throw and logged no error, and ran without Liftoff.
 func mustSucceed(t *testing.T, r run) {
 	t.Helper()
 	if throws := runtimeThrows(r.stderr); len(throws) > 0 || r.err != nil {

@@ -33,7 +33,7 @@ export class VM {
     this.effective = 0; // set by proxy_set_effective_context, 0 if none
     this.rootID = 1;
     this.nextID = 2;
-    this.streams = new Map(); // id -> stream, see http.mjs
+    this.streams = new Map(); // id -> stream (see request in host.mjs)
     this.buffers = new Map(); // buffer type -> bytes, during the callback that owns them
     this.callResponse = null; // { headers, body } during proxy_on_http_call_response
     this.metrics = new Map(); // id -> { name, type, value }

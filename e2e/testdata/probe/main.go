@@ -30,6 +30,7 @@
 //	x-probe-mode: queue           enqueue the path on shared queue "probe_q"
 //	x-probe-mode: append-body     append "+probe" to the request body
 //	x-probe-mode: rewrite-body    replace the response body
+//	x-probe-mode: sleep | gc | timer-gc | rand-gc   Go runtime paths (runtime.go)
 //
 // It always adds x-probe-added to the request, removes x-probe-remove,
 // suffixes x-probe-replace, adds x-prop-* response headers with properties
@@ -38,10 +39,10 @@
 package main
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"time"
@@ -103,6 +104,7 @@ func (*pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 	ticks = proxywasm.DefineCounterMetric("probe_ticks")
 	paused = proxywasm.DefineGaugeMetric("probe_paused")
 	replySize = proxywasm.DefineHistogramMetric("probe_reply_bytes")
+	proxywasm.DefineCounterMetric("probe_configured").Increment(1) // once per VM, canary included
 	if cfg.RedisCluster != "" {
 		if st := redisInit(cfg.RedisCluster, cfg.RedisUser, cfg.RedisPassword, cfg.RedisTimeoutMs); st != 0 {
 			proxywasm.LogErrorf("redis init %s: status %d", cfg.RedisCluster, st)
@@ -120,6 +122,11 @@ func (*pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 }
 
 func (*pluginContext) OnTick() { ticks.Increment(1) }
+
+func (*pluginContext) OnPluginDone() bool {
+	proxywasm.LogInfo("probe plugin done")
+	return true
+}
 
 func (*pluginContext) OnQueueReady(id uint32) {
 	for {
@@ -152,9 +159,14 @@ func (c *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 	for _, p := range props {
 		c.extra = append(c.extra, [2]string{"x-prop-" + strings.ReplaceAll(p, ".", "-"), property(p)})
 	}
-	// The host must give the guest real clocks and randomness.
+	// The host must give the guest real clocks and randomness (math/rand
+	// is seeded by WASI random_get; crypto/rand would arm a timer, see
+	// runtime.go).
 	var nonce [8]byte
-	rand.Read(nonce[:])
+	binary.LittleEndian.PutUint64(nonce[:], rand.Uint64())
+	if runtimeModes[c.mode] {
+		c.extra = append(c.extra, [2]string{"x-probe-runtime", runtimeMode(c.mode)})
+	}
 	c.extra = append(c.extra,
 		[2]string{"x-probe-now", strconv.FormatInt(time.Now().UnixMilli(), 10)},
 		[2]string{"x-probe-nonce", hex.EncodeToString(nonce[:])})

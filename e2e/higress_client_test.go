@@ -1,0 +1,193 @@
+package e2e
+
+// Higress's Redis client as e2e/host models it (e2e/host/redis.go): an
+// init that fails until the cluster exists, AUTH and SELECT replies thrown
+// away, one timeout per pipelined connection, and no cluster routing. The
+// Higress build must limit once it can, recover from a lost
+// authentication, not let one slow call open its breaker, and say clearly
+// what is wrong with a raw Redis Cluster.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// startOneVM runs the Higress build on one VM, so that every call shares
+// one Redis connection.
+func startOneVM(t *testing.T, config string, redis map[string]string) *wasmTarget {
+	return &wasmTarget{h: startHostWith(t, host.Config{Module: module, PluginConfig: []byte(config),
+		Workers: 1, Upstream: upstream(t).URL, RedisClusters: redis})}
+}
+
+func oneLimit(prefix, redis, top string) string {
+	return fmt.Sprintf(`{%s"redis":{"cluster":"redis","timeout":"1s","key_prefix":%q%s},
+		"rules":[{"name":"api","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":2,"window":"1m"}]}]}`,
+		top, prefix, redis)
+}
+
+// decided waits until a request for user is decided by Redis (it carries
+// rate-limit headers), and returns that outcome.
+func decided(t *testing.T, tg *wasmTarget, user string) outcome {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		o := tg.send(t, map[string]string{"x-user": user})
+		if o.headers["ratelimit"] != "" {
+			return o
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no request was decided within 10s; last: %+v", o)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// The cluster does not exist when the plugin starts: the plugin starts all
+// the same, requests get the failure mode, and once the cluster appears the
+// retried init succeeds and limits apply.
+func TestRedisInitBeforeTheClusterExists(t *testing.T) {
+	t.Parallel()
+	tg := startOneVM(t, oneLimit(redistest.Prefix(t), "", `"failure_mode":"deny",`), nil)
+	for range 3 {
+		o := tg.send(t, user("alice"))
+		expect(t, o, 503)
+		if o.body != `{"error":"ratelimit_unavailable"}`+"\n" {
+			t.Fatalf("body %q", o.body)
+		}
+	}
+	if tg.metric("ratelimit.redis.init_failures") < 1 || tg.metric("ratelimit.redis.uninitialized") != 3 ||
+		tg.metric("ratelimit.failure_mode.denied") != 3 || len(tg.h.RedisCalls()) != 0 {
+		t.Fatalf("metrics %v, calls %v", tg.h.Metrics(), tg.h.RedisCalls())
+	}
+	if !strings.Contains(strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"), "the proxy does not know the cluster on this worker (yet)") {
+		t.Fatalf("no log line for the failed init: %q", tg.h.GuestLogs(host.LogWarn))
+	}
+	tg.h.AddRedisCluster("redis", server.Addr)
+	expect(t, decided(t, tg, "alice"), 200, "ratelimit", `"api";r=1;t=60`)
+	expect(t, tg.send(t, user("alice")), 200, "ratelimit", `"api";r=0;t=60`)
+	expect(t, tg.send(t, user("alice")), 429)
+}
+
+// A password Redis refuses shows as -NOAUTH replies (Higress throws the
+// AUTH reply away): requests get the failure mode, and the filter redoes
+// the init and sends AUTH, at most once per second. Once Redis takes the
+// password, the filter decides again, on the same connection. A rebuilt
+// cluster entry, which forgets the init, recovers the same way.
+func TestNoAuthRecovers(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--requirepass", "old")
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr, Password: "old"})
+	defer admin.Close()
+	tg := startOneVM(t, oneLimit(redistest.Prefix(t), `,"password":"new"`, ""), map[string]string{"redis": srv.Addr})
+	for range 3 {
+		o := tg.send(t, user("alice"))
+		expect(t, o, 200)
+		if o.headers["ratelimit"] != "" {
+			t.Fatal("decided with a refused password")
+		}
+	}
+	logs := func() string { return strings.Join(tg.h.GuestLogs(host.LogInfo), "\n") }
+	if !strings.Contains(logs(), "NOAUTH Authentication required") {
+		t.Fatalf("the filter did not log NOAUTH: %q", logs())
+	}
+	if err := admin.ConfigSet(context.Background(), "requirepass", "new").Err(); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, decided(t, tg, "alice"), 200, "ratelimit", `"api";r=1;t=60`)
+	if r := tg.metric("ratelimit.redis.reinits"); r < 1 {
+		t.Fatalf("%d re-inits", r)
+	}
+	if s := tg.h.RedisClientStats("redis"); s.Connections != 1 {
+		t.Fatalf("stats %+v; want the one connection, authenticated by the filter's AUTH", s)
+	}
+	if !strings.Contains(logs(), "AUTH accepted") {
+		t.Fatalf("logs %q", logs())
+	}
+
+	tg.h.RebuildRedisCluster("redis")
+	expect(t, decided(t, tg, "bob"), 200, "ratelimit", `"api";r=1;t=60`)
+	if tg.h.Traps() != 0 {
+		t.Fatal("trap")
+	}
+}
+
+// One slow moment in Redis makes the connection's timeout fail every call
+// pending on it at once. They were in flight together, so they count as one
+// failure toward circuit_breaker.failures, and the breaker stays closed.
+func TestSlowRedisDoesNotOpenTheBreaker(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	tg := startOneVM(t, oneLimit(redistest.Prefix(t), "", `"circuit_breaker":{"failures":3},`), map[string]string{"redis": srv.Addr})
+	expect(t, tg.send(t, user("warm")), 200, "ratelimit", `"api";r=1;t=60`) // connected
+	// The pause outlasts the 1 s timeout; the calls all go out well
+	// within it, so one timeout fails them together.
+	if _, err := srv.Do("CLIENT", "PAUSE", "2500", "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	const n = 6
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if o := tg.send(t, user(fmt.Sprint("u", i))); o.status != 200 || o.headers["ratelimit"] != "" {
+				t.Errorf("request %d during the pause: %+v; want the failure mode", i, o)
+			}
+		}()
+	}
+	wg.Wait()
+	s := tg.h.RedisClientStats("redis")
+	if s.FailedByTimeout != n || s.Timeouts > 2 {
+		t.Fatalf("stats %+v; want the %d calls failed by the connection's timeout", s, n)
+	}
+	if o, e := tg.metric("ratelimit.circuit_breaker.opened"), tg.metric("ratelimit.redis.errors"); o != 0 || e != n {
+		t.Fatalf("opened %d, redis errors %d; want 0 and %d", o, e, n)
+	}
+	expect(t, decided(t, tg, "after"), 200, "ratelimit", `"api";r=1;t=60`)
+	if sk := tg.metric("ratelimit.circuit_breaker.skipped"); sk != 0 {
+		t.Fatalf("%d calls skipped by the breaker", sk)
+	}
+}
+
+// With cluster_mode against a raw Redis Cluster, Higress's client sends
+// every call to the node it points at; the others' keys get -MOVED. The
+// filter applies the failure mode, counts it, and logs what to put in
+// between.
+func TestClusterModeAgainstARawCluster(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix(t)
+	tg := startOneVM(t, oneLimit(prefix, `,"cluster_mode":true`, `"failure_mode":"deny","circuit_breaker":{"failures":0},`),
+		map[string]string{"redis": cluster.Nodes[0].Addr})
+	moved := 0
+	for i := range 12 {
+		u := fmt.Sprint("user", i)
+		owner, err := cluster.MasterFor(context.Background(), prefix+"{api|"+u+"}:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := tg.send(t, user(u))
+		switch {
+		case owner == cluster.Nodes[0].Addr:
+			expect(t, o, 200, "ratelimit", `"api";r=1;t=60`)
+		default:
+			moved++
+			expect(t, o, 503)
+		}
+	}
+	if moved == 0 || tg.metric("ratelimit.redis.redirected") != int64(moved) {
+		t.Fatalf("%d keys elsewhere, %d counted redirections", moved, tg.metric("ratelimit.redis.redirected"))
+	}
+	if logs := strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"); !strings.Contains(logs, "put a cluster-aware proxy between them (Envoy's redis_proxy on loopback") {
+		t.Fatalf("logs %q", logs)
+	}
+}

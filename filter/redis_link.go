@@ -1,0 +1,175 @@
+package filter
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// RedisInitializer is a PluginHost whose Redis client must be configured
+// before use: Higress's Redis callout (proxy_redis_init). InitRedis fails
+// while the proxy does not know the cluster (yet) on this worker.
+type RedisInitializer interface {
+	InitRedis() error
+}
+
+// relinkEvery bounds proxy_redis_init retries and re-inits: at most one
+// per this period per VM.
+const relinkEvery = time.Second
+
+var errRedisUninitialized = errors.New("redis: proxy_redis_init has not succeeded yet")
+
+// redisLink is the state of the proxy's Redis client as the filter sees
+// it, shared by the Plugins of every _rules_ entry (they have one client).
+//
+// Higress's client needs proxy_redis_init, which fails until the cluster
+// exists on the worker; until it succeeds no call is sent, requests get
+// the failure mode, and the init is retried on requests and ticks.
+// Higress throws away the replies to the AUTH and SELECT it sends on each
+// new connection, so a refused password, or a cluster entry rebuilt
+// without its init, shows as -NOAUTH replies to our calls: then the filter
+// redoes the init and sends AUTH itself on the connection, since an
+// init with an unchanged configuration keeps the connection (higress-group
+// envoy, AsyncClientImpl::initialize). Higress's client neither routes by
+// slot nor follows -MOVED or -ASK: those are counted and explained.
+type redisLink struct {
+	host     RedisInitializer // nil: nothing to initialise (Webdis)
+	cfg      *RedisConfig
+	ready    bool
+	failed   int       // init failures since the last success
+	lastInit time.Time // the last proxy_redis_init, tried or redone
+	auth     struct {
+		id      uint32
+		pending bool
+	}
+	// Each kind of news has its own throttled log, so that one cannot
+	// hide another.
+	initLog, authLog, clusterLog throttledLog
+
+	initFailures  Counter // ratelimit.redis.init_failures
+	uninitialized Counter // ratelimit.redis.uninitialized: calls not sent, no init yet
+	reinits       Counter // ratelimit.redis.reinits: inits redone after -NOAUTH
+	redirected    Counter // ratelimit.redis.redirected: -MOVED or -ASK replies
+	send          func([]byte) (uint32, error)
+}
+
+func newRedisLink(cfg *Config, host PluginHost, send func([]byte) (uint32, error)) *redisLink {
+	every := 10 * time.Second
+	l := &redisLink{cfg: &cfg.Redis, ready: true, send: send,
+		initLog:       throttledLog{host: host, every: every},
+		authLog:       throttledLog{host: host, every: every},
+		clusterLog:    throttledLog{host: host, every: every},
+		initFailures:  host.Counter("ratelimit.redis.init_failures"),
+		uninitialized: host.Counter("ratelimit.redis.uninitialized"),
+		reinits:       host.Counter("ratelimit.redis.reinits"),
+		redirected:    host.Counter("ratelimit.redis.redirected"),
+	}
+	if ri, ok := host.(RedisInitializer); ok && cfg.Redis.Transport == TransportRedisABI {
+		l.host, l.ready = ri, false
+	}
+	return l
+}
+
+// Start makes the first proxy_redis_init. Its failure does not fail the
+// plugin start: a rejected configuration would leave traffic unlimited,
+// while retrying lets the plugin limit once the cluster exists.
+func (p *Plugin) Start() {
+	p.link.tryInit(p.host.Now())
+}
+
+// RedisReady reports whether the proxy's Redis client is initialised.
+func (p *Plugin) RedisReady() bool { return p.link.ready }
+
+// usable reports whether calls may be sent, first retrying a failed init
+// when the last try is old enough.
+func (l *redisLink) usable(now time.Time) bool {
+	if !l.ready && now.Sub(l.lastInit) >= relinkEvery {
+		l.tryInit(now)
+	}
+	return l.ready
+}
+
+func (l *redisLink) tryInit(now time.Time) {
+	if l.host == nil {
+		return
+	}
+	l.lastInit = now
+	err := l.host.InitRedis()
+	l.ready = err == nil
+	if err != nil {
+		l.failed++
+		l.initFailures.Increment(1)
+		l.initLog.log(LogWarn, "ratelimit: redis: proxy_redis_init for cluster "+l.cfg.Cluster+" failed ("+err.Error()+
+			"): the proxy does not know the cluster on this worker (yet); requests get failure_mode until it succeeds, retrying at most once per second")
+		return
+	}
+	if l.failed > 0 {
+		l.initLog.host.Log(LogInfo, "ratelimit: redis: proxy_redis_init for cluster "+l.cfg.Cluster+" succeeded after "+strconv.Itoa(l.failed)+" failures")
+		l.failed = 0
+	}
+}
+
+// onTick retries a failed init.
+func (l *redisLink) onTick(now time.Time) { l.usable(now) }
+
+// onErrorReply reacts to the error replies that say something about the
+// proxy's client rather than about the call.
+func (l *redisLink) onErrorReply(err error, now time.Time) {
+	var rerr *redisproto.Error
+	if !errors.As(err, &rerr) {
+		return
+	}
+	switch rerr.Prefix() {
+	case "NOAUTH":
+		l.relink(now)
+	case "MOVED", "ASK":
+		l.redirected.Increment(1)
+		l.clusterLog.log(LogWarn, "ratelimit: redis: "+rerr.Msg+": the cluster is a raw Redis Cluster, and the proxy's Redis client neither routes by slot nor follows MOVED or ASK; "+
+			"put a cluster-aware proxy between them (Envoy's redis_proxy on loopback: see the README, Redis Cluster)")
+	}
+}
+
+// relink redoes the init, at most once per relinkEvery, and sends AUTH on
+// the connection: -NOAUTH means the connection is not authenticated (a
+// refused password, or a rebuilt cluster entry that lost its init).
+func (l *redisLink) relink(now time.Time) {
+	if l.host == nil || now.Sub(l.lastInit) < relinkEvery {
+		return
+	}
+	l.reinits.Increment(1)
+	if l.cfg.Password == "" {
+		l.authLog.log(LogWarn, "ratelimit: redis: NOAUTH: Redis requires a password and redis.password is not set; redoing proxy_redis_init")
+	} else {
+		l.authLog.log(LogWarn, "ratelimit: redis: NOAUTH: the proxy's connection to Redis is not authenticated (a wrong password, or the cluster was rebuilt without its init); redoing proxy_redis_init and sending AUTH")
+	}
+	l.tryInit(now)
+	if !l.ready || l.cfg.Password == "" {
+		return
+	}
+	args := []string{"AUTH", l.cfg.Password}
+	if l.cfg.Username != "" {
+		args = []string{"AUTH", l.cfg.Username, l.cfg.Password}
+	}
+	if id, err := l.send(redisproto.AppendCommand(nil, args...)); err == nil {
+		l.auth.id, l.auth.pending = id, true
+	}
+}
+
+func (l *redisLink) isAuthReply(id uint32) bool { return l.auth.pending && l.auth.id == id }
+
+// onAuthReply logs what Redis said to the filter's own AUTH.
+func (l *redisLink) onAuthReply(ok bool, reply []byte) {
+	l.auth.pending = false
+	log := l.initLog.host.Log // at most once per relinkEvery: not throttled
+	switch {
+	case !ok:
+		log(LogWarn, "ratelimit: redis: AUTH failed or timed out")
+	case len(reply) > 0 && reply[0] == '-':
+		log(LogError, "ratelimit: redis: Redis refused redis.username/redis.password: "+strings.TrimSpace(string(reply[1:])))
+	default:
+		log(LogInfo, "ratelimit: redis: AUTH accepted")
+	}
+}

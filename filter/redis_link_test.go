@@ -1,0 +1,203 @@
+package filter
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// initHost is a fakeHost whose Redis client needs proxy_redis_init, as
+// Higress's does.
+type initHost struct {
+	*fakeHost
+	initErr error
+	inits   int
+}
+
+func (h *initHost) InitRedis() error { h.inits++; return h.initErr }
+
+func newInitHost(t *testing.T, config string) *initHost {
+	t.Helper()
+	fh := newFakeHost(t, config)
+	h := &initHost{fakeHost: fh}
+	fh.plugin = NewPlugin(fh.plugin.Config(), h)
+	fh.now = time.Now()
+	return h
+}
+
+const oneUser = `{"redis":{"cluster":"redis","password":"pw"},"failure_mode":"deny","circuit_breaker":{"failures":3},
+	"rules":[{"name":"u","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1m"}]}]}`
+
+// A failed proxy_redis_init does not fail the start: requests get the
+// failure mode without a call, the init is retried at most once per second
+// (on requests and ticks), and once it succeeds calls go through.
+func TestRedisInitRetried(t *testing.T) {
+	h := newInitHost(t, oneUser)
+	h.initErr = errors.New("status 2")
+	h.plugin.Start()
+	if h.inits != 1 || h.plugin.RedisReady() {
+		t.Fatalf("start: %d inits, ready %v", h.inits, h.plugin.RedisReady())
+	}
+	for range 3 {
+		if o := h.send("x-user=a"); o.status != 503 || !strings.Contains(o.body, "ratelimit_unavailable") {
+			t.Fatalf("before the init: %+v", o)
+		}
+	}
+	if h.inits != 1 || h.nextID != 0 || h.counters["ratelimit.redis.uninitialized"] != 3 ||
+		h.counters["ratelimit.redis.init_failures"] != 1 || h.counters["ratelimit.failure_mode.denied"] != 3 {
+		t.Fatalf("%d inits, %d calls, counters %v", h.inits, h.nextID, h.counters)
+	}
+	if h.counters["ratelimit.redis.errors"] != 0 || h.counters["ratelimit.circuit_breaker.opened"] != 0 {
+		t.Fatalf("a missing init counted as Redis failures: %v", h.counters)
+	}
+	h.now = h.now.Add(time.Second)
+	h.plugin.OnTick()
+	if h.inits != 2 || h.counters["ratelimit.redis.init_failures"] != 2 {
+		t.Fatalf("tick after a second: %d inits", h.inits)
+	}
+	h.now = h.now.Add(999 * time.Millisecond)
+	h.send("x-user=a")
+	if h.inits != 2 {
+		t.Fatalf("retried within a second: %d inits", h.inits)
+	}
+	h.initErr = nil
+	h.now = h.now.Add(time.Millisecond)
+	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] != `"u";r=4;t=60` {
+		t.Fatalf("after the init succeeded: %+v", o)
+	}
+	if h.inits != 3 || !h.plugin.RedisReady() || !logged(h.fakeHost, "succeeded after 2 failures") {
+		t.Fatalf("%d inits, logs %q", h.inits, h.logs)
+	}
+	if n := strings.Count(strings.Join(h.logs, "\n"), "the proxy does not know the cluster"); n != 1 {
+		t.Fatalf("the init failure was logged %d times; want once per 10 s: %q", n, h.logs)
+	}
+}
+
+// -NOAUTH redoes the init and sends AUTH, at most once per second; the
+// request gets the failure mode.
+func TestNoAuthRelinks(t *testing.T) {
+	h := newInitHost(t, oneUser)
+	h.plugin.Start()
+	h.now = h.now.Add(time.Second) // the init at start is a second old
+	noauth := []byte("-NOAUTH Authentication required.\r\n")
+	reply := func(r []byte) {
+		t.Helper()
+		q := h.queue[0]
+		h.queue = h.queue[1:]
+		h.plugin.OnRedisReply(q.id, true, r)
+	}
+	fs, st := h.stream("x-user=a")
+	reply(noauth)
+	if fs.status != 503 || h.inits != 2 || h.counters["ratelimit.redis.reinits"] != 1 {
+		t.Fatalf("status %d, %d inits, counters %v", fs.status, h.inits, h.counters)
+	}
+	st.OnDone()
+	if len(h.queue) != 1 || string(h.queue[0].cmd) != "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n" {
+		t.Fatalf("queued %q; want the filter's AUTH", h.queue)
+	}
+	reply([]byte("-WRONGPASS invalid username-password pair or user is disabled.\r\n"))
+	if !logged(h.fakeHost, "Redis refused redis.username/redis.password: WRONGPASS") {
+		t.Fatalf("logs %q", h.logs)
+	}
+	_, st = h.stream("x-user=a")
+	reply(noauth)
+	st.OnDone()
+	if h.inits != 2 || len(h.queue) != 0 {
+		t.Fatalf("re-init within a second: %d inits, queue %q", h.inits, h.queue)
+	}
+	h.now = h.now.Add(time.Second)
+	_, st = h.stream("x-user=a")
+	reply(noauth)
+	st.OnDone()
+	reply([]byte("+OK\r\n"))
+	if h.inits != 3 || h.counters["ratelimit.redis.reinits"] != 2 || !logged(h.fakeHost, "AUTH accepted") {
+		t.Fatalf("%d inits, counters %v, logs %q", h.inits, h.counters, h.logs)
+	}
+	if h.plugin.Pending() != 0 {
+		t.Fatal("calls left pending")
+	}
+}
+
+// -MOVED (a raw Redis Cluster behind Higress's client) fails the call with
+// the failure mode, is counted, and the log says what to put in between.
+func TestMovedFailsClearly(t *testing.T) {
+	h := newInitHost(t, oneUser)
+	h.plugin.Start()
+	for _, r := range []string{"-MOVED 3999 127.0.0.1:7001\r\n", "-ASK 3999 127.0.0.1:7001\r\n"} {
+		fs, st := h.stream("x-user=a")
+		q := h.queue[0]
+		h.queue = h.queue[1:]
+		h.plugin.OnRedisReply(q.id, true, []byte(r))
+		st.OnDone()
+		if fs.status != 503 {
+			t.Fatalf("%q: status %d", r, fs.status)
+		}
+	}
+	if h.counters["ratelimit.redis.redirected"] != 2 || h.counters["ratelimit.redis.errors"] != 2 ||
+		!logged(h.fakeHost, "neither routes by slot nor follows MOVED or ASK; put a cluster-aware proxy between them (Envoy's redis_proxy") {
+		t.Fatalf("counters %v, logs %q", h.counters, h.logs)
+	}
+}
+
+// Calls in flight together that fail together (Higress's client fails
+// every pending call of a connection when its timeout fires) count once
+// toward circuit_breaker.failures; failures of calls sent one after
+// another each count.
+func TestBreakerCountsABurstOnce(t *testing.T) {
+	h := newInitHost(t, oneUser)
+	h.plugin.Start()
+	var streams []*fakeStream
+	for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
+		fs, st := h.stream("x-user=" + u)
+		defer st.OnDone()
+		streams = append(streams, fs)
+	}
+	h.down = true
+	h.pump() // one timeout fails all six
+	for _, fs := range streams {
+		if fs.status != 503 {
+			t.Fatalf("status %d", fs.status)
+		}
+	}
+	if o, e := h.counters["ratelimit.circuit_breaker.opened"], h.counters["ratelimit.redis.errors"]; o != 0 || e != 6 {
+		t.Fatalf("after one burst of 6: opened %d, errors %d; want 0, 6", o, e)
+	}
+	h.send("x-user=g")
+	h.send("x-user=h")
+	if o := h.counters["ratelimit.circuit_breaker.opened"]; o != 1 {
+		t.Fatalf("after the burst and two more failures: opened %d; want 1", o)
+	}
+}
+
+// stream starts a request and leaves its call queued.
+func (h *initHost) stream(headers ...string) (*fakeStream, *Stream) {
+	fs := &fakeStream{source: "192.0.2.7:40000", response: map[string]string{}}
+	st := h.plugin.NewStream(fs)
+	pairs := [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "example.com"}}
+	for _, kv := range headers {
+		k, v, _ := strings.Cut(kv, "=")
+		pairs = setPair(pairs, k, v)
+	}
+	st.OnRequestHeaders(pairs)
+	return fs, st
+}
+
+func logged(h *fakeHost, substr string) bool {
+	return strings.Contains(strings.Join(h.logs, "\n"), substr)
+}
+
+func TestInitCluster(t *testing.T) {
+	for _, tc := range []struct {
+		r    RedisConfig
+		want string
+	}{
+		{RedisConfig{Cluster: "outbound|6379||redis.static"}, "outbound|6379||redis.static?buffer_flush_timeout=0"},
+		{RedisConfig{Cluster: "r", Database: 2, FlushTimeout: 3 * time.Millisecond}, "r?db=2&buffer_flush_timeout=3"},
+		{RedisConfig{Cluster: "r?x=1"}, "r?x=1&buffer_flush_timeout=0"},
+	} {
+		if got := tc.r.InitCluster(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
