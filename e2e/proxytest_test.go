@@ -82,22 +82,7 @@ func TestSDKEmulatorLifecycle(t *testing.T) {
 			if mode == "wasm" {
 				return
 			}
-			// Natively, carry each callout to the real Webdis and back (an EVAL
-			// follows the EVALSHA when the script is not loaded).
-			deliver := func(id uint32) {
-				for done := 0; done < len(h.GetCalloutAttributesFromContext(id)); done++ {
-					c := h.GetCalloutAttributesFromContext(id)[done]
-					req, _ := http.NewRequest("POST", "http://"+webdis+"/", bytes.NewReader(c.Body))
-					req.SetBasicAuth(redistest.WebdisUser, redistest.WebdisPassword)
-					resp, err := http.DefaultClient.Do(req)
-					if err != nil {
-						t.Fatal(err)
-					}
-					body, _ := io.ReadAll(resp.Body)
-					resp.Body.Close()
-					h.CallOnHttpCallResponse(c.CalloutID, [][2]string{{":status", "200"}}, nil, body)
-				}
-			}
+			deliver := func(id uint32) { deliverToWebdis(t, h, webdis, id) }
 			deliver(id)
 			if h.GetCurrentHttpStreamAction(id) != types.ActionContinue || h.GetSentLocalResponse(id) != nil {
 				t.Fatal("the first request was not resumed")
@@ -127,4 +112,23 @@ func hasHeader(h [][2]string, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// deliverToWebdis carries each callout of a stream to the real Webdis and
+// back, natively (an EVAL follows the EVALSHA when the script is not
+// loaded).
+func deliverToWebdis(t *testing.T, h proxytest.HostEmulator, webdis string, id uint32) {
+	t.Helper()
+	for done := 0; done < len(h.GetCalloutAttributesFromContext(id)); done++ {
+		c := h.GetCalloutAttributesFromContext(id)[done]
+		req, _ := http.NewRequest("POST", "http://"+webdis+"/", bytes.NewReader(c.Body))
+		req.SetBasicAuth(redistest.WebdisUser, redistest.WebdisPassword)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		h.CallOnHttpCallResponse(c.CalloutID, [][2]string{{":status", "200"}}, nil, body)
+	}
 }

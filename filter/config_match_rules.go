@@ -223,7 +223,7 @@ func checkSharedParts(top *Config) error {
 		path string
 		rule *Rule
 	}
-	byName := map[string]seen{}
+	byName, byMetric := map[string]seen{}, map[string]seen{}
 	check := func(c *Config, at string) error {
 		for i := range c.Rules {
 			r, path := &c.Rules[i], fmt.Sprintf("%srules[%d]", at, i)
@@ -231,6 +231,15 @@ func checkSharedParts(top *Config) error {
 				return errAt(path+".limits", "rule %q has other limits in %s; its name names its Redis keys, so they must be the same", r.Name, s.path)
 			} else if !ok {
 				byName[r.Name] = seen{path, r}
+			}
+			// The configurations share metrics, so names must not collide
+			// across them either (within one, checkRuleNames said so).
+			metric := prometheusName(r.Name)
+			if s, ok := byMetric[metric]; ok && s.rule.Name != r.Name {
+				return errAt(path+".name", "%q and %s.name %q give the same Prometheus metric names (%s): \".\" and \"-\" become \"_\"",
+					r.Name, s.path, s.rule.Name, prometheusName(ruleMetricName(r.Name, outcomeAllowed)))
+			} else if !ok {
+				byMetric[metric] = seen{path, r}
 			}
 		}
 		return nil

@@ -45,6 +45,13 @@
 //     returns; a local reply wins over the callback's return value, and a
 //     second local reply returns Ok and is ignored (Envoy queues it, but the
 //     first has ended the stream by then).
+//   - A callback that returns Pause stops all iteration, as ABI 0.2's
+//     Pause becomes StopAllIterationAndWatermark in Envoy: no body or
+//     trailer callback is delivered until the stream continues.
+//   - A stream ends with proxy_on_log, proxy_on_done, proxy_on_delete; with
+//     Config.DeferredLog, as with HTTP/3's deferred access logging,
+//     proxy_on_log comes after proxy_on_delete, when the guest's context is
+//     gone.
 //   - A local reply sent before the response started goes through the
 //     filter's own response callbacks, as Envoy sends it through the encoder
 //     filter chain.
