@@ -1,29 +1,49 @@
 # The two set-up commands are `make demo` and `make test`; see README.md.
+#
+# Five Go modules, joined by go.work: the filter (this folder: what ships,
+# needing only the proxy-wasm SDK and gjson), wasmhost (the proxy-wasm host
+# on wazero), and e2e, deploy and schema (what proves it).
 GO       ?= go
 FUZZTIME ?= 30s
 DIST     := dist
+MODULES  := . wasmhost e2e deploy schema
+ALL      := github.com/redisrate/envoy-redis-ratelimit/...
+WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
 
-.PHONY: build test bench fuzz check demo clean
+.PHONY: build fixtures deps test bench fuzz check demo soak clean
 
+# The two filter modules users load.
 build:
-	$(GO) build ./...
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(DIST)/ratelimit.wasm .
-	GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -tags higress -o $(DIST)/ratelimit-higress.wasm .
+	$(GO) build $(ALL)
+	$(WASM) -o $(DIST)/ratelimit.wasm .
+	$(WASM) -tags higress -o $(DIST)/ratelimit-higress.wasm .
+
+# Guest modules the tests load besides the filter; tests read them from
+# dist/ and fail, saying to run this, when they are missing.
+fixtures:
+	$(WASM) -o $(DIST)/testdata/noop.wasm ./wasmhost/testdata/noop
+	$(WASM) -o $(DIST)/testdata/probe.wasm ./wasmhost/testdata/probe
+	$(WASM) -o $(DIST)/testdata/sleeper.wasm ./e2e/v8/testdata/sleeper
+	$(WASM) -o $(DIST)/testdata/logic.wasm ./e2e/bench/testdata/logic
+
+# Installs redis-server, webdis, node, curl and docker-compose when missing.
+deps:
+	@.ci/deps
 
 demo: build
 	$(GO) run ./e2e/cmd/demo -wasm $(DIST)/ratelimit-higress.wasm
 
-test: check
-	$(GO) test -count=1 -race ./...
+test: deps check build fixtures
+	$(GO) test -count=1 -race $(ALL)
 
 # Codec ns/op and allocs; then Redis CPU per decision and memory per key for
 # each algorithm against go-redis/redis_rate and a naive script, one run;
-# the filter's CPU per request natively, in wasm and in the e2e host, side
-# by side; throughput, latency and Redis calls through the host with a real
+# the filter's CPU per request natively, in wasm and in the host, side by
+# side; throughput, latency and Redis calls through the host with a real
 # redis-server; and docs/burst.svg. BENCHMARKS.md records a run.
-bench:
+bench: deps build fixtures
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
-	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./algorithms
+	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest$$' -benchmem -count=1 ./filter
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
@@ -38,10 +58,12 @@ fuzz:
 	  done; \
 	done
 
+# Formatting, vet, and every module tidy (go.mod and go.sum unchanged).
 check:
 	@out=$$(gofmt -l .); test -z "$$out" || { echo "gofmt would change:"; echo "$$out"; exit 1; }
-	$(GO) vet ./...
-	$(GO) mod tidy && git diff --exit-code -- go.mod go.sum
+	$(GO) vet $(ALL)
+	@set -e; for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
+	git diff --exit-code -- '*go.mod' '*go.sum'
 
 clean:
 	rm -rf $(DIST)
@@ -49,6 +71,5 @@ clean:
 # One million requests through the wasm host against a real Redis (build tag
 # soak, so not part of `make test`): VM memory, pending calls, Redis memory and
 # keys before and after. SOAK_REQUESTS=N to change the count.
-.PHONY: soak
-soak:
+soak: deps build
 	$(GO) test -tags soak -run '^TestSoak$$' -count=1 -v -timeout 60m ./e2e

@@ -15,28 +15,19 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/dist"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
-// buildDir holds the filter modules this test binary builds.
-var buildDir string
-
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "deploy-wasm")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	buildDir = dir
 	code := m.Run()
 	modules.close()
-	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
-// modules holds each build of the filter, built and compiled once per test
-// binary; the two builds may compile at the same time.
+// modules holds each build of the filter, compiled once per test binary;
+// the two builds may compile at the same time.
 var modules = &moduleCache{m: map[string]*moduleEntry{}}
 
 type moduleCache struct {
@@ -46,7 +37,7 @@ type moduleCache struct {
 
 type moduleEntry struct {
 	once sync.Once
-	mod  *host.Module
+	mod  *wasmhost.Module
 	err  error
 }
 
@@ -60,10 +51,9 @@ func (c *moduleCache) close() {
 	}
 }
 
-// filterModule builds the filter as `make build` does, with build tags tags
-// ("" for ratelimit.wasm, "higress" for ratelimit-higress.wasm), and
-// compiles it for the wasm host.
-func filterModule(t *testing.T, tags string) *host.Module {
+// filterModule compiles the filter `make build` wrote to dist/ for the wasm
+// host: ratelimit.wasm for tags "", ratelimit-higress.wasm for "higress".
+func filterModule(t *testing.T, tags string) *wasmhost.Module {
 	t.Helper()
 	modules.Lock()
 	e := modules.m[tags]
@@ -72,34 +62,29 @@ func filterModule(t *testing.T, tags string) *host.Module {
 		modules.m[tags] = e
 	}
 	modules.Unlock()
-	e.once.Do(func() { e.mod, e.err = buildModule(tags) })
+	e.once.Do(func() { e.mod, e.err = compileModule(tags) })
 	if e.err != nil {
 		t.Fatal(e.err)
 	}
 	return e.mod
 }
 
-func buildModule(tags string) (*host.Module, error) {
-	out := filepath.Join(buildDir, "ratelimit-"+tags+".wasm")
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", tags, "-o", out, ".")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the filter (tags %q): %v\n%s", tags, err, b)
+func compileModule(tags string) (*wasmhost.Module, error) {
+	name := dist.Stock
+	if tags == "higress" {
+		name = dist.Higress
 	}
-	wasm, err := os.ReadFile(out)
+	wasm, err := dist.Read(name)
 	if err != nil {
 		return nil, err
 	}
-	// Compiling takes a minute under the race detector: keep wazero's
-	// compiled code between runs, keyed by the module's contents.
-	var opts []host.CompileOption
-	if dir, err := os.UserCacheDir(); err == nil {
-		opts = append(opts, host.WithCacheDir(filepath.Join(dir, "envoy-redis-ratelimit", "wazero")))
+	var opts []wasmhost.CompileOption
+	if dir, err := dist.CacheDir(); err == nil {
+		opts = append(opts, wasmhost.WithCacheDir(dir))
 	}
-	m, err := host.Compile(context.Background(), wasm, opts...)
+	m, err := wasmhost.Compile(context.Background(), wasm, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("compiling the filter (tags %q): %v", tags, err)
+		return nil, fmt.Errorf("compiling %s: %v", name, err)
 	}
 	return m, nil
 }
@@ -114,11 +99,11 @@ func upstream(t *testing.T) string {
 	return s.URL
 }
 
-func startHost(t *testing.T, cfg host.Config) *host.Host {
+func startHost(t *testing.T, cfg wasmhost.Config) *wasmhost.Host {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	h, err := host.Start(ctx, cfg)
+	h, err := wasmhost.Start(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +129,7 @@ func TestSmokeHigressPluginConfig(t *testing.T) {
 	js := pluginConfigOf(t, HigressWasmPlugin)
 	cfg := parsePluginConfig(t, HigressWasmPlugin, js)
 	srv := redistest.Start(t, "--requirepass", cfg.Redis.Password)
-	h := startHost(t, host.Config{
+	h := startHost(t, wasmhost.Config{
 		Module:        filterModule(t, "higress"),
 		PluginConfig:  js,
 		Upstream:      upstream(t),
@@ -171,7 +156,7 @@ func TestSmokeEnvoyPluginConfigThroughWebdis(t *testing.T) {
 	w := readComposeWebdis(t, cfg)
 	srv := redistest.Start(t, "--requirepass", w.redisAuth(t))
 	webdis := startWebdis(t, "deploy/compose/webdis.json", srv.Addr)
-	h := startHost(t, host.Config{
+	h := startHost(t, wasmhost.Config{
 		Module:       filterModule(t, ""),
 		PluginConfig: js,
 		Upstream:     upstream(t),

@@ -8,7 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -81,7 +81,7 @@ func TestACLFailures(t *testing.T) {
 				if e, f := tg.metric("ratelimit.redis.errors"), tg.metric(counted); e != n || f != n {
 					t.Fatalf("%d redis errors, %d %s; want %d each", e, f, counted, n)
 				}
-				if logs := strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"); !strings.Contains(logs, tc.guestLog) {
+				if logs := strings.Join(tg.h.GuestLogs(wasmhost.LogWarn), "\n"); !strings.Contains(logs, tc.guestLog) {
 					t.Fatalf("the filter did not log %q: %q", tc.guestLog, logs)
 				}
 				if tg.h.Traps() != 0 {

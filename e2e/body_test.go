@@ -9,7 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -25,7 +25,7 @@ func TestRequestBodyWaitsForTheDecision(t *testing.T) {
 	}))
 	defer up.Close()
 	s := scenario{rules: `[{"name":"posts","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]`}
-	h, err := host.Start(context.Background(), host.Config{Module: module, Upstream: up.URL, Workers: 1,
+	h, err := wasmhost.Start(context.Background(), wasmhost.Config{Module: module, Upstream: up.URL, Workers: 1,
 		PluginConfig:  []byte(configFor(s, redistest.Prefix(t), "1s")),
 		RedisClusters: map[string]string{"redis": server.Addr}})
 	if err != nil {

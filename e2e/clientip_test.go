@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/deploy"
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -74,7 +74,7 @@ func shippedConnManager(t *testing.T) connManager {
 	}
 	for _, f := range []string{"original_ip_detection_extensions", "originalIpDetectionExtensions"} {
 		if _, ok := hcm[f]; ok {
-			t.Fatalf("envoy.yaml sets %s, which e2e/host does not model", f)
+			t.Fatalf("envoy.yaml sets %s, which wasmhost does not model", f)
 		}
 	}
 	var c connManager
@@ -104,9 +104,9 @@ func xffUpstream(t *testing.T) string {
 
 // startClientIPHost runs one build (higress: Redis callouts; stock: through
 // a real Webdis) with the connection manager settings cm.
-func startClientIPHost(t *testing.T, build, config string, cm connManager) *host.Host {
+func startClientIPHost(t *testing.T, build, config string, cm connManager) *wasmhost.Host {
 	t.Helper()
-	cfg := host.Config{Workers: 2, Upstream: xffUpstream(t), UseRemoteAddress: cm.UseRemoteAddress,
+	cfg := wasmhost.Config{Workers: 2, Upstream: xffUpstream(t), UseRemoteAddress: cm.UseRemoteAddress,
 		XffNumTrustedHops: cm.XffNumTrustedHops, SkipXffAppend: cm.SkipXffAppend}
 	switch build {
 	case "higress":
@@ -133,7 +133,7 @@ func clientFrom(t *testing.T, ip string) *http.Client {
 
 // get sends GET / with the given X-Forwarded-For lines and returns the
 // status and the X-Forwarded-For the upstream received.
-func get(t *testing.T, c *http.Client, h *host.Host, xff ...string) (int, string) {
+func get(t *testing.T, c *http.Client, h *wasmhost.Host, xff ...string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("GET", h.URL()+"/", nil)
 	for _, v := range xff {

@@ -26,7 +26,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -47,7 +47,7 @@ func clusterConfig(prefix string, clusterMode bool, failureMode string) string {
 // startCluster runs the Higress build with Redis cluster "redis" routed by
 // the host over the cluster's nodes.
 func startCluster(t *testing.T, config string, c *redistest.Cluster) *wasmTarget {
-	return startHost(t, host.Config{Module: module, PluginConfig: []byte(config),
+	return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
 		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}}).(*wasmTarget)
 }
 
@@ -168,7 +168,7 @@ func TestCluster(t *testing.T) {
 		if s := clustered.h.RedisClusterStats("redis"); s.CrossSlot != n || s.Redirections != 0 {
 			t.Errorf("cluster routing stats %+v; want %d CROSSSLOT and no redirection", s, n)
 		}
-		if logs := strings.Join(clustered.h.GuestLogs(host.LogWarn), "\n"); !strings.Contains(logs, "CROSSSLOT") {
+		if logs := strings.Join(clustered.h.GuestLogs(wasmhost.LogWarn), "\n"); !strings.Contains(logs, "CROSSSLOT") {
 			t.Errorf("the filter's log does not name CROSSSLOT: %q", logs)
 		}
 	})

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
@@ -163,7 +163,7 @@ func TestExactSlidingLog(t *testing.T) {
 	const limit, window, clients, runFor = 100, 500 * time.Millisecond, 32, 3500 * time.Millisecond
 	prefix := redistest.Prefix(t)
 	rec := newRecorder(t)
-	h := startHostWith(t, host.Config{Module: module, Workers: 4, Upstream: rec.URL,
+	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: rec.URL,
 		RedisClusters: map[string]string{"redis": server.Addr},
 		PluginConfig: []byte(exactConfig(prefix, `[{"name":"hot","key":[{"source":"constant","value":"all"}],
 			"limits":[{"algorithm":"sliding_log","limit":100,"window":"500ms"}]}]`))})
@@ -509,7 +509,7 @@ func TestFunnelThroughHostWithinBound(t *testing.T) {
 	const capacity, interval, clients, runFor = 20, 10 * time.Millisecond, 32, 2 * time.Second
 	prefix := redistest.Prefix(t)
 	rec := newRecorder(t)
-	h := startHostWith(t, host.Config{Module: module, Workers: 4, Upstream: rec.URL,
+	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: rec.URL,
 		RedisClusters: map[string]string{"redis": server.Addr},
 		PluginConfig: []byte(exactConfig(prefix, `[{"name":"pour","key":[{"source":"constant","value":"all"}],
 			"limits":[{"algorithm":"funnel","capacity":20,"rate":100,"period":"1s"}]}]`))})
@@ -550,7 +550,7 @@ func TestFunnelThroughHostWithinBound(t *testing.T) {
 func TestRulesChargeOnlyWhenAllAdmit(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	rec := newRecorder(t)
-	h := startHostWith(t, host.Config{Module: module, Workers: 4, Upstream: rec.URL,
+	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: rec.URL,
 		RedisClusters: map[string]string{"redis": server.Addr},
 		PluginConfig: []byte(exactConfig(prefix, `[
 			{"name":"user","key":[{"source":"query","name":"u"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1m"}]},

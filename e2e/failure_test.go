@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -97,7 +97,7 @@ func TestConfigErrorsFailPluginStart(t *testing.T) {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			config, _ := os.ReadFile(f)
 			want, _ := os.ReadFile(strings.TrimSuffix(f, ".json") + ".error")
-			h, err := host.Start(context.Background(), host.Config{Module: module, PluginConfig: config,
+			h, err := wasmhost.Start(context.Background(), wasmhost.Config{Module: module, PluginConfig: config,
 				Workers: 1, Upstream: "http://127.0.0.1:1", RedisClusters: map[string]string{"redis": server.Addr}})
 			if err == nil {
 				h.Close()
@@ -159,8 +159,8 @@ func TestWebdisGatewayDown(t *testing.T) {
 				if tg.metric("ratelimit.redis.errors") != 2 {
 					t.Fatalf("redis errors %d, want 2", tg.metric("ratelimit.redis.errors"))
 				}
-				if down.wrong && !strings.Contains(strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"), "webdis answered HTTP 403") {
-					t.Fatalf("no clear log line for the refused credentials: %q", tg.h.GuestLogs(host.LogWarn))
+				if down.wrong && !strings.Contains(strings.Join(tg.h.GuestLogs(wasmhost.LogWarn), "\n"), "webdis answered HTTP 403") {
+					t.Fatalf("no clear log line for the refused credentials: %q", tg.h.GuestLogs(wasmhost.LogWarn))
 				}
 			})
 		}
@@ -170,7 +170,7 @@ func TestWebdisGatewayDown(t *testing.T) {
 // A configuration asking for a transport the module lacks fails the start.
 func TestStockModuleRejectsRedisABI(t *testing.T) {
 	config := `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"client_ip"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1s"}]}]}`
-	h, err := host.Start(context.Background(), host.Config{Module: stockModule, PluginConfig: []byte(config),
+	h, err := wasmhost.Start(context.Background(), wasmhost.Config{Module: stockModule, PluginConfig: []byte(config),
 		Workers: 1, Upstream: "http://127.0.0.1:1"})
 	if err == nil {
 		h.Close()

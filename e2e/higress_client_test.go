@@ -1,6 +1,6 @@
 package e2e
 
-// Higress's Redis client as e2e/host models it (e2e/host/redis.go): an
+// Higress's Redis client as wasmhost models it (wasmhost/redis.go): an
 // init that fails until the cluster exists, AUTH and SELECT replies thrown
 // away, one timeout per pipelined connection, and no cluster routing. The
 // Higress build must limit once it can, recover from a lost
@@ -17,14 +17,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
 // startOneVM runs the Higress build on one VM, so that every call shares
 // one Redis connection.
 func startOneVM(t *testing.T, config string, redis map[string]string) *wasmTarget {
-	return &wasmTarget{h: startHostWith(t, host.Config{Module: module, PluginConfig: []byte(config),
+	return &wasmTarget{h: startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
 		Workers: 1, Upstream: upstream(t).URL, RedisClusters: redis})}
 }
 
@@ -68,8 +68,8 @@ func TestRedisInitBeforeTheClusterExists(t *testing.T) {
 		tg.metric("ratelimit.failure_mode.denied") != 3 || len(tg.h.RedisCalls()) != 0 {
 		t.Fatalf("metrics %v, calls %v", tg.h.Metrics(), tg.h.RedisCalls())
 	}
-	if !strings.Contains(strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"), "the proxy does not know the cluster on this worker (yet)") {
-		t.Fatalf("no log line for the failed init: %q", tg.h.GuestLogs(host.LogWarn))
+	if !strings.Contains(strings.Join(tg.h.GuestLogs(wasmhost.LogWarn), "\n"), "the proxy does not know the cluster on this worker (yet)") {
+		t.Fatalf("no log line for the failed init: %q", tg.h.GuestLogs(wasmhost.LogWarn))
 	}
 	tg.h.AddRedisCluster("redis", server.Addr)
 	expect(t, decided(t, tg, "alice"), 200, "ratelimit", `"api";r=1;t=60`)
@@ -95,7 +95,7 @@ func TestNoAuthRecovers(t *testing.T) {
 			t.Fatal("decided with a refused password")
 		}
 	}
-	logs := func() string { return strings.Join(tg.h.GuestLogs(host.LogInfo), "\n") }
+	logs := func() string { return strings.Join(tg.h.GuestLogs(wasmhost.LogInfo), "\n") }
 	if !strings.Contains(logs(), "NOAUTH Authentication required") {
 		t.Fatalf("the filter did not log NOAUTH: %q", logs())
 	}
@@ -187,7 +187,7 @@ func TestClusterModeAgainstARawCluster(t *testing.T) {
 	if moved == 0 || tg.metric("ratelimit.redis.redirected") != int64(moved) {
 		t.Fatalf("%d keys elsewhere, %d counted redirections", moved, tg.metric("ratelimit.redis.redirected"))
 	}
-	if logs := strings.Join(tg.h.GuestLogs(host.LogWarn), "\n"); !strings.Contains(logs, "put a cluster-aware proxy between them (Envoy's redis_proxy on loopback") {
+	if logs := strings.Join(tg.h.GuestLogs(wasmhost.LogWarn), "\n"); !strings.Contains(logs, "put a cluster-aware proxy between them (Envoy's redis_proxy on loopback") {
 		t.Fatalf("logs %q", logs)
 	}
 }

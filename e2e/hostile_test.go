@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -84,7 +84,7 @@ func TestHostileInput(t *testing.T) {
 	// Istio and Higress gateways do (use_remote_address); the peer is
 	// 127.0.0.2, which Envoy appends as it is (it appends its own address
 	// for 127.0.0.1 only).
-	tg := startHost(t, host.Config{Module: module, PluginConfig: []byte(hostileConfig(prefix)),
+	tg := startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(hostileConfig(prefix)),
 		RedisClusters: map[string]string{"redis": p.addr}, UseRemoteAddress: true}).(*wasmTarget)
 	client := clientFrom(t, "127.0.0.2")
 	sent := 0

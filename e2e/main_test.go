@@ -1,5 +1,5 @@
 // Package e2e proves the filter end to end: the compiled .wasm runs in the
-// wazero proxy-wasm host of e2e/host, which serves real HTTP and sends the
+// wazero proxy-wasm host of wasmhost, which serves real HTTP and sends the
 // filter's Redis calls to a real redis-server. The same scenarios also run
 // natively, against filter.Plugin directly, so a failure points at the layer
 // that broke.
@@ -9,19 +9,18 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/dist"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 var (
 	// module (the Higress build, with the Redis callout ABI) and
 	// stockModule (the stock-Envoy build, Webdis only) are compiled once
 	// for the whole test binary.
-	module, stockModule    *host.Module
+	module, stockModule    *wasmhost.Module
 	stockWasm, higressWasm []byte
 	server                 *redistest.Server
 )
@@ -36,23 +35,23 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) (int, error) {
-	dir, err := os.MkdirTemp("", "e2e-wasm")
+	var err error
+	if higressWasm, err = dist.Read(dist.Higress); err != nil {
+		return 0, err
+	}
+	if stockWasm, err = dist.Read(dist.Stock); err != nil {
+		return 0, err
+	}
+	cache, err := dist.CacheDir()
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(dir)
-	if higressWasm, err = buildFilter(filepath.Join(dir, "ratelimit-higress.wasm"), "higress"); err != nil {
-		return 0, err
-	}
-	if stockWasm, err = buildFilter(filepath.Join(dir, "ratelimit.wasm"), ""); err != nil {
-		return 0, err
-	}
 	ctx := context.Background()
-	if module, err = host.Compile(ctx, higressWasm); err != nil {
+	if module, err = wasmhost.Compile(ctx, higressWasm, wasmhost.WithCacheDir(cache)); err != nil {
 		return 0, err
 	}
 	defer module.Close(ctx)
-	if stockModule, err = host.Compile(ctx, stockWasm); err != nil {
+	if stockModule, err = wasmhost.Compile(ctx, stockWasm, wasmhost.WithCacheDir(cache)); err != nil {
 		return 0, err
 	}
 	defer stockModule.Close(ctx)
@@ -61,14 +60,4 @@ func run(m *testing.M) (int, error) {
 	}
 	defer server.Stop()
 	return m.Run(), nil
-}
-
-// buildFilter compiles the repository's filter to out, as `make build` does.
-func buildFilter(out, tags string) ([]byte, error) {
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-tags", tags, "-o", out, "..")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building the filter: %v\n%s", err, b)
-	}
-	return os.ReadFile(out)
 }

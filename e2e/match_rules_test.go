@@ -5,13 +5,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
 // matchRoutes stand for a Higress gateway's route table: Ingress routes
 // named <namespace>/<name>, each sending to a service's cluster.
-var matchRoutes = []host.Route{
+var matchRoutes = []wasmhost.Route{
 	{PathPrefix: "/api/", Name: "default/api", Cluster: "outbound|8080||api.default.svc.cluster.local"},
 	{PathPrefix: "/search/", Name: "default/search", Cluster: "outbound|80||search.default.svc.cluster.local"},
 	{PathPrefix: "/", Name: "default/web", Cluster: "outbound|80||web.default.svc.cluster.local"},
@@ -40,7 +40,7 @@ func matchRulesConfig(prefix string) string {
 func TestMatchRulesLimitPerRouteDomainService(t *testing.T) {
 	starts := map[string]func(t *testing.T, config string) target{
 		"higress": func(t *testing.T, config string) target {
-			return startHost(t, host.Config{Module: module, PluginConfig: []byte(config),
+			return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
 				RedisClusters: map[string]string{"redis": server.Addr}, Routes: matchRoutes})
 		},
 		"native": func(t *testing.T, config string) target {
@@ -100,7 +100,7 @@ func TestMatchRulesFallBackToDefaultConfig(t *testing.T) {
 		"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}],
 		"_rules_":[{"_match_route_":["default/api"],%s,"rules":[{"name":"api","key":[{"source":"constant","value":"all"}],
 		"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]}]}`, redis, redis)
-	tg := startHost(t, host.Config{Module: module, PluginConfig: []byte(config),
+	tg := startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
 		RedisClusters: map[string]string{"redis": server.Addr}, Routes: matchRoutes})
 	// The entry does not inherit headers: legacy; it sends the default, draft 10.
 	expect(t, tg.send(t, map[string]string{":path": "/api/a"}), 200, "ratelimit", `"api";r=0;t=60`, "x-ratelimit-limit", "")

@@ -9,7 +9,7 @@ import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/proxytest"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/proxyhost"
 )
@@ -54,7 +54,7 @@ func TestStreamsReleasedWithoutOnLog(t *testing.T) {
 func TestAbandonedStreamReleased(t *testing.T) {
 	config := `{"redis":{"cluster":"redis","timeout":"5s","key_prefix":"` + redistest.Prefix(t) + `"},"circuit_breaker":{"failures":0},
 		"rules":[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`
-	h := startHostWith(t, host.Config{Module: module, PluginConfig: []byte(config), Workers: 1, Upstream: upstream(t).URL,
+	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: 1, Upstream: upstream(t).URL,
 		DeferredLog: true, RedisClusters: map[string]string{"redis": blackhole(t)}})
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	if _, err := client.Get(h.URL() + "/"); err == nil {

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -71,7 +71,7 @@ func TestSoak(t *testing.T) {
 	const clients, users, hotUsers, workers = 64, 50_000, 20, 2
 	r := redistest.Start(t) // its own server, so DBSIZE counts only this test's keys
 	config := fmt.Sprintf(`{"failure_mode":"deny","redis":{"cluster":"redis","timeout":"1s","key_prefix":"soak:"},"rules":%s}`, soakRules)
-	h := startHostWith(t, host.Config{Module: module, Workers: workers, Upstream: upstream(t).URL,
+	h := startHostWith(t, wasmhost.Config{Module: module, Workers: workers, Upstream: upstream(t).URL,
 		PluginConfig: []byte(config), RedisClusters: map[string]string{"redis": r.Addr}})
 
 	snap := func(label string, requests int64) soakSnapshot {

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
@@ -50,12 +50,12 @@ func upstream(t *testing.T) *httptest.Server {
 }
 
 type wasmTarget struct {
-	h *host.Host
+	h *wasmhost.Host
 }
 
 // startWasm runs the Higress build, with the Redis callout ABI.
 func startWasm(t *testing.T, config, redisAddr string) target {
-	return startHost(t, host.Config{Module: module, PluginConfig: []byte(config),
+	return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
 		RedisClusters: map[string]string{"redis": redisAddr}})
 }
 
@@ -75,11 +75,11 @@ func startStockGateway(t *testing.T, config, webdisAddr string) target {
 	if !strings.Contains(config, `"transport":"webdis"`) || strings.Count(config, `"password"`) != 1 {
 		t.Fatalf("config has no redis section to turn to webdis: %s", config)
 	}
-	return startHost(t, host.Config{Module: stockModule, PluginConfig: []byte(config),
+	return startHost(t, wasmhost.Config{Module: stockModule, PluginConfig: []byte(config),
 		HTTPClusters: map[string]string{"webdis": webdisAddr}})
 }
 
-func startHost(t *testing.T, cfg host.Config) target {
+func startHost(t *testing.T, cfg wasmhost.Config) target {
 	t.Helper()
 	cfg.Workers, cfg.Upstream, cfg.PauseTimeout = 2, upstream(t).URL, 10*time.Second
 	h := startHostWith(t, cfg)
@@ -140,7 +140,7 @@ type nativeTarget struct {
 	nextID   uint32
 	queue    []queuedCall
 	counters map[string]int64
-	routes   []host.Route // as host.Config.Routes
+	routes   []wasmhost.Route // as wasmhost.Config.Routes
 }
 
 type queuedCall struct {
@@ -218,7 +218,7 @@ func (n *nativeTarget) roundTrip(cmd []byte) ([]byte, error) {
 }
 
 type nativeStream struct {
-	route    host.Route
+	route    wasmhost.Route
 	resumed  int
 	status   int
 	headers  map[string]string
@@ -257,7 +257,7 @@ func (n *nativeTarget) send(t *testing.T, headers map[string]string) outcome {
 			pairs = append(pairs, [2]string{strings.ToLower(k), v})
 		}
 	}
-	route, _ := host.RouteFor(n.routes, path)
+	route, _ := wasmhost.RouteFor(n.routes, path)
 	s := &nativeStream{route: route, response: map[string]string{}}
 	st := n.plugin.NewStream(s)
 	defer st.OnDone()
@@ -281,12 +281,12 @@ func (n *nativeTarget) send(t *testing.T, headers map[string]string) outcome {
 
 // startHostWith starts a host with cfg as given (Workers and Upstream
 // included), failing the test on stuck streams or traps at its end.
-func startHostWith(t *testing.T, cfg host.Config) *host.Host {
+func startHostWith(t *testing.T, cfg wasmhost.Config) *wasmhost.Host {
 	t.Helper()
 	if cfg.PauseTimeout == 0 {
 		cfg.PauseTimeout = 10 * time.Second
 	}
-	h, err := host.Start(context.Background(), cfg)
+	h, err := wasmhost.Start(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

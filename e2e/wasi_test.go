@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -31,14 +31,14 @@ func TestModulesNeverPollUnderEnvoy138WASI(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		wasm  []byte
-		start func(t *testing.T, cfg host.Config, prefix string) host.Config
+		start func(t *testing.T, cfg wasmhost.Config, prefix string) wasmhost.Config
 	}{
-		{"higress", higressWasm, func(t *testing.T, cfg host.Config, prefix string) host.Config {
+		{"higress", higressWasm, func(t *testing.T, cfg wasmhost.Config, prefix string) wasmhost.Config {
 			cfg.PluginConfig = fmt.Appendf(nil, `{"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},"rules":%s}`, prefix, rules)
 			cfg.RedisClusters = map[string]string{"redis": server.Addr}
 			return cfg
 		}},
-		{"stock", stockWasm, func(t *testing.T, cfg host.Config, prefix string) host.Config {
+		{"stock", stockWasm, func(t *testing.T, cfg wasmhost.Config, prefix string) wasmhost.Config {
 			cfg.PluginConfig = fmt.Appendf(nil, `{"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,"timeout":"2s","key_prefix":%q},"rules":%s}`,
 				redistest.WebdisUser, redistest.WebdisPassword, prefix, rules)
 			cfg.HTTPClusters = map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}
@@ -46,7 +46,7 @@ func TestModulesNeverPollUnderEnvoy138WASI(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mod, calls, err := host.CompileCounting(context.Background(), tc.wasm,
+			mod, calls, err := wasmhost.CompileCounting(context.Background(), tc.wasm,
 				"runtime.gcStart", "runtime.netpollGenericInit")
 			if err != nil {
 				t.Fatal(err)
@@ -54,8 +54,8 @@ func TestModulesNeverPollUnderEnvoy138WASI(t *testing.T) {
 			t.Cleanup(func() { mod.Close(context.Background()) }) // after the host's
 			// GOGC=5 (through vm_config.environment_variables) makes the
 			// guests collect more often.
-			cfg := tc.start(t, host.Config{Module: mod, Workers: 2, Upstream: upstream(t).URL,
-				CppHost: host.CppHostBefore94091cd, Env: map[string]string{"GOGC": "5"}}, "rl:wasi:"+tc.name+":")
+			cfg := tc.start(t, wasmhost.Config{Module: mod, Workers: 2, Upstream: upstream(t).URL,
+				CppHost: wasmhost.CppHostBefore94091cd, Env: map[string]string{"GOGC": "5"}}, "rl:wasi:"+tc.name+":")
 			h := startHostWith(t, cfg)
 
 			// Half the requests come from new users (allowed, through

@@ -4,15 +4,18 @@
 -- algorithm ('l', 'c' or 'f'), a, b, cost.
 -- Reply: {now_us, -2, then per limit: allowed, limit, remaining,
 -- retry_after_us, reset_after_us}, or {now_us, block_pttl_ms, block_index}
--- when a block key exists. If any limit denies, nothing is written.
+-- when a block key exists.
+-- Two phases: every limit is checked without charging (a check may trim
+-- entries that left the window), then, only if all allow, each is charged.
+-- If any limit denies, nothing is charged.
 -- Needs Redis >= 5, where scripts replicate their effects, so TIME may
 -- precede writes.
 
-local function check(kind, key, now, a, b, n)
-  if kind == 'f' then return funnel_check(key, now, a, b, n) end
-  if kind == 'l' then return log_check(key, now, a, b, n) end
-  if kind == 'c' then return counter_check(key, now, a, b, n) end
-end
+-- Each algorithm is a table of two functions over a limit's table l:
+-- check(l, now, n) decides a request of cost n without charging it and
+-- sets l.allowed, l.remaining, l.retry and l.reset (us), plus the state
+-- its commit needs; commit(l, now) charges l.cost as check found it.
+local algorithms = {l = sliding_log, c = sliding_counter, f = funnel}
 
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
@@ -25,37 +28,34 @@ for i = 1, nb do
   if blocked ~= -2 then return {now, blocked, i} end
 end
 
--- out holds 12 slots per limit: algorithm, a, b, cost, then allowed,
--- remaining, retry, reset and up to four values of state for the commit.
-local out, all = {}, true
+-- One table per limit: its algorithm, key, a, b and cost, then what its
+-- check found.
+local limits, all = {}, true
 local n = #KEYS - nb
 for i = 1, n do
-  local j, o = 4 * i - 2, 12 * i - 12
-  local kind, a, b, cost = ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
-  if not a or not b or not cost or (kind ~= 'f' and kind ~= 'l' and kind ~= 'c') then
+  local j = 4 * i - 2
+  local algorithm, a, b, cost = algorithms[ARGV[j]], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
+  if not algorithm or not a or not b or not cost then
     return redis.error_reply('ERR ratelimit: bad arguments for limit ' .. i)
   end
-  out[o + 1], out[o + 2], out[o + 3], out[o + 4] = kind, a, b, cost
-  out[o + 5], out[o + 6], out[o + 7], out[o + 8], out[o + 9], out[o + 10], out[o + 11], out[o + 12] =
-    check(kind, KEYS[nb + i], now, a, b, cost)
-  if not out[o + 5] then all = false end
+  local l = {algorithm = algorithm, key = KEYS[nb + i], a = a, b = b, cost = cost,
+    allowed = false, remaining = 0, retry = 0, reset = 0}
+  algorithm.check(l, now, cost)
+  if not l.allowed then all = false end
+  limits[i] = l
 end
 
 local reply = {now, -2}
 for i = 1, n do
-  local o, key = 12 * i - 12, KEYS[nb + i]
-  local kind, a, b, cost = out[o + 1], out[o + 2], out[o + 3], out[o + 4]
-  local ok, rem, retry, reset = out[o + 5], out[o + 6], out[o + 7], out[o + 8]
+  local l = limits[i]
   if all then
-    -- A cost of 0 peeks: decided like any other, it writes nothing.
-    if cost == 0 then
-    elseif kind == 'f' then funnel_commit(key, now, a, b, cost, out[o + 9])
-    elseif kind == 'l' then log_commit(key, now, a, b, cost)
-    else counter_commit(key, now, a, b, cost, out[o + 9], out[o + 10], out[o + 11], out[o + 12]) end
-  elseif ok then
-    ok, rem, retry, reset = check(kind, key, now, a, b, 0)
+    -- A cost of 0 peeks: decided like any other, it charges nothing.
+    if l.cost ~= 0 then l.algorithm.commit(l, now) end
+  elseif l.allowed then
+    -- Another limit denied: report what this one has left, uncharged.
+    l.algorithm.check(l, now, 0)
   end
   local r = 5 * i - 2
-  reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = ok and 1 or 0, a, rem, retry, reset
+  reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = l.allowed and 1 or 0, l.a, l.remaining, l.retry, l.reset
 end
 return reply

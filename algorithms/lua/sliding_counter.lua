@@ -1,7 +1,10 @@
 -- Sliding counter: two fixed windows, weighted; O(1) memory per key.
--- limit = L per window W (milliseconds). The estimate of requests in the last W
--- is prev * (W - e) / W + cur, e = time into the current window. All arithmetic
--- is scaled by W so it stays in exact integers (L * W <= 2^50 is enforced).
+-- For a limit l: l.a = L per window l.b = W (milliseconds). The estimate of
+-- requests in the last W is prev * (W - e) / W + cur, e = time into the
+-- current window. All arithmetic is scaled by W so it stays in exact
+-- integers (L * W <= 2^50 is enforced).
+local sliding_counter = {}
+
 local function counter_state(key, now, w)
   local now_ms = math.floor(now / 1000)
   local idx = math.floor(now_ms / w)
@@ -17,8 +20,11 @@ local function counter_state(key, now, w)
   return idx, e, cur, prev, now - now_ms * 1000
 end
 
-local function counter_check(key, now, limit, w, n)
-  local idx, e, cur, prev, sub = counter_state(key, now, w)
+-- check decides a request of cost n, reading only; when it allows a cost
+-- above 0, l.idx, l.e, l.cur and l.prev are the window the commit stores.
+function sliding_counter.check(l, now, n)
+  local limit, w = l.a, l.b
+  local idx, e, cur, prev, sub = counter_state(l.key, now, w)
   local free = limit * w - prev * (w - e) - cur * w
   local after = cur
   local ok = n * w <= free and n > 0
@@ -27,10 +33,13 @@ local function counter_check(key, now, limit, w, n)
   if after > 0 then reset = 2 * w - e elseif prev > 0 then reset = w - e end
   if reset > 0 then reset = reset * 1000 - sub end
   if ok then
-    return true, math.floor(free / w) - n, -1, reset, idx, e, after, prev
+    l.allowed, l.remaining, l.retry, l.reset = true, math.floor(free / w) - n, -1, reset
+    l.idx, l.e, l.cur, l.prev = idx, e, after, prev
+    return
   end
   if n * w <= free then
-    return true, math.floor(free / w), -1, reset
+    l.allowed, l.remaining, l.retry, l.reset = true, math.floor(free / w), -1, reset
+    return
   end
   local d
   if cur + n <= limit then
@@ -42,10 +51,10 @@ local function counter_check(key, now, limit, w, n)
   else
     d = 2 * w - e
   end
-  return false, math.max(0, math.floor(free / w)), d * 1000 - sub, reset
+  l.allowed, l.remaining, l.retry, l.reset = false, math.max(0, math.floor(free / w)), d * 1000 - sub, reset
 end
 
-local function counter_commit(key, now, limit, w, n, idx, e, cur, prev)
-  redis.call('HSET', key, 'w', idx, 'c', cur, 'p', prev)
-  redis.call('PEXPIRE', key, 2 * w - e)
+function sliding_counter.commit(l, now)
+  redis.call('HSET', l.key, 'w', l.idx, 'c', l.cur, 'p', l.prev)
+  redis.call('PEXPIRE', l.key, 2 * l.b - l.e)
 end

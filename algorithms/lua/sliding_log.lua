@@ -1,17 +1,25 @@
 -- Sliding log: an exact sliding window over a sorted set of admission times.
--- limit = L requests per window W (microseconds). Score = admission time in us.
--- An entry admitted at s counts while s > now - W.
-local function log_check(key, now, limit, window, n)
+-- For a limit l: l.a = L requests per window l.b = W (microseconds).
+-- Score = admission time in us. An entry admitted at s counts while
+-- s > now - W.
+local sliding_log = {}
+
+-- check decides a request of cost n. It trims the entries that left the
+-- window, and charges nothing.
+function sliding_log.check(l, now, n)
+  local key, limit, window = l.key, l.a, l.b
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
   if used + n <= limit and n > 0 then
-    return true, limit - used - n, -1, window
+    l.allowed, l.remaining, l.retry, l.reset = true, limit - used - n, -1, window
+    return
   end
   local reset = 0
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if last[2] then reset = tonumber(last[2]) + window - now end
   if used + n <= limit then
-    return true, limit - used, -1, reset
+    l.allowed, l.remaining, l.retry, l.reset = true, limit - used, -1, reset
+    return
   end
   -- The (used + n - limit) oldest entries must leave the window first.
   local retry = window
@@ -20,7 +28,7 @@ local function log_check(key, now, limit, window, n)
     local e = redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')
     retry = tonumber(e[2]) + window - now
   end
-  return false, limit - used, retry, reset
+  l.allowed, l.remaining, l.retry, l.reset = false, limit - used, retry, reset
 end
 
 -- Members are the admission time in us, suffixed by an ordinal when several
@@ -41,7 +49,8 @@ local function log_add(key, now, from, to)
   return added
 end
 
-local function log_commit(key, now, limit, window, n)
+function sliding_log.commit(l, now)
+  local key, n = l.key, l.cost
   local added
   if n == 1 then
     added = redis.call('ZADD', key, now, now)
@@ -52,5 +61,5 @@ local function log_commit(key, now, limit, window, n)
     local c = redis.call('ZCOUNT', key, now, now)
     log_add(key, now, c, c + n - added - 1)
   end
-  redis.call('PEXPIRE', key, math.ceil(window / 1000))
+  redis.call('PEXPIRE', key, math.ceil(l.b / 1000))
 end

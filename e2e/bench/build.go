@@ -12,60 +12,54 @@ package bench
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
-	"github.com/redisrate/envoy-redis-ratelimit/internal/wasmbuild"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/dist"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
-
-// ModuleRoot returns the directory of this Go module (where go.mod is).
-func ModuleRoot() (string, error) { return wasmbuild.ModuleRoot() }
-
-// BuildWasm builds the package in pkgDir (relative to the module root) as
-// `make build` builds the filter: GOOS=wasip1 GOARCH=wasm,
-// -buildmode=c-shared, with the given build tags. It returns the module.
-func BuildWasm(pkgDir, tags string) ([]byte, error) { return wasmbuild.Build(pkgDir, tags) }
 
 // Modules are the wasm modules the benchmarks compare, compiled.
 type Modules struct {
 	// Filter is the Higress build of the filter (Redis callout ABI), Noop
-	// the no-op filter of e2e/testdata/noop, both compiled as host.Compile
+	// the no-op filter of wasmhost/testdata/noop, both compiled as wasmhost.Compile
 	// does by default, with wazero's termination checks. FilterNoCheck and
-	// NoopNoCheck are the same compiled with host.WithoutTermination.
-	Filter, Noop               *host.Module
-	FilterNoCheck, NoopNoCheck *host.Module
+	// NoopNoCheck are the same compiled with wasmhost.WithoutTermination.
+	Filter, Noop               *wasmhost.Module
+	FilterNoCheck, NoopNoCheck *wasmhost.Module
 	FilterWasm, NoopWasm       []byte
 	// LogicWasm is testdata/logic: the filter's logic alone in wasm.
 	LogicWasm []byte
 }
 
-// BuildModules builds and compiles the filter and the no-op filter, with
-// a wazero compilation cache in the temporary directory.
+// BuildModules compiles the filter and the no-op filter that `make build
+// fixtures` wrote to dist/, with wazero's compilation cache in dist/cache.
 func BuildModules(ctx context.Context) (*Modules, error) {
 	m := &Modules{}
 	var err error
-	if m.FilterWasm, err = BuildWasm(".", "higress"); err != nil {
+	if m.FilterWasm, err = dist.Read(dist.Higress); err != nil {
 		return nil, err
 	}
-	if m.NoopWasm, err = BuildWasm(filepath.Join("e2e", "testdata", "noop"), ""); err != nil {
+	if m.NoopWasm, err = dist.Read(dist.Noop); err != nil {
 		return nil, err
 	}
-	if m.LogicWasm, err = BuildWasm(filepath.Join("e2e", "bench", "testdata", "logic"), ""); err != nil {
+	if m.LogicWasm, err = dist.Read(dist.Logic); err != nil {
 		return nil, err
 	}
-	cache := host.WithCacheDir(filepath.Join(os.TempDir(), "e2e-bench-wazero-cache"))
+	dir, err := dist.CacheDir()
+	if err != nil {
+		return nil, err
+	}
+	cache := wasmhost.WithCacheDir(dir)
 	for _, c := range []struct {
-		dst  **host.Module
+		dst  **wasmhost.Module
 		wasm []byte
-		opts []host.CompileOption
+		opts []wasmhost.CompileOption
 	}{
-		{&m.Filter, m.FilterWasm, []host.CompileOption{cache}},
-		{&m.Noop, m.NoopWasm, []host.CompileOption{cache}},
-		{&m.FilterNoCheck, m.FilterWasm, []host.CompileOption{cache, host.WithoutTermination()}},
-		{&m.NoopNoCheck, m.NoopWasm, []host.CompileOption{cache, host.WithoutTermination()}},
+		{&m.Filter, m.FilterWasm, []wasmhost.CompileOption{cache}},
+		{&m.Noop, m.NoopWasm, []wasmhost.CompileOption{cache}},
+		{&m.FilterNoCheck, m.FilterWasm, []wasmhost.CompileOption{cache, wasmhost.WithoutTermination()}},
+		{&m.NoopNoCheck, m.NoopWasm, []wasmhost.CompileOption{cache, wasmhost.WithoutTermination()}},
 	} {
-		if *c.dst, err = host.Compile(ctx, c.wasm, c.opts...); err != nil {
+		if *c.dst, err = wasmhost.Compile(ctx, c.wasm, c.opts...); err != nil {
 			m.Close(ctx)
 			return nil, err
 		}
@@ -75,7 +69,7 @@ func BuildModules(ctx context.Context) (*Modules, error) {
 
 // Close releases the modules.
 func (m *Modules) Close(ctx context.Context) {
-	for _, mod := range []*host.Module{m.Filter, m.Noop, m.FilterNoCheck, m.NoopNoCheck} {
+	for _, mod := range []*wasmhost.Module{m.Filter, m.Noop, m.FilterNoCheck, m.NoopNoCheck} {
 		if mod != nil {
 			mod.Close(ctx)
 		}

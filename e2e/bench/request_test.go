@@ -14,13 +14,13 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/redisrate/envoy-redis-ratelimit/e2e/bench/fixture"
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // The variants, in the order they run. native is filter.Plugin called
 // directly; wasm_logic is the same Go code compiled to wasm and looping
 // inside the guest (testdata/logic: no ABI). The others run in a
-// host.BenchVM: wasm_* are compiled with host.WithoutTermination and
+// wasmhost.BenchVM: wasm_* are compiled with wasmhost.WithoutTermination and
 // called without a watchdog (the guest and the ABI, nothing else);
 // checked_filter adds wazero's termination checks to the compiled code;
 // host_* add the per-call watchdog goroutine too, which is how the e2e
@@ -37,7 +37,7 @@ func requestRunners(b *testing.B) map[string]func() int {
 		b.Fatal(err)
 	}
 	logic := newLogic(b, m.LogicWasm)
-	wasm := func(vm *host.BenchVM, variant string, reply []byte) func() int {
+	wasm := func(vm *wasmhost.BenchVM, variant string, reply []byte) func() int {
 		return func() int {
 			if status, err := vm.Request(fixture.Headers, reply); err != nil || status != 200 {
 				b.Fatalf("%s: %d, %v", variant, status, err)
@@ -45,7 +45,7 @@ func requestRunners(b *testing.B) map[string]func() int {
 			return 1
 		}
 	}
-	watchdog := host.WithWatchdog()
+	watchdog := wasmhost.WithWatchdog()
 	return map[string]func() int{
 		"native": func() int {
 			if err := native.Request(); err != nil {
@@ -63,7 +63,7 @@ func requestRunners(b *testing.B) map[string]func() int {
 }
 
 // logic is testdata/logic instantiated in its own wazero runtime,
-// compiled as host.WithoutTermination compiles, with real clocks.
+// compiled as wasmhost.WithoutTermination compiles, with real clocks.
 type logic struct {
 	rt  wazero.Runtime
 	run func(b *testing.B, n int) int
@@ -93,7 +93,7 @@ func newLogic(b *testing.B, wasm []byte) *logic {
 // call answered with a canned reply, decision, response headers, stream
 // end): natively (filter.Plugin called directly, as
 // filter.BenchmarkRequest does), and in one wasm VM of the e2e host
-// (host.BenchVM: the real ABI, no HTTP, no TCP, no Redis) for the filter
+// (wasmhost.BenchVM: the real ABI, no HTTP, no TCP, no Redis) for the filter
 // and the no-op filter, compiled and called in the ways requestVariants
 // lists. Each sub-benchmark runs on its own; for the ratios, see
 // BenchmarkRequestSideBySide.
@@ -198,9 +198,9 @@ func requestMedians() map[string]float64 {
 	return med
 }
 
-func benchVM(b *testing.B, mod *host.Module, config string, opts ...host.BenchOption) *host.BenchVM {
+func benchVM(b *testing.B, mod *wasmhost.Module, config string, opts ...wasmhost.BenchOption) *wasmhost.BenchVM {
 	b.Helper()
-	vm, err := host.NewBenchVM(context.Background(), host.Config{
+	vm, err := wasmhost.NewBenchVM(context.Background(), wasmhost.Config{
 		Module:        mod,
 		PluginConfig:  []byte(config),
 		RedisClusters: map[string]string{"redis": "127.0.0.1:1"}, // never dialled
@@ -225,11 +225,11 @@ func countHostCalls(b *testing.B, m *Modules, reply []byte) (string, float64) {
 		reply  []byte
 	}{{"wasm_filter", m.FilterWasm, fixture.Config, reply}, {"wasm_noop", m.NoopWasm, "", nil}} {
 		ctx := context.Background()
-		mod, counter, err := host.CompileCounting(ctx, c.wasm, "runtime.mallocgc", "runtime.gcStart")
+		mod, counter, err := wasmhost.CompileCounting(ctx, c.wasm, "runtime.mallocgc", "runtime.gcStart")
 		if err != nil {
 			b.Fatal(err)
 		}
-		vm, err := host.NewBenchVM(ctx, host.Config{Module: mod, PluginConfig: []byte(c.config),
+		vm, err := wasmhost.NewBenchVM(ctx, wasmhost.Config{Module: mod, PluginConfig: []byte(c.config),
 			RedisClusters: map[string]string{"redis": "127.0.0.1:1"}})
 		if err != nil {
 			b.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -48,7 +48,7 @@ func floodConfig(cacheKeys int) string {
 type loadConfig struct {
 	name     string
 	what     string
-	h        *host.Host
+	h        *wasmhost.Host
 	requests [][]byte
 	rate     float64 // 0: closed loop
 	statuses []int   // the statuses it may answer
@@ -71,10 +71,10 @@ var (
 // going to a real redis-server, and compares configurations side by side:
 // they take turns in slices over several rounds, so a noisy neighbour
 // slows them alike. Closed loop (16 keep-alive connections, each sending
-// as soon as it has its answer): no filter at all (host.StartPassThrough),
+// as soon as it has its answer): no filter at all (wasmhost.StartPassThrough),
 // the no-op filter, and the rate-limit filter admitting everything (many
 // users, huge limits), each compiled as the Host compiles by default and
-// compiled with host.WithoutTermination. Open loop: one key flooded at 10x
+// compiled with wasmhost.WithoutTermination. Open loop: one key flooded at 10x
 // its limit, with and without the deny cache. Run it with -benchtime 1x;
 // TestMain prints the table.
 func BenchmarkThroughput(b *testing.B) {
@@ -87,8 +87,8 @@ func BenchmarkThroughput(b *testing.B) {
 	}))
 	defer upstream.Close()
 
-	start := func(mod *host.Module, config string) *host.Host {
-		h, err := host.Start(context.Background(), host.Config{
+	start := func(mod *wasmhost.Module, config string) *wasmhost.Host {
+		h, err := wasmhost.Start(context.Background(), wasmhost.Config{
 			Module:        mod,
 			PluginConfig:  []byte(config),
 			Upstream:      upstream.URL,
@@ -100,7 +100,7 @@ func BenchmarkThroughput(b *testing.B) {
 		b.Cleanup(func() { h.Close() })
 		return h
 	}
-	none, err := host.StartPassThrough(host.Config{Upstream: upstream.URL})
+	none, err := wasmhost.StartPassThrough(wasmhost.Config{Upstream: upstream.URL})
 	if err != nil {
 		b.Fatal(err)
 	}

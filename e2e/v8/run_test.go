@@ -13,49 +13,28 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/internal/wasmbuild"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/dist"
 )
 
-// The modules, built once per test binary as `make build` builds them.
+// The modules' paths, in dist/ as `make build fixtures` writes them.
 var higressWasm, stockWasm, sleeperWasm string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "e2e-v8")
+	dir, err := dist.Dir()
+	for _, b := range []struct {
+		dst  *string
+		name string
+	}{{&higressWasm, dist.Higress}, {&stockWasm, dist.Stock}, {&sleeperWasm, dist.Sleeper}} {
+		if err == nil {
+			_, err = dist.Read(b.name) // says how to build a missing one
+			*b.dst = filepath.Join(dir, b.name)
+		}
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e/v8:", err)
 		os.Exit(1)
 	}
-	err = buildModules(dir)
-	code := 1
-	if err == nil {
-		code = m.Run()
-	} else {
-		fmt.Fprintln(os.Stderr, "e2e/v8:", err)
-	}
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
-
-func buildModules(dir string) error {
-	for _, b := range []struct {
-		dst        *string
-		pkg, tags  string
-		outputName string
-	}{
-		{&higressWasm, ".", "higress", "ratelimit-higress.wasm"},
-		{&stockWasm, ".", "", "ratelimit.wasm"},
-		{&sleeperWasm, filepath.Join("e2e", "v8", "testdata", "sleeper"), "", "sleeper.wasm"},
-	} {
-		wasm, err := wasmbuild.Build(b.pkg, b.tags)
-		if err != nil {
-			return err
-		}
-		*b.dst = filepath.Join(dir, b.outputName)
-		if err := os.WriteFile(*b.dst, wasm, 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	os.Exit(m.Run())
 }
 
 // v8Flags are the flags proxy-wasm-cpp-host gives V8 (src/v8/v8.cc):

@@ -191,7 +191,7 @@ func startHost(wasm, config, redisAddr string) (string, func(), error) {
 		return "", nil, err
 	}
 	bin := filepath.Join(dir, "wasmhost")
-	if out, err := exec.Command("go", "build", "-o", bin, "./e2e/cmd/wasmhost").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "./wasmhost/cmd/wasmhost").CombinedOutput(); err != nil {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("building wasmhost: %v\n%s", err, out)
 	}

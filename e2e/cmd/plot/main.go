@@ -27,8 +27,9 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/e2e/bench"
-	"github.com/redisrate/envoy-redis-ratelimit/e2e/host"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/dist"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 const bucket = 100 * time.Millisecond
@@ -47,7 +48,7 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("plot: ")
 	out := flag.String("out", "docs/burst.svg", "SVG file to write")
-	wasmPath := flag.String("wasm", "", "built filter (Higress build); empty to build it from this module")
+	wasmPath := flag.String("wasm", "", "built filter (Higress build); empty for dist/ratelimit-higress.wasm")
 	redisAddr := flag.String("redis", "", "Redis address; empty to start a redis-server")
 	limit := flag.Int("limit", 50, "requests per second each algorithm allows")
 	factor := flag.Float64("factor", 5, "the burst's rate, in multiples of the limit")
@@ -65,12 +66,12 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 	if wasmPath != "" {
 		wasm, err = os.ReadFile(wasmPath)
 	} else {
-		wasm, err = bench.BuildWasm(".", "higress")
+		wasm, err = dist.Read(dist.Higress)
 	}
 	if err != nil {
 		return err
 	}
-	mod, err := host.Compile(ctx, wasm, host.WithCacheDir(filepath.Join(os.TempDir(), "e2e-bench-wazero-cache")))
+	mod, err := wasmhost.Compile(ctx, wasm, wasmhost.WithCacheDir(filepath.Join(os.TempDir(), "e2e-bench-wazero-cache")))
 	if err != nil {
 		return err
 	}
@@ -102,7 +103,7 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 	for _, a := range algos {
 		config := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":"burst%d:"},"rules":[{"name":"burst",
 			"key":[{"source":"header","name":"x-user"}],"limits":[%s]}]}`, run, a.limit)
-		h, err := host.Start(ctx, host.Config{Module: mod, PluginConfig: []byte(config), Upstream: upstream,
+		h, err := wasmhost.Start(ctx, wasmhost.Config{Module: mod, PluginConfig: []byte(config), Upstream: upstream,
 			RedisClusters: map[string]string{"redis": redisAddr}})
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.name, err)

@@ -1,0 +1,234 @@
+package wasmhost
+
+import (
+	"encoding/binary"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Properties follow Envoy's attribute names and encodings: strings are raw
+// bytes, integers and timestamps 8 little-endian bytes, booleans one byte,
+// maps serialized pairs. A path arrives as NUL-separated segments.
+
+func hGetProperty(v *vm, a args) uint32 {
+	path, ok := v.readString(a.u32(0), a.u32(1))
+	if !ok {
+		return statusInvalidMemoryAccess
+	}
+	val, found := v.property(path)
+	if !found {
+		return statusNotFound
+	}
+	return v.copyOut(val, a.u32(2), a.u32(3))
+}
+
+// hSetProperty stores the value on the stream, where get_property finds it
+// again (Envoy keeps it in the stream's filter state). The root context has
+// no stream, so Envoy answers NotFound there.
+func hSetProperty(v *vm, a args) uint32 {
+	path, ok1 := v.readString(a.u32(0), a.u32(1))
+	val, ok2 := v.read(a.u32(2), a.u32(3))
+	if !ok1 || !ok2 {
+		return statusInvalidMemoryAccess
+	}
+	s := v.activeStream()
+	if s == nil {
+		return statusNotFound
+	}
+	if s.props == nil {
+		s.props = map[string][]byte{}
+	}
+	s.props[path] = val
+	return statusOK
+}
+
+func (v *vm) property(path string) ([]byte, bool) {
+	s := v.activeStream()
+	if s != nil {
+		if val, ok := s.props[path]; ok {
+			return val, true
+		}
+	}
+	seg := strings.Split(path, "\x00")
+	switch seg[0] {
+	case "plugin_name":
+		return str(v.h.cfg.PluginName), len(seg) == 1
+	case "plugin_root_id":
+		return str(v.h.cfg.RootID), len(seg) == 1
+	case "plugin_vm_id":
+		return str(v.h.cfg.VMID), len(seg) == 1
+	case "route_name", "cluster_name":
+		if s == nil || len(seg) != 1 {
+			return nil, false
+		}
+		path, _ := s.reqHeaders.get(":path")
+		r, _ := RouteFor(v.h.cfg.Routes, path)
+		val := r.Name
+		if seg[0] == "cluster_name" {
+			val = r.Cluster
+		}
+		return str(val), val != ""
+	}
+	if s == nil || len(seg) < 2 {
+		return nil, false
+	}
+	val, ok := s.attribute(seg[0], seg[1])
+	if !ok {
+		return nil, false
+	}
+	switch {
+	case len(seg) == 2:
+		return val, true
+	case len(seg) == 3 && (seg[1] == "headers"):
+		// A header map attribute indexed by header name.
+		m := s.reqHeaders
+		if seg[0] == "response" {
+			m = s.respHeaders
+		}
+		h, found := m.get(seg[2])
+		return str(h), found
+	}
+	return nil, false
+}
+
+// attribute returns the Envoy attribute group.name of the stream.
+func (s *stream) attribute(group, name string) ([]byte, bool) {
+	switch group {
+	case "source":
+		return addrAttribute(s.remote, name)
+	case "destination":
+		return addrAttribute(s.local, name)
+	case "upstream":
+		if s.upstreamAddr == "" {
+			return nil, false
+		}
+		return addrAttribute(s.upstreamAddr, name)
+	case "connection":
+		switch name {
+		case "id":
+			return u64(s.connID), true
+		case "mtls":
+			return []byte{0}, true
+		}
+	case "request":
+		return s.requestAttribute(name)
+	case "response":
+		return s.responseAttribute(name)
+	}
+	return nil, false
+}
+
+func addrAttribute(addr, name string) ([]byte, bool) {
+	switch name {
+	case "address":
+		return str(addr), true
+	case "port":
+		_, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, false
+		}
+		n, err := strconv.ParseInt(port, 10, 64)
+		return u64(uint64(n)), err == nil
+	}
+	return nil, false
+}
+
+func (s *stream) requestAttribute(name string) ([]byte, bool) {
+	h := s.reqHeaders
+	header := func(key string) ([]byte, bool) {
+		val, ok := h.get(key)
+		return str(val), ok
+	}
+	switch name {
+	case "path":
+		return header(":path")
+	case "url_path":
+		p, _ := h.get(":path")
+		p, _, _ = strings.Cut(p, "?")
+		return str(p), true
+	case "query":
+		p, _ := h.get(":path")
+		_, q, _ := strings.Cut(p, "?")
+		return str(q), true
+	case "host":
+		return header(":authority")
+	case "scheme":
+		return header(":scheme")
+	case "method":
+		return header(":method")
+	case "headers":
+		return encodePairs(h.pairs), true
+	case "referer":
+		return header("referer")
+	case "useragent":
+		return header("user-agent")
+	case "id":
+		return header("x-request-id")
+	case "protocol":
+		return str(s.protocol), true
+	case "time":
+		return u64(uint64(s.start.UnixNano())), true
+	case "duration":
+		if s.phase < phaseReplied {
+			return nil, false
+		}
+		return u64(uint64(time.Since(s.start))), true
+	case "size":
+		return u64(uint64(len(s.reqBody))), true
+	case "total_size":
+		return u64(uint64(len(s.reqBody) + h.byteSize())), true
+	}
+	return nil, false
+}
+
+func (s *stream) responseAttribute(name string) ([]byte, bool) {
+	if s.respHeaders == nil {
+		return nil, false
+	}
+	switch name {
+	case "code":
+		code, err := strconv.ParseInt(firstValue(s.respHeaders, ":status"), 10, 64)
+		return u64(uint64(code)), err == nil
+	case "code_details":
+		return str(s.codeDetails), true
+	case "headers":
+		return encodePairs(s.respHeaders.pairs), true
+	case "trailers":
+		if s.respTrailers == nil {
+			return encodePairs(nil), true
+		}
+		return encodePairs(s.respTrailers.pairs), true
+	case "size":
+		return u64(uint64(len(s.respBody))), true
+	case "total_size":
+		return u64(uint64(len(s.respBody) + s.respHeaders.byteSize())), true
+	}
+	return nil, false
+}
+
+// Route is an entry of Config.Routes. As Envoy selects a stream's route
+// before any filter runs, the first entry whose PathPrefix starts the
+// request's path gives the stream its Name as the route_name property and
+// its Cluster as cluster_name. Higress names an Ingress's route
+// "<namespace>/<name>" and a service's cluster "outbound|<port>||<fqdn>",
+// which its matchRules (_rules_) match on. With no such entry, or an empty
+// Name or Cluster, the property is NotFound.
+type Route struct{ PathPrefix, Name, Cluster string }
+
+// RouteFor returns the first route whose PathPrefix starts path.
+func RouteFor(routes []Route, path string) (Route, bool) {
+	for _, r := range routes {
+		if strings.HasPrefix(path, r.PathPrefix) {
+			return r, true
+		}
+	}
+	return Route{}, false
+}
+
+func str(s string) []byte { return []byte(s) }
+
+func u64(n uint64) []byte {
+	return binary.LittleEndian.AppendUint64(nil, n)
+}

@@ -1,0 +1,170 @@
+package wasmhost
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// hopByHop headers belong to one connection; Envoy's codecs do not pass them
+// to filters, and this host does not either.
+var hopByHop = map[string]bool{
+	"connection": true, "keep-alive": true, "proxy-connection": true, "transfer-encoding": true,
+	"upgrade": true, "te": true, "trailer": true, "http2-settings": true,
+}
+
+// ServeHTTP runs one request through a VM. The handler goroutine does the
+// I/O (reading the request, forwarding it, writing the response); the VM's
+// loop runs the guest and tells the handler what to do next.
+func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "host: request body too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "host: reading request body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	s := h.newStream(r, body)
+	v := h.vms[(h.next.Add(1)-1)%uint64(len(h.vms))]
+	s.vm = v
+	if !v.post(func() { v.begin(s) }) {
+		http.Error(w, "host: shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	for {
+		select {
+		case m := <-s.toHandler:
+			switch {
+			case m.forward != nil:
+				res := h.forward(m.forward)
+				seq := m.forward.seq
+				v.post(func() { v.upstreamDone(s, seq, res) })
+			case m.reply != nil:
+				writeResponse(w, m.reply)
+				h.finish(v, s)
+				return
+			case m.reset:
+				h.finish(v, s)
+				panic(http.ErrAbortHandler) // closes the client's connection
+			}
+		case <-r.Context().Done():
+			h.finish(v, s)
+			return
+		case <-v.loopDone:
+			http.Error(w, "host: shutting down", http.StatusServiceUnavailable)
+			return
+		}
+	}
+}
+
+// finish runs the stream's last callbacks and waits for them, so that what
+// they log or count is visible once the client has the response.
+func (h *Host) finish(v *vm, s *stream) {
+	if !v.post(func() { v.finish(s) }) {
+		return
+	}
+	select {
+	case <-s.finished:
+	case <-v.loopDone:
+	}
+}
+
+// newStream builds the request as Envoy's filters see it: pseudo-headers
+// first, then the client's headers (lower-cased, sorted, hop-by-hop ones
+// dropped), rewritten as Envoy's connection manager does (x-forwarded-for,
+// x-forwarded-proto, x-request-id; see mutateRequestHeaders), with the
+// downstream address it picks.
+func (h *Host) newStream(r *http.Request, body []byte) *stream {
+	s := &stream{
+		reqCtx:         r.Context(),
+		start:          time.Now(),
+		protocol:       r.Proto,
+		reqBody:        body,
+		reqHeadersLive: true,
+		toHandler:      make(chan handlerMsg, 4),
+		finished:       make(chan struct{}),
+	}
+	if a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+		s.local = a.String()
+	}
+	s.connID, _ = r.Context().Value(connIDKey{}).(uint64)
+	m := newHeaderMap([][2]string{
+		{":authority", r.Host},
+		{":path", r.RequestURI},
+		{":method", r.Method},
+		{":scheme", "http"},
+	})
+	for _, kv := range sortedHeader(r.Header) {
+		m.add(kv[0], kv[1])
+	}
+	s.remote = h.cfg.mutateRequestHeaders(r.RemoteAddr, m)
+	s.reqHeaders = m
+	if t := sortedHeader(r.Trailer); len(t) > 0 {
+		s.clientTrailers = true
+		s.reqTrailers = newHeaderMap(t)
+	}
+	return s
+}
+
+// sortedHeader flattens h into lower-case pairs sorted by name, without
+// hop-by-hop headers and empty trailer placeholders.
+func sortedHeader(h http.Header) [][2]string {
+	keys := make([]string, 0, len(h))
+	for k := range h {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var out [][2]string
+	for _, k := range keys {
+		lk := strings.ToLower(k)
+		if hopByHop[lk] {
+			continue
+		}
+		for _, val := range h[k] {
+			out = append(out, [2]string{lk, val})
+		}
+	}
+	return out
+}
+
+// writeResponse writes the response as the guest left it. Content-Length is
+// recomputed (the guest may have changed the body) unless there are
+// trailers, which need chunked encoding.
+func writeResponse(w http.ResponseWriter, r *finalResponse) {
+	hdr := w.Header()
+	for _, p := range r.headers {
+		if strings.HasPrefix(p[0], ":") || p[0] == "content-length" || hopByHop[p[0]] {
+			continue
+		}
+		hdr.Add(p[0], p[1])
+	}
+	if len(r.trailers) == 0 {
+		hdr.Set("Content-Length", strconv.Itoa(len(r.body)))
+	}
+	for _, t := range r.trailers {
+		hdr.Add("Trailer", t[0])
+	}
+	w.WriteHeader(r.status)
+	w.Write(r.body)
+	for _, t := range r.trailers {
+		hdr.Add(t[0], t[1])
+	}
+}
+
+func newUUID() string {
+	var b [16]byte
+	rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

@@ -1,0 +1,146 @@
+package wasmhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// upstreamRequest is the request as the guest left it, to be forwarded.
+type upstreamRequest struct {
+	ctx      context.Context // cancelled when the stream no longer needs it
+	seq      int
+	headers  [][2]string // with pseudo-headers
+	body     []byte
+	trailers [][2]string
+}
+
+type upstreamResult struct {
+	headers  [][2]string // with :status
+	body     []byte
+	trailers [][2]string
+	addr     string
+	details  string // response.code_details
+}
+
+// forward sends the request to Config.Upstream, keeping the guest's
+// :method, :path (with query) and :authority. A failure becomes the
+// response Envoy's router would make: 504 on timeout, 503 otherwise.
+func (h *Host) forward(req *upstreamRequest) *upstreamResult {
+	ctx, cancel := context.WithTimeout(req.ctx, h.cfg.UpstreamTimeout)
+	defer cancel()
+	m := &headerMap{pairs: req.headers}
+	method, _ := m.get(":method")
+	path, _ := m.get(":path")
+	authority, _ := m.get(":authority")
+	if !strings.HasPrefix(path, "/") {
+		return localResult(400, "host: invalid :path "+strconv.Quote(path), "invalid_path")
+	}
+	r, err := newOutgoingRequest(ctx, method, h.upstream.Scheme+"://"+h.upstream.Host+path, authority,
+		req.headers, req.body, req.trailers)
+	if err != nil {
+		return localResult(400, "host: invalid request: "+err.Error(), "invalid_request")
+	}
+	resp, err := h.client.Do(r)
+	if err != nil {
+		return upstreamFailure(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, h.cfg.MaxBodyBytes+1))
+	if err != nil {
+		return upstreamFailure(err)
+	}
+	if int64(len(body)) > h.cfg.MaxBodyBytes {
+		return localResult(502, "host: upstream response body too large", "response_too_large")
+	}
+	res := &upstreamResult{addr: h.upstream.Host, body: body, details: "via_upstream"}
+	res.headers = append([][2]string{{":status", strconv.Itoa(resp.StatusCode)}}, sortedHeader(resp.Header)...)
+	res.trailers = sortedHeader(resp.Trailer)
+	return res
+}
+
+// newOutgoingRequest builds an HTTP request from proxy-wasm headers.
+func newOutgoingRequest(ctx context.Context, method, url, authority string, headers [][2]string, body []byte, trailers [][2]string) (*http.Request, error) {
+	r, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	r.Host = authority
+	for _, p := range headers {
+		if strings.HasPrefix(p[0], ":") || p[0] == "host" || p[0] == "content-length" || hopByHop[p[0]] {
+			continue
+		}
+		r.Header.Add(p[0], p[1])
+	}
+	r.ContentLength = int64(len(body))
+	if len(body) == 0 {
+		r.Body = http.NoBody
+	}
+	if len(trailers) > 0 {
+		r.ContentLength = -1
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.Trailer = http.Header{}
+		for _, t := range trailers {
+			r.Trailer.Add(t[0], t[1])
+		}
+	}
+	return r, nil
+}
+
+func upstreamFailure(err error) *upstreamResult {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return localResult(504, "upstream request timeout", "upstream_response_timeout")
+	}
+	return localResult(503, "upstream connect error or disconnect/reset before headers. reset reason: connection failure", "upstream_reset_before_response_started")
+}
+
+func localResult(status int, body, details string) *upstreamResult {
+	return &upstreamResult{
+		headers: [][2]string{{":status", strconv.Itoa(status)}, {"content-type", "text/plain"}},
+		body:    []byte(body),
+		details: details,
+	}
+}
+
+// httpCallRequest is a proxy_http_call request.
+type httpCallRequest struct {
+	addr     string
+	headers  *headerMap
+	body     []byte
+	trailers [][2]string
+	timeout  time.Duration
+}
+
+// doHTTPCall makes a proxy_http_call request. Like Envoy's async client, a
+// connection failure or timeout still produces a response (503 or 504); only
+// a failure after the response started is a failed call.
+func (h *Host) doHTTPCall(ctx context.Context, req httpCallRequest) *calloutResponse {
+	ctx, cancel := context.WithTimeout(ctx, req.timeout)
+	defer cancel()
+	method, _ := req.headers.get(":method")
+	path, _ := req.headers.get(":path")
+	authority, _ := req.headers.get(":authority")
+	r, err := newOutgoingRequest(ctx, method, "http://"+req.addr+path, authority, req.headers.pairs, req.body, req.trailers)
+	if err != nil {
+		return &calloutResponse{failed: true}
+	}
+	resp, err := h.client.Do(r)
+	if err != nil {
+		lr := upstreamFailure(err)
+		return &calloutResponse{headers: newHeaderMap(lr.headers), body: lr.body, trailers: newHeaderMap(nil)}
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, h.cfg.MaxBodyBytes+1))
+	if err != nil || int64(len(body)) > h.cfg.MaxBodyBytes {
+		return &calloutResponse{failed: true}
+	}
+	hm := newHeaderMap(append([][2]string{{":status", strconv.Itoa(resp.StatusCode)}}, sortedHeader(resp.Header)...))
+	return &calloutResponse{headers: hm, body: body, trailers: newHeaderMap(sortedHeader(resp.Trailer))}
+}
