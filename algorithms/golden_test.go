@@ -29,6 +29,7 @@ func TestGoldenRedisRatePerSecond(t *testing.T) {
 	l := mustLimit(t)(NewFunnel(10, 10, time.Second))
 	key := p + "per_second"
 	call := func(n int64) (Result, int64) {
+		t.Helper()
 		d := c.decide(p+"block", []Check{{Key: key, Limit: l, Cost: n}})
 		return d.Results[0], d.Now
 	}

@@ -1,7 +1,6 @@
 package algorithms
 
 import (
-	"errors"
 	"fmt"
 	"time"
 )
@@ -107,61 +106,62 @@ func TokenBucket(capacity, refill int64, period time.Duration) (Limit, error) {
 	return NewFunnel(capacity, refill, period)
 }
 
-// Validate reports the first bad parameter, naming it.
+// Validate reports the first bad parameter as a *ParamError.
 func (l Limit) Validate() error {
 	switch l.Algorithm {
 	case SlidingLog, SlidingCounter, Funnel:
 	default:
-		return errors.New("algorithm: unknown")
+		return &ParamError{Param: ParamAlgorithm, Want: "unknown"}
 	}
 	if l.Rate < 1 {
-		return errors.New("rate: must be >= 1")
+		return &ParamError{Param: ParamRate, Want: "must be >= 1"}
 	}
 	if l.Burst < 1 {
-		return errors.New("burst: must be >= 1")
+		return &ParamError{Param: ParamBurst, Want: "must be >= 1"}
 	}
 	if l.Period <= 0 {
-		return errors.New("period: must be > 0")
+		return &ParamError{Param: ParamPeriod, Want: "must be > 0"}
 	}
 	switch l.Algorithm {
 	case SlidingLog:
 		if l.Period < time.Microsecond {
-			return errors.New("period: must be >= 1us")
+			return &ParamError{Param: ParamPeriod, Want: "must be >= 1us"}
 		}
 		if l.Rate > maxLogLimit {
-			return fmt.Errorf("rate: must be <= %d for sliding_log (use sliding_counter)", maxLogLimit)
+			return &ParamError{Param: ParamRate, Want: fmt.Sprintf("must be <= %d for sliding_log (use sliding_counter)", maxLogLimit)}
 		}
 	case SlidingCounter:
 		if l.Period < time.Millisecond || l.Period%time.Millisecond != 0 {
-			return errors.New("period: must be a whole number of milliseconds")
+			return &ParamError{Param: ParamPeriod, Want: "must be a whole number of milliseconds"}
 		}
 		if l.Rate > maxScaled/l.Period.Milliseconds() {
-			return errors.New("rate: rate * period(ms) must be <= 2^50")
+			return &ParamError{Param: ParamRate, Expr: "%s * period(ms)", Want: "must be <= 2^50"}
 		}
 	case Funnel:
 		t := l.interval()
 		if t < 1 {
-			return errors.New("rate: period / rate must be >= 1us")
+			return &ParamError{Param: ParamRate, Expr: "period / %s", Want: "must be >= 1us"}
 		}
 		if l.Burst > maxTau/t {
-			return errors.New("burst: burst * period / rate must be <= 2^48us")
+			return &ParamError{Param: ParamBurst, Expr: "%s * period / rate", Want: "must be <= 2^48us"}
 		}
 	}
 	if l.Algorithm != Funnel && l.Burst != l.Rate {
-		return errors.New("burst: must equal rate for sliding algorithms")
+		return &ParamError{Param: ParamBurst, Want: "must equal rate for sliding algorithms"}
 	}
 	return nil
 }
 
 // CheckCost reports whether a request may cost n under this limit:
 // 0 <= n <= Burst. A cost of 0 peeks: it is decided like any other and
-// charges nothing, whatever the algorithm.
+// charges nothing, whatever the algorithm. A bad cost is a *ParamError
+// for ParamCost.
 func (l Limit) CheckCost(n int64) error {
 	if n < 0 {
-		return errors.New("cost: must be >= 0")
+		return &ParamError{Param: ParamCost, Want: "must be >= 0"}
 	}
 	if n > l.Burst {
-		return fmt.Errorf("cost: must be <= %d, the limit's capacity", l.Burst)
+		return &ParamError{Param: ParamCost, Want: fmt.Sprintf("must be <= %d, the limit's capacity", l.Burst)}
 	}
 	return nil
 }

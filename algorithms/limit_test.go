@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"errors"
 	"testing"
 	"time"
 )
@@ -50,6 +51,28 @@ func TestCheckCost(t *testing.T) {
 		if got := errString(err); got != tc.want {
 			t.Errorf("%v cost %d: got %q, want %q", tc.l.Algorithm, tc.n, got, tc.want)
 		}
+	}
+}
+
+// Bad parameters are *ParamError values, which a caller can render in its
+// own names for the parameters.
+func TestParamErrors(t *testing.T) {
+	_, err := TokenBucket(1, 3_000_000, time.Second)
+	var pe *ParamError
+	if !errors.As(err, &pe) || pe.Param != ParamRate || pe.Message("refill") != "period / refill must be >= 1us" {
+		t.Fatalf("too fast: %#v", err)
+	}
+	_, err = NewSlidingLog(0, time.Second)
+	if !errors.As(err, &pe) || pe.Param != ParamRate || pe.Message("limit") != "must be >= 1" {
+		t.Fatalf("zero limit: %#v", err)
+	}
+	l := mustLimit(t)(NewFunnel(5, 1, time.Second))
+	err = l.CheckCost(6)
+	if !errors.As(err, &pe) || pe.Param != ParamCost || pe.Message("cost") != "must be <= 5, the limit's capacity" {
+		t.Fatalf("cost: %#v", err)
+	}
+	if err := (Limit{}).Validate(); !errors.As(err, &pe) || pe.Param != ParamAlgorithm || err.Error() != "algorithm: unknown" {
+		t.Fatalf("no algorithm: %#v", err)
 	}
 }
 

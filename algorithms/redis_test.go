@@ -1,12 +1,9 @@
 package algorithms
 
 import (
-	"bufio"
 	"errors"
-	"net"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
@@ -23,60 +20,39 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	printRatios()
 	server.Stop()
 	os.Exit(code)
 }
 
 // conn is a raw RESP connection: the same bytes the filter sends.
 type conn struct {
-	t   testing.TB
-	c   net.Conn
-	r   *bufio.Reader
-	buf []byte
+	t testing.TB
+	c *redistest.Conn
 }
 
 func dial(t testing.TB) *conn {
 	t.Helper()
-	c, err := net.Dial("tcp", server.Addr)
+	c, err := redistest.Dial(server.Addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &conn{t: t, c: c, r: bufio.NewReader(c)}
+	return &conn{t: t, c: c}
 }
 
-// roundTrip sends cmd and returns the decoded reply.
+// roundTrip sends cmd and returns the decoded reply (an error reply
+// included), valid until the next call.
 func (c *conn) roundTrip(cmd []byte) redisproto.Value {
 	c.t.Helper()
-	c.c.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := c.c.Write(cmd); err != nil {
+	reply, err := c.c.RoundTrip(cmd)
+	if err != nil {
 		c.t.Fatal(err)
 	}
-	c.buf = c.buf[:0]
-	for {
-		b, err := c.r.ReadByte()
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		c.buf = append(c.buf, b)
-		if c.r.Buffered() > 0 {
-			more, _ := c.r.Peek(c.r.Buffered())
-			c.buf = append(c.buf, more...)
-			c.r.Discard(len(more))
-		}
-		v, n, err := redisproto.Decode(c.buf)
-		if errors.Is(err, redisproto.ErrIncomplete) {
-			continue
-		}
-		if err != nil {
-			c.t.Fatal(err)
-		}
-		if n != len(c.buf) {
-			c.t.Fatalf("reply has %d trailing bytes", len(c.buf)-n)
-		}
-		return v
+	v, _, err := redisproto.Decode(reply)
+	if err != nil {
+		c.t.Fatal(err)
 	}
+	return v
 }
 
 // decide runs the script, loading it on -NOSCRIPT, and parses the reply.
@@ -90,6 +66,7 @@ func (c *conn) decide(block string, checks []Check) Decision {
 }
 
 func (c *conn) tryDecide(block string, checks []Check) (Decision, error) {
+	c.t.Helper()
 	var d Decision
 	blocks := []string{block}
 	v := c.roundTrip(AppendEvalSHA(nil, blocks, checks))

@@ -5,7 +5,6 @@ package e2e
 // by sending X-Forwarded-For under the shipped envoy.yaml.
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -18,8 +17,8 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/deploy"
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // connManager is the part of an HTTP connection manager's configuration
@@ -151,7 +150,7 @@ func get(t *testing.T, c *http.Client, h *wasmhost.Host, xff ...string) (int, st
 // clientIPKeys returns the client_ip parts of the keys under prefix.
 func clientIPKeys(t *testing.T, prefix string) []string {
 	t.Helper()
-	keys, err := server.Client.Keys(context.Background(), prefix+"*").Result()
+	keys, err := server.Client.Strings("KEYS", prefix+"*")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,18 +16,13 @@ package e2e
 // CROSSSLOT.
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // clusterRules: two rules match every /api/ request.
@@ -73,7 +68,6 @@ func portableOf(o outcome) portableOutcome {
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 3)
-	ctx := context.Background()
 
 	// The same traffic through one redis-server and through the cluster,
 	// both with cluster_mode, decides the same. Each user sends three
@@ -89,7 +83,7 @@ func TestCluster(t *testing.T) {
 		if _, err := server.Do("SET", prefix+"{api|mallory}:block", block, "EX", 300); err != nil {
 			t.Fatal(err)
 		}
-		if err := cluster.Client.Set(ctx, prefix+"{api|mallory}:block", block, 300*time.Second).Err(); err != nil {
+		if _, err := cluster.Do(prefix+"{api|mallory}:block", "SET", prefix+"{api|mallory}:block", block, "EX", 300); err != nil {
 			t.Fatal(err)
 		}
 		paths := []string{"/api/a", "/api/a", "/api/a", "/api/b", "/api/b", "/api/b"}
@@ -144,8 +138,8 @@ func TestCluster(t *testing.T) {
 	t.Run("without cluster_mode the cluster answers CROSSSLOT", func(t *testing.T) {
 		prefix := redistest.Prefix(t)
 		api, route := prefix+"{api|alice}:0", prefix+"{route|alice|/api/a}:0"
-		sa, _ := cluster.Client.ClusterKeySlot(ctx, api).Result()
-		sr, _ := cluster.Client.ClusterKeySlot(ctx, route).Result()
+		sa, _ := cluster.KeySlot(api)
+		sr, _ := cluster.KeySlot(route)
 		if sa == sr {
 			t.Fatalf("%s and %s share slot %d; the test needs two slots", api, route, sa)
 		}
@@ -177,19 +171,15 @@ func TestCluster(t *testing.T) {
 // keysPerMaster counts the keys under prefix on each master, by address.
 func keysPerMaster(t *testing.T, c *redistest.Cluster, prefix string) map[string]int {
 	t.Helper()
-	var mu sync.Mutex
 	counts := map[string]int{}
-	err := c.Client.ForEachMaster(context.Background(), func(ctx context.Context, m *redis.Client) error {
-		keys, err := m.Keys(ctx, prefix+"*").Result()
-		if err == nil && len(keys) > 0 {
-			mu.Lock()
-			counts[m.Options().Addr] = len(keys)
-			mu.Unlock()
+	for _, m := range c.Nodes {
+		keys, err := m.Client.Strings("KEYS", prefix+"*")
+		if err != nil {
+			t.Fatal(err)
 		}
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+		if len(keys) > 0 {
+			counts[m.Addr] = len(keys)
+		}
 	}
 	return counts
 }

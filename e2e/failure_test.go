@@ -10,14 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // blackhole accepts connections and never answers, like a hung Redis.
 func blackhole(t *testing.T) string {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -37,6 +36,7 @@ func blackhole(t *testing.T) string {
 
 // refused is an address where nothing listens.
 func refused(t *testing.T) string {
+	t.Helper()
 	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +44,8 @@ func refused(t *testing.T) string {
 	return fmt.Sprintf("127.0.0.1:%d", port)
 }
 
-// With Redis down, every request gets the failure mode, within the timeout.
+// With Redis down, every request gets the failure mode; a hung Redis
+// after the timeout.
 func TestRedisDownFailureModes(t *testing.T) {
 	const timeout = 150 * time.Millisecond
 	for name, start := range targets {
@@ -69,9 +70,11 @@ func TestRedisDownFailureModes(t *testing.T) {
 								t.Fatalf("body %q", o.body)
 							}
 						}
-						// A bound on correctness, not speed: the timeout plus a wide margin.
-						if took > timeout+2*time.Second {
-							t.Fatalf("answered after %v with a %v timeout", took, timeout)
+						// A hung Redis is given up on at the timeout, not before: a
+						// bound that holds at any speed. (A stream never answered
+						// would get the host's 504 after its pause guard.)
+						if down.name == "hung" && took < timeout {
+							t.Fatalf("answered after %v, before the %v timeout", took, timeout)
 						}
 						if o.headers["ratelimit"] != "" {
 							t.Fatal("rate-limit headers without a decision")
@@ -116,14 +119,14 @@ func TestPasswordAndDatabase(t *testing.T) {
 	secured := redistest.Start(t, "--requirepass", "s3cret")
 	rules := `[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]`
 	config := func(password string) string {
-		return fmt.Sprintf(`{"redis":{"cluster":"redis","password":%q,"database":3,"timeout":"500ms"},"rules":%s}`, password, rules)
+		return fmt.Sprintf(`{"redis":{"cluster":"redis","password":%q,"database":3,"timeout":"5s"},"rules":%s}`, password, rules)
 	}
 	tg := startWasm(t, config("s3cret"), secured.Addr)
 	expect(t, tg.send(t, nil), 200, "ratelimit", `"api";r=0;t=60`)
 	expect(t, tg.send(t, nil), 429)
-	db3 := redis.NewClient(&redis.Options{Addr: secured.Addr, Password: "s3cret", DB: 3})
+	db3 := redistest.NewClient(secured.Addr, redistest.Options{Password: "s3cret", DB: 3})
 	defer db3.Close()
-	if n, err := db3.Exists(context.Background(), "rl:{api|all}:0").Result(); err != nil || n != 1 {
+	if n, err := db3.Int("EXISTS", "rl:{api|all}:0"); err != nil || n != 1 {
 		t.Fatalf("key in database 3: %d, %v", n, err)
 	}
 
@@ -146,7 +149,13 @@ func TestWebdisGatewayDown(t *testing.T) {
 	}{{"refused", refused, false}, {"hung", blackhole, false}, {"forbidden", wrongPassword, true}} {
 		for _, mode := range []string{"allow", "deny"} {
 			t.Run(down.name+"/"+mode, func(t *testing.T) {
-				config := fmt.Sprintf(`{"failure_mode":%q,"redis":{"cluster":"redis","timeout":"150ms"},"rules":%s}`, mode, rules)
+				// Only a hung gateway waits for the timeout; the others must
+				// answer (refused, 403) within it, however busy the machine.
+				timeout := "5s"
+				if down.name == "hung" {
+					timeout = "150ms"
+				}
+				config := fmt.Sprintf(`{"failure_mode":%q,"redis":{"cluster":"redis","timeout":%q},"rules":%s}`, mode, timeout, rules)
 				if down.wrong {
 					config = strings.Replace(config, `"redis":{"cluster":"redis",`,
 						`"redis":{"transport":"webdis","cluster":"webdis","username":"ratelimit","password":"wrong",`, 1)

@@ -4,6 +4,7 @@ go 1.25.0
 
 require (
 	github.com/alicebob/miniredis/v2 v2.35.0
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/proxy-wasm/proxy-wasm-go-sdk v0.0.0-20260105142703-44c7d5847745
 	github.com/redis/go-redis/v9 v9.17.2
 	github.com/redisrate/envoy-redis-ratelimit v0.0.0-00010101000000-000000000000

@@ -8,7 +8,6 @@ package e2e
 // distinct keys, and no value reaches another user's or rule's key.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,8 +16,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // hostileRules: every rule allows 2 per minute, so a victim's full quota
@@ -78,14 +77,14 @@ func repeated(n int, value string, numbered bool) []string {
 
 func TestHostileInput(t *testing.T) {
 	prefix := redistest.Prefix(t)
-	p := newRESPProxy(t, server.Addr)
-	p.recordScripts()
+	p := redistest.StartProxy(t, server.Addr)
+	rec := recordScripts(p)
 	// The proxy appends its peer to X-Forwarded-For, as envoy.yaml and the
 	// Istio and Higress gateways do (use_remote_address); the peer is
 	// 127.0.0.2, which Envoy appends as it is (it appends its own address
 	// for 127.0.0.1 only).
 	tg := startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(hostileConfig(prefix)),
-		RedisClusters: map[string]string{"redis": p.addr}, UseRemoteAddress: true}).(*wasmTarget)
+		RedisClusters: map[string]string{"redis": p.Addr}, UseRemoteAddress: true}).(*wasmTarget)
 	client := clientFrom(t, "127.0.0.2")
 	sent := 0
 	send := func(path string, h http.Header) int {
@@ -196,7 +195,7 @@ func TestHostileInput(t *testing.T) {
 			t.Fatalf("client_ip key {%s}, want one of %v", tag, wantIPs)
 		}
 	}
-	calls := checkOneSlotPerCall(t, p.recorded())
+	calls := checkOneSlotPerCall(t, rec.args())
 	t.Logf("hostile input: %d requests; %d script calls each in one hash slot; distinct keys per rule %v, one per distinct input, all well-formed and <= %d bytes",
 		sent, calls, map[string]int{"hdr": len(tags["hdr"]), "qry": len(tags["qry"]), "ck": len(tags["ck"]), "ip": len(tags["ip"]), "two": len(tags["two"])}, maxKeyLen)
 }
@@ -235,7 +234,7 @@ var (
 // returns the distinct hash tags (without braces) by rule.
 func checkKeys(t *testing.T, prefix string) map[string][]string {
 	t.Helper()
-	keys, err := server.Client.Keys(context.Background(), prefix+"*").Result()
+	keys, err := server.Client.Strings("KEYS", prefix+"*")
 	if err != nil {
 		t.Fatal(err)
 	}

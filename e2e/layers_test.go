@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -24,5 +25,68 @@ func TestOnlyProxyhostImportsTheSDK(t *testing.T) {
 	out, _ := exec.Command("go", "list", "-deps", "../proxyhost").CombinedOutput()
 	if !strings.Contains(string(out), "proxy-wasm-go-sdk") {
 		t.Fatal("the check cannot see the SDK: proxyhost should depend on it")
+	}
+}
+
+// The filter's module, the one users import or vendor, needs only the
+// proxy-wasm SDK and gjson, for its code and for its tests alike: every module
+// in its build list is one of them or a requirement of theirs.
+func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
+	goInRoot := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("go", args...)
+		cmd.Dir = ".."
+		cmd.Env = append(os.Environ(), "GOWORK=off")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	const self = "github.com/redisrate/envoy-redis-ratelimit"
+	direct := map[string]bool{"github.com/proxy-wasm/proxy-wasm-go-sdk": true, "github.com/tidwall/gjson": true}
+	// requires maps a module (path@version, or the main module's path) to
+	// what its go.mod requires.
+	requires := map[string][]string{}
+	for _, line := range strings.Split(strings.TrimSpace(goInRoot("mod", "graph")), "\n") {
+		from, to, _ := strings.Cut(line, " ")
+		requires[from] = append(requires[from], to)
+	}
+	reachable := map[string]bool{}
+	var visit func(m string)
+	visit = func(m string) {
+		path, _, _ := strings.Cut(m, "@")
+		if reachable[m] {
+			return
+		}
+		reachable[m], reachable[path] = true, true
+		for _, r := range requires[m] {
+			visit(r)
+		}
+	}
+	var others []string
+	for _, m := range requires[self] {
+		path, _, _ := strings.Cut(m, "@")
+		switch {
+		case path == "go" || path == "toolchain":
+		case direct[path]:
+			visit(m)
+		default:
+			others = append(others, m)
+		}
+	}
+	for _, m := range others { // indirect requirements: the SDK's or gjson's
+		if path, _, _ := strings.Cut(m, "@"); !reachable[path] {
+			t.Errorf("the filter's go.mod requires %s", m)
+		}
+	}
+	all := strings.Split(strings.TrimSpace(goInRoot("list", "-m", "all")), "\n")
+	for _, line := range all[1:] { // all[0] is the filter's module itself
+		if path, _, _ := strings.Cut(line, " "); !reachable[path] {
+			t.Errorf("the filter's module needs %s, which neither the SDK nor gjson requires", line)
+		}
+	}
+	if len(all) < 3 || !reachable["github.com/tidwall/gjson"] {
+		t.Fatalf("too little to check:\n%s", strings.Join(all, "\n"))
 	}
 }

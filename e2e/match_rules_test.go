@@ -4,9 +4,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // matchRoutes stand for a Higress gateway's route table: Ingress routes
@@ -51,41 +52,45 @@ func TestMatchRulesLimitPerRouteDomainService(t *testing.T) {
 	}
 	for _, name := range []string{"higress", "native"} {
 		t.Run(name, func(t *testing.T) {
-			tg := starts[name](t, matchRulesConfig(redistest.Prefix(t)))
-			req := func(path, authority, user string) map[string]string {
-				return map[string]string{":path": path, ":authority": authority, "x-user": user}
-			}
-			// The route entry, per user.
-			expect(t, tg.send(t, req("/api/orders", "shop.example.com", "alice")), 200, "ratelimit", `"api";r=1;t=60`)
-			expect(t, tg.send(t, req("/api/orders", "shop.example.com", "alice")), 200, "ratelimit", `"api";r=0;t=60`)
-			expect(t, tg.send(t, req("/api/orders", "shop.example.com", "alice")), 429, "ratelimit", `"api";r=0;t=60`)
-			expect(t, tg.send(t, req("/api/orders", "shop.example.com", "bob")), 200, "ratelimit", `"api";r=1;t=60`)
-			// The route entry comes first, so it wins over the domain entry.
-			o := tg.send(t, req("/api/orders", "shop.example.org", "alice"))
-			expect(t, o, 429)
-			if !strings.Contains(o.body, `"rule":"api"`) {
-				t.Fatalf("the route entry did not decide: %q", o.body)
-			}
-			// The domain entry, with the port stripped and case ignored.
-			expect(t, tg.send(t, req("/", "Shop.Example.org:8443", "")), 200, "ratelimit", `"org";r=0;t=60`)
-			expect(t, tg.send(t, req("/about", "shop.example.org", "")), 429, "ratelimit", `"org";r=0;t=60`)
-			// The service entry, by fqdn:port.
-			for r := 2; r >= 0; r-- {
-				expect(t, tg.send(t, req("/search/q", "shop.example.com", "")), 200, "ratelimit", fmt.Sprintf(`"search";r=%d;t=60`, r))
-			}
-			expect(t, tg.send(t, req("/search/q", "shop.example.com", "")), 429)
-			// Nothing matches: not limited.
-			for range 5 {
-				if o := tg.send(t, req("/about", "shop.example.com", "alice")); o.status != 200 || o.headers["ratelimit"] != "" {
-					t.Fatalf("an unmatched request was limited: %+v", o)
+			// The 429s' reset seconds hold exactly when the requests are
+			// decided within a second: timed.
+			timed(t, time.Second, func(t *attempt) {
+				tg := starts[name](t.T, matchRulesConfig(redistest.Prefix(t)))
+				req := func(path, authority, user string) map[string]string {
+					return map[string]string{":path": path, ":authority": authority, "x-user": user}
 				}
-			}
-			for metric, want := range map[string]int64{"ratelimit.rule.api.allowed": 3, "ratelimit.rule.api.denied": 2,
-				"ratelimit.rule.org.allowed": 1, "ratelimit.rule.org.denied": 1, "ratelimit.rule.search.allowed": 3} {
-				if got := tg.metric(metric); got != want {
-					t.Errorf("%s = %d, want %d", metric, got, want)
+				// The route entry, per user.
+				expect(t, tg.send(t, req("/api/orders", "shop.example.com", "alice")), 200, "ratelimit", `"api";r=1;t=60`)
+				expect(t, tg.send(t, req("/api/orders", "shop.example.com", "alice")), 200, "ratelimit", `"api";r=0;t=60`)
+				expect(t, tg.send(t, req("/api/orders", "shop.example.com", "alice")), 429, "ratelimit", `"api";r=0;t=60`)
+				expect(t, tg.send(t, req("/api/orders", "shop.example.com", "bob")), 200, "ratelimit", `"api";r=1;t=60`)
+				// The route entry comes first, so it wins over the domain entry.
+				o := tg.send(t, req("/api/orders", "shop.example.org", "alice"))
+				expect(t, o, 429)
+				if !strings.Contains(o.body, `"rule":"api"`) {
+					t.Fatalf("the route entry did not decide: %q", o.body)
 				}
-			}
+				// The domain entry, with the port stripped and case ignored.
+				expect(t, tg.send(t, req("/", "Shop.Example.org:8443", "")), 200, "ratelimit", `"org";r=0;t=60`)
+				expect(t, tg.send(t, req("/about", "shop.example.org", "")), 429, "ratelimit", `"org";r=0;t=60`)
+				// The service entry, by fqdn:port.
+				for r := 2; r >= 0; r-- {
+					expect(t, tg.send(t, req("/search/q", "shop.example.com", "")), 200, "ratelimit", fmt.Sprintf(`"search";r=%d;t=60`, r))
+				}
+				expect(t, tg.send(t, req("/search/q", "shop.example.com", "")), 429)
+				// Nothing matches: not limited.
+				for range 5 {
+					if o := tg.send(t, req("/about", "shop.example.com", "alice")); o.status != 200 || o.headers["ratelimit"] != "" {
+						t.Fatalf("an unmatched request was limited: %+v", o)
+					}
+				}
+				for metric, want := range map[string]int64{"ratelimit.rule.api.allowed": 3, "ratelimit.rule.api.denied": 2,
+					"ratelimit.rule.org.allowed": 1, "ratelimit.rule.org.denied": 1, "ratelimit.rule.search.allowed": 3} {
+					if got := tg.metric(metric); got != want {
+						t.Fatalf("%s = %d, want %d", metric, got, want)
+					}
+				}
+			})
 		})
 	}
 }

@@ -9,9 +9,9 @@ import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/proxytest"
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/proxyhost"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // With HTTP/3's deferred logging, proxy_on_log may never reach a stream

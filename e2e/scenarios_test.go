@@ -16,7 +16,10 @@ type scenario struct {
 	rules string
 	// top holds extra top-level fields, e.g. `"headers":"both",`.
 	top string
-	run func(t *testing.T, tg target, prefix string)
+	// run is timed with a budget of a second (see timed): the checks of
+	// Retry-After and reset seconds hold exactly when every request of
+	// the run is decided within a second of the first.
+	run func(t *attempt, tg target, prefix string)
 }
 
 func configFor(s scenario, prefix, timeout string) string {
@@ -24,7 +27,7 @@ func configFor(s scenario, prefix, timeout string) string {
 }
 
 // expect checks a response's status and some of its headers exactly.
-func expect(t *testing.T, o outcome, status int, headers ...string) {
+func expect(t tester, o outcome, status int, headers ...string) {
 	t.Helper()
 	if o.status != status {
 		t.Fatalf("status %d, want %d (headers %v, body %q)", o.status, status, o.headers, o.body)
@@ -44,7 +47,7 @@ var scenarios = []scenario{
 		top:  `"headers":"both",`,
 		rules: `[{"name":"per-user","key":[{"source":"header","name":"x-user"}],
 			"limits":[{"algorithm":"sliding_log","limit":3,"window":"1m"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
+		run: func(t *attempt, tg target, prefix string) {
 			for r := 2; r >= 0; r-- {
 				expect(t, tg.send(t, user("alice")), 200,
 					"ratelimit-policy", `"per-user";q=3;w=60`, "ratelimit", fmt.Sprintf(`"per-user";r=%d;t=60`, r),
@@ -66,7 +69,7 @@ var scenarios = []scenario{
 		rules: `[{"name":"api","key":[{"source":"header","name":"x-user"}],
 			"limits":[{"name":"second","algorithm":"sliding_log","limit":1,"window":"1s"},
 			          {"name":"minute","algorithm":"sliding_log","limit":5,"window":"1m"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
+		run: func(t *attempt, tg target, prefix string) {
 			expect(t, tg.send(t, user("u")), 200, "ratelimit-policy", `"second";q=1;w=1, "minute";q=5;w=60`, "ratelimit", `"second";r=0;t=1`)
 			o := tg.send(t, user("u"))
 			expect(t, o, 429, "retry-after", "1")
@@ -82,13 +85,19 @@ var scenarios = []scenario{
 		name: "funnel burst, then drain",
 		rules: `[{"name":"burst","key":[{"source":"header","name":"x-user"}],
 			"limits":[{"algorithm":"funnel","capacity":3,"rate":2,"period":"1s"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
-			// 500 ms drains one request; the steps below each take far less.
-			for r := 2; r >= 0; r-- {
-				expect(t, tg.send(t, user("u")), 200, "ratelimit", fmt.Sprintf(`"burst";r=%d;t=`, r)+[]string{"2", "1", "1"}[r])
-			}
+		run: func(t *attempt, tg target, prefix string) {
+			// One request drains every T = 500 ms. The burst's checks hold
+			// when its four requests are decided within T of the first.
+			t.setBudget(500 * time.Millisecond)
+			expect(t, tg.send(t, user("u")), 200, "ratelimit", `"burst";r=2;t=1`)
+			twoDrained := time.Now().Add(2*500*time.Millisecond + 50*time.Millisecond) // the first was decided before now
+			expect(t, tg.send(t, user("u")), 200, "ratelimit", `"burst";r=1;t=1`)
+			expect(t, tg.send(t, user("u")), 200, "ratelimit", `"burst";r=0;t=2`)
 			expect(t, tg.send(t, user("u")), 429, "retry-after", "1")
-			time.Sleep(1050 * time.Millisecond)
+			// Two have drained once 2T have passed since the first; the
+			// third after them is denied if decided within 3T of the first.
+			time.Sleep(time.Until(twoDrained))
+			t.setBudget(3 * 500 * time.Millisecond)
 			expect(t, tg.send(t, user("u")), 200)
 			expect(t, tg.send(t, user("u")), 200)
 			expect(t, tg.send(t, user("u")), 429)
@@ -98,7 +107,7 @@ var scenarios = []scenario{
 		name: "keys keep users and dimensions apart",
 		rules: `[{"name":"route","key":[{"source":"header","name":"x-user"},{"source":"path"}],
 			"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
+		run: func(t *attempt, tg target, prefix string) {
 			send := func(u, path string) outcome {
 				return tg.send(t, map[string]string{"x-user": u, ":path": path})
 			}
@@ -114,7 +123,7 @@ var scenarios = []scenario{
 		name: "shadow mode counts but never denies",
 		rules: `[{"name":"trial","shadow":true,"key":[{"source":"constant","value":"all"}],
 			"limits":[{"algorithm":"sliding_counter","limit":2,"window":"1m"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
+		run: func(t *attempt, tg target, prefix string) {
 			for range 5 {
 				if o := tg.send(t, nil); o.status != 200 || o.headers["ratelimit"] != "" {
 					t.Fatalf("shadow rule acted: %+v", o)
@@ -129,7 +138,7 @@ var scenarios = []scenario{
 		name: "manual blocking denies as its own reason",
 		rules: `[{"name":"api","key":[{"source":"header","name":"x-user"}],
 			"limits":[{"algorithm":"sliding_log","limit":100,"window":"1m"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
+		run: func(t *attempt, tg target, prefix string) {
 			if _, err := server.Do("SET", prefix+"{api|mallory}:block", "1", "EX", "300"); err != nil {
 				t.Fatal(err)
 			}
@@ -151,7 +160,7 @@ var scenarios = []scenario{
 		name: "NOSCRIPT after SCRIPT FLUSH recovers with no client-visible error",
 		rules: `[{"name":"api","key":[{"source":"header","name":"x-user"}],
 			"limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
+		run: func(t *attempt, tg target, prefix string) {
 			expect(t, tg.send(t, user("u")), 200, "ratelimit", `"api";r=4;t=1`)
 			if _, err := server.Do("SCRIPT", "FLUSH"); err != nil {
 				t.Fatal(err)
@@ -167,7 +176,7 @@ var scenarios = []scenario{
 		rules: `[{"name":"tokens","on_missing_key":"deny","key":[{"source":"header","name":"x-user"}],
 			"cost":{"header":"x-cost","default":1},
 			"limits":[{"algorithm":"token_bucket","capacity":10,"refill":1,"period":"1h"}]}]`,
-		run: func(t *testing.T, tg target, prefix string) {
+		run: func(t *attempt, tg target, prefix string) {
 			expect(t, tg.send(t, map[string]string{"x-user": "u", "x-cost": "6"}), 200, "ratelimit", `"tokens";r=4;t=21600`)
 			expect(t, tg.send(t, map[string]string{"x-user": "u", "x-cost": "5"}), 429, "retry-after", "3600")
 			expect(t, tg.send(t, map[string]string{"x-user": "u", "x-cost": "4"}), 200, "ratelimit", `"tokens";r=0;t=36000`)
@@ -185,8 +194,10 @@ func TestScenarios(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			for _, s := range scenarios {
 				t.Run(s.name, func(t *testing.T) {
-					prefix := redistest.Prefix(t)
-					s.run(t, start(t, configFor(s, prefix, "1s"), server.Addr), prefix)
+					timed(t, time.Second, func(t *attempt) {
+						prefix := redistest.Prefix(t)
+						s.run(t, start(t.T, configFor(s, prefix, "1s"), server.Addr), prefix)
+					})
 				})
 			}
 		})

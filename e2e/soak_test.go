@@ -6,7 +6,6 @@ package e2e
 // `make soak`. SOAK_REQUESTS overrides the number of requests.
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -19,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // soakRules use all three algorithms, on keys spread over many users, with
@@ -97,7 +96,7 @@ func TestSoak(t *testing.T) {
 		for {
 			select {
 			case <-tick.C:
-				if n, err := r.Client.DBSize(context.Background()).Result(); err == nil && n > peakDB.Load() {
+				if n, err := r.Client.Int("DBSIZE"); err == nil && n > peakDB.Load() {
 					peakDB.Store(n)
 				}
 			case <-stopSampling:
@@ -195,8 +194,8 @@ func TestSoak(t *testing.T) {
 // redisMemory returns Redis's used_memory and DBSIZE. It may run on any
 // goroutine, so it reports errors with t.Error.
 func redisMemory(t *testing.T, r *redistest.Server) (usedMemory, dbsize int64) {
-	ctx := context.Background()
-	info, err := r.Client.Info(ctx, "memory").Result()
+	t.Helper()
+	info, err := r.Client.Text("INFO", "memory")
 	if err != nil {
 		t.Error(err)
 		return 0, -1
@@ -206,7 +205,7 @@ func redisMemory(t *testing.T, r *redistest.Server) (usedMemory, dbsize int64) {
 			usedMemory, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
-	if dbsize, err = r.Client.DBSize(ctx).Result(); err != nil {
+	if dbsize, err = r.Client.Int("DBSIZE"); err != nil {
 		t.Error(err)
 		return usedMemory, -1
 	}

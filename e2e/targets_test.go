@@ -1,22 +1,19 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // outcome is a request's fate as the client saw it.
@@ -29,7 +26,7 @@ type outcome struct {
 // target runs the filter with one configuration; the scenarios run against
 // both the compiled .wasm in the host and the filter package natively.
 type target interface {
-	send(t *testing.T, headers map[string]string) outcome
+	send(t tester, headers map[string]string) outcome
 	metric(name string) int64
 }
 
@@ -69,6 +66,7 @@ func startStock(t *testing.T, config, redisAddr string) target {
 // config written for the Redis ABI is turned to webdis with the test
 // credentials.
 func startStockGateway(t *testing.T, config, webdisAddr string) target {
+	t.Helper()
 	config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
 		`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
 		redistest.WebdisUser, redistest.WebdisPassword), 1)
@@ -86,7 +84,7 @@ func startHost(t *testing.T, cfg wasmhost.Config) target {
 	return &wasmTarget{h: h}
 }
 
-func (w *wasmTarget) send(t *testing.T, headers map[string]string) outcome {
+func (w *wasmTarget) send(t tester, headers map[string]string) outcome {
 	t.Helper()
 	path := headers[":path"]
 	if path == "" {
@@ -129,23 +127,13 @@ func methodOr(m string) string {
 	return m
 }
 
-// nativeTarget drives filter.Plugin directly, sending its Redis calls to
-// the real server synchronously when the test pumps them.
+// nativeTarget drives filter.Plugin directly, through the fake proxy the
+// filter's own tests use (filtertest.Host), sending its Redis calls to the
+// real server synchronously when a request pumps them.
 type nativeTarget struct {
-	plugin   *filter.Plugin
-	addr     string
-	timeout  time.Duration
-	conn     net.Conn
-	r        *bufio.Reader
-	nextID   uint32
-	queue    []queuedCall
-	counters map[string]int64
-	routes   []wasmhost.Route // as wasmhost.Config.Routes
-}
-
-type queuedCall struct {
-	id  uint32
-	cmd []byte
+	*filtertest.Host
+	plugin *filter.Plugin
+	routes []wasmhost.Route // as wasmhost.Config.Routes
 }
 
 func startNative(t *testing.T, config, redisAddr string) target {
@@ -154,94 +142,21 @@ func startNative(t *testing.T, config, redisAddr string) target {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := &nativeTarget{addr: redisAddr, timeout: cfg.Redis.Timeout, counters: map[string]int64{}}
+	n := &nativeTarget{Host: filtertest.NewHost(redisAddr)}
+	n.Timeout = cfg.Redis.Timeout // as the proxy enforces it
+	n.Deliver = func(id uint32, ok bool, reply []byte) { n.plugin.OnRedisReply(id, ok, reply) }
 	n.plugin = filter.NewPlugin(cfg, n)
-	t.Cleanup(func() {
-		if n.conn != nil {
-			n.conn.Close()
-		}
-	})
+	t.Cleanup(n.Close)
 	return n
 }
 
-func (n *nativeTarget) DispatchRedis(cmd []byte) (uint32, error) {
-	n.nextID++
-	n.queue = append(n.queue, queuedCall{n.nextID, append([]byte(nil), cmd...)})
-	return n.nextID, nil
-}
-
-func (n *nativeTarget) DispatchHTTP(string, [][2]string, []byte, time.Duration) (uint32, error) {
-	return 0, errors.New("the native target sends RESP directly")
-}
-
 func (n *nativeTarget) Log(filter.LogLevel, string)            {}
-func (n *nativeTarget) Now() time.Time                         { return time.Now() }
-func (n *nativeTarget) Counter(name string) filter.Counter     { return nativeMetric{n, name} }
-func (n *nativeTarget) Histogram(name string) filter.Histogram { return nativeMetric{n, name} }
-func (n *nativeTarget) Gauge(name string) filter.Gauge         { return nativeMetric{n, name} }
-func (n *nativeTarget) metric(name string) int64               { return n.counters[name] }
+func (n *nativeTarget) Counter(name string) filter.Counter     { return n.Metric(name) }
+func (n *nativeTarget) Histogram(name string) filter.Histogram { return n.Metric(name) }
+func (n *nativeTarget) Gauge(name string) filter.Gauge         { return n.Metric(name) }
+func (n *nativeTarget) metric(name string) int64               { return int64(n.Counters[name]) }
 
-type nativeMetric struct {
-	n    *nativeTarget
-	name string
-}
-
-func (m nativeMetric) Increment(d uint64) { m.n.counters[m.name] += int64(d) }
-func (m nativeMetric) Record(uint64)      { m.n.counters[m.name]++ }
-func (m nativeMetric) Add(d int64)        { m.n.counters[m.name] += d }
-
-// roundTrip sends one command and reads one reply; an error stands for a
-// network failure or timeout, and drops the connection.
-func (n *nativeTarget) roundTrip(cmd []byte) ([]byte, error) {
-	if n.conn == nil {
-		c, err := net.DialTimeout("tcp", n.addr, n.timeout)
-		if err != nil {
-			return nil, err
-		}
-		n.conn, n.r = c, bufio.NewReader(c)
-	}
-	n.conn.SetDeadline(time.Now().Add(n.timeout))
-	var buf []byte
-	_, err := n.conn.Write(cmd)
-	for err == nil {
-		var b byte
-		if b, err = n.r.ReadByte(); err == nil {
-			buf = append(buf, b)
-			if _, _, derr := redisproto.Decode(buf); !errors.Is(derr, redisproto.ErrIncomplete) {
-				return buf, nil
-			}
-		}
-	}
-	n.conn.Close()
-	n.conn = nil
-	return nil, err
-}
-
-type nativeStream struct {
-	route    wasmhost.Route
-	resumed  int
-	status   int
-	headers  map[string]string
-	body     string
-	response map[string]string
-}
-
-func (s *nativeStream) SourceAddress() string { return "127.0.0.1:40000" }
-func (s *nativeStream) Resume()               { s.resumed++ }
-func (s *nativeStream) SendLocalReply(status int, headers [][2]string, body []byte) {
-	s.status, s.body, s.headers = status, string(body), map[string]string{}
-	for _, kv := range headers {
-		s.headers[kv[0]] = kv[1]
-	}
-}
-func (s *nativeStream) AddResponseHeader(k, v string) { s.response[k] = v }
-
-// Property serves route_name and cluster_name from the target's routes.
-func (s *nativeStream) Property(name string) string {
-	return map[string]string{"route_name": s.route.Name, "cluster_name": s.route.Cluster}[name]
-}
-
-func (n *nativeTarget) send(t *testing.T, headers map[string]string) outcome {
+func (n *nativeTarget) send(t tester, headers map[string]string) outcome {
 	t.Helper()
 	path := headers[":path"]
 	if path == "" {
@@ -257,26 +172,17 @@ func (n *nativeTarget) send(t *testing.T, headers map[string]string) outcome {
 			pairs = append(pairs, [2]string{strings.ToLower(k), v})
 		}
 	}
+	// Property serves route_name and cluster_name from the target's routes.
 	route, _ := wasmhost.RouteFor(n.routes, path)
-	s := &nativeStream{route: route, response: map[string]string{}}
-	st := n.plugin.NewStream(s)
-	defer st.OnDone()
-	action := st.OnRequestHeaders(pairs)
-	for len(n.queue) > 0 {
-		q := n.queue[0]
-		n.queue = n.queue[1:]
-		reply, err := n.roundTrip(q.cmd)
-		n.plugin.OnRedisReply(q.id, err == nil, reply)
+	s := filtertest.NewStream("127.0.0.1:40000", map[string]string{"route_name": route.Name, "cluster_name": route.Cluster})
+	o, err := filtertest.Send(n.Host, s, n.plugin.NewStream(s), filter.Pause, pairs)
+	if err != nil {
+		t.Fatal(err)
 	}
-	switch {
-	case s.status != 0 && s.resumed == 0:
-		return outcome{status: s.status, headers: s.headers, body: s.body}
-	case action == filter.Continue && s.resumed == 0, action == filter.Pause && s.resumed == 1:
-		st.OnResponseHeaders()
-		return outcome{status: 200, headers: s.response, body: "upstream " + strings.SplitN(path, "?", 2)[0]}
+	if o.Status == 200 {
+		o.Body = "upstream " + strings.SplitN(path, "?", 2)[0]
 	}
-	t.Fatalf("stream left undecided: action %v, resumed %d, status %d", action, s.resumed, s.status)
-	return outcome{}
+	return outcome{status: o.Status, headers: o.Headers, body: o.Body}
 }
 
 // startHostWith starts a host with cfg as given (Workers and Upstream

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // Envoy 1.33 to 1.38 (proxy-wasm-cpp-host before 94091cd) answer WASI

@@ -183,9 +183,19 @@ func validName(s string) bool {
 type fieldError struct {
 	path string
 	err  error
+	// msg, when set, says what is wrong in the configuration's terms
+	// instead of err's message: err is then an *algorithms.ParamError,
+	// which names the parameter, not the field.
+	msg string
 }
 
-func (e *fieldError) Error() string { return e.path + ": " + e.err.Error() }
+func (e *fieldError) Error() string {
+	if e.msg != "" {
+		return e.path + ": " + e.msg
+	}
+	return e.path + ": " + e.err.Error()
+}
+
 func (e *fieldError) Unwrap() error { return e.err }
 
 func errAt(path, format string, args ...any) error {

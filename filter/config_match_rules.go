@@ -105,7 +105,7 @@ func joinPath(path, name string) string {
 // "rules[0].name" becomes "_rules_[1].rules[0].name".
 func within(path string, err error) error {
 	if fe, ok := err.(*fieldError); ok {
-		return &fieldError{path: path + "." + fe.path, err: fe.err}
+		return &fieldError{path: path + "." + fe.path, err: fe.err, msg: fe.msg}
 	}
 	return err
 }

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -142,13 +143,13 @@ func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
 	return parts, nil
 }
 
-// limitFields maps the algorithms package's parameter names to each
-// configured algorithm's field names, for error messages.
-var limitFields = map[string]map[string]string{
-	"sliding_log":     {"rate": "limit", "burst": "limit", "period": "window"},
-	"sliding_counter": {"rate": "limit", "burst": "limit", "period": "window"},
-	"funnel":          {"rate": "rate", "burst": "capacity", "period": "period"},
-	"token_bucket":    {"rate": "refill", "burst": "capacity", "period": "period"},
+// limitFields names, per configured algorithm, the field behind each
+// parameter of algorithms.Limit, for error messages.
+var limitFields = map[string]map[algorithms.Param]string{
+	"sliding_log":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "window"},
+	"sliding_counter": {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "window"},
+	"funnel":          {algorithms.ParamRate: "rate", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
+	"token_bucket":    {algorithms.ParamRate: "refill", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
 }
 
 const maxLimitsPerRule = 16
@@ -196,8 +197,8 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 		return nl, errAt(path+".algorithm", "required")
 	}
 	names := limitFields[algo]
-	allowed := []string{"algorithm", "name", names["burst"], names["rate"], names["period"]}
-	if names["burst"] == names["rate"] {
+	allowed := []string{"algorithm", "name", names[algorithms.ParamBurst], names[algorithms.ParamRate], names[algorithms.ParamPeriod]}
+	if names[algorithms.ParamBurst] == names[algorithms.ParamRate] {
 		allowed = append(allowed[:2], allowed[3:]...)
 	}
 	o, err := fields(v, path, allowed...)
@@ -250,7 +251,7 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 		if err != nil {
 			return nl, err
 		}
-		rate, err := number(names["rate"])
+		rate, err := number(names[algorithms.ParamRate])
 		if err != nil {
 			return nl, err
 		}
@@ -266,15 +267,17 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 	return nl, nil
 }
 
-// limitError turns "rate: must be >= 1" into "<path>.refill: must be >= 1".
-func limitError(path string, names map[string]string, err error) error {
-	msg := err.Error()
-	param, rest, ok := strings.Cut(msg, ": ")
-	if field, known := names[param]; ok && known {
-		rest = strings.ReplaceAll(rest, param, field)
-		return errAt(path+"."+field, "%s", rest)
+// limitError wraps a bad parameter with the path of the field that set
+// it, in that field's name: ParamError{Param: ParamRate, Want: "must be
+// >= 1"} of a token bucket is "<path>.refill: must be >= 1".
+func limitError(path string, names map[algorithms.Param]string, err error) error {
+	var pe *algorithms.ParamError
+	if errors.As(err, &pe) {
+		if field, ok := names[pe.Param]; ok {
+			return &fieldError{path: path + "." + field, err: err, msg: pe.Message(field)}
+		}
 	}
-	return errAt(path, "%s", msg)
+	return &fieldError{path: path, err: err}
 }
 
 func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
@@ -307,9 +310,19 @@ func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
 	}
 	for i, l := range limits {
 		if err := l.Limit.CheckCost(c.Default); err != nil {
-			_, msg, _ := strings.Cut(err.Error(), ": ")
-			return c, errAt(path, "%s of limits[%d]", msg, i)
+			return c, costError(path, i, err)
 		}
 	}
 	return c, nil
+}
+
+// costError wraps a cost that limits[i] cannot take with the path of the
+// cost's field: "<path>: must be <= 10, the limit's capacity of limits[0]".
+func costError(path string, i int, err error) error {
+	msg := err.Error()
+	var pe *algorithms.ParamError
+	if errors.As(err, &pe) {
+		msg = pe.Message(string(pe.Param)) // the path names the cost
+	}
+	return &fieldError{path: path, err: err, msg: fmt.Sprintf("%s of limits[%d]", msg, i)}
 }

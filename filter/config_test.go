@@ -13,19 +13,16 @@ import (
 // Every fixture in testdata/invalid fails with exactly the message in its
 // .error file.
 func TestInvalidConfigFixtures(t *testing.T) {
-	files, _ := filepath.Glob("testdata/invalid/*.json")
+	files := fixtures(t, "testdata/invalid/*.json")
 	if len(files) < 40 {
 		t.Fatalf("found %d fixtures", len(files))
 	}
 	for _, f := range files {
 		name := strings.TrimSuffix(filepath.Base(f), ".json")
 		t.Run(name, func(t *testing.T) {
-			data, _ := os.ReadFile(f)
-			want, err := os.ReadFile(strings.TrimSuffix(f, ".json") + ".error")
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = ParseConfig(data)
+			data := readFixture(t, f)
+			want := readFixture(t, strings.TrimSuffix(f, ".json")+".error")
+			_, err := ParseConfig(data)
 			if err == nil || err.Error() != strings.TrimSpace(string(want)) {
 				t.Fatalf("got  %v\nwant %s", err, want)
 			}
@@ -34,13 +31,31 @@ func TestInvalidConfigFixtures(t *testing.T) {
 }
 
 func TestValidConfigFixtures(t *testing.T) {
-	files, _ := filepath.Glob("testdata/valid/*.json")
-	for _, f := range files {
-		data, _ := os.ReadFile(f)
-		if _, err := ParseConfig(data); err != nil {
+	for _, f := range fixtures(t, "testdata/valid/*.json") {
+		if _, err := ParseConfig(readFixture(t, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
+}
+
+// fixtures returns the files matching pattern, failing the test when
+// there are none: a test that finds no fixtures proves nothing.
+func fixtures(t testing.TB, pattern string) []string {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no fixtures match %s (%v)", pattern, err)
+	}
+	return files
+}
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
 
 func TestParseConfigDefaultsAndValues(t *testing.T) {
@@ -58,8 +73,7 @@ func TestParseConfigDefaultsAndValues(t *testing.T) {
 		t.Fatalf("rule defaults: %+v", r)
 	}
 
-	data, _ := os.ReadFile("testdata/valid/everything.json")
-	c, err = ParseConfig(data)
+	c, err = ParseConfig(readFixture(t, "testdata/valid/everything.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

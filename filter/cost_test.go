@@ -52,7 +52,7 @@ func TestLargestRequestIsDecided(t *testing.T) {
 	if o := h.send("x-user=a"); o.status != 429 || !strings.Contains(o.body, `"rule":"r0","limit":"l0"`) {
 		t.Fatalf("second request: %d %s", o.status, o.body)
 	}
-	if n := h.counters["ratelimit.redis.errors"]; n != 0 {
+	if n := h.Counters["ratelimit.redis.errors"]; n != 0 {
 		t.Fatalf("%d Redis errors: %v", n, h.logs)
 	}
 }

@@ -8,79 +8,155 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
 
-// decide turns the calls' outcomes into the stream's verdict and acts on it.
+// reason is why a request was denied: the "error" of the local reply's
+// body. The verdict of an admitted request, which names the limit its
+// headers report, carries reasonRateLimited too.
+type reason uint8
+
+const (
+	reasonRateLimited         reason = iota + 1 // a limit denied it, in Redis or in the deny cache
+	reasonBlocked                               // an operator's block key exists
+	reasonMissingKey                            // a key part is absent under on_missing_key: deny
+	reasonCostExceedsCapacity                   // the request costs more than a limit can ever admit
+	reasonUnavailable                           // Redis failed and failure_mode is deny
+)
+
+var reasonNames = [...]string{
+	reasonRateLimited:         "rate_limited",
+	reasonBlocked:             "blocked",
+	reasonMissingKey:          "missing_key",
+	reasonCostExceedsCapacity: "cost_exceeds_capacity",
+	reasonUnavailable:         "ratelimit_unavailable",
+}
+
+func (r reason) String() string {
+	if int(r) < len(reasonNames) && reasonNames[r] != "" {
+		return reasonNames[r]
+	}
+	return "reason(" + strconv.Itoa(int(r)) + ")"
+}
+
+// verdict is a request's fate: the denial a local reply reports, or the
+// result the response headers report.
+type verdict struct {
+	rule, limit int // -1 when no rule or limit is to blame
+	result      algorithms.Result
+	blocked     bool
+	blockedFor  time.Duration
+	reason      reason
+}
+
+// callsOutcome is what the calls of a request decided, beyond the limits'
+// results, which go to Stream.verdict.
+type callsOutcome struct {
+	block   verdict // the first enforced block, when blocked
+	blocked bool
+	failed  bool // an enforced call failed: Redis decided nothing for it
+}
+
+// decide turns the calls' outcomes into the stream's verdict and acts on
+// it: it admits the request, or answers it locally.
 func (s *Stream) decide() {
 	s.decided = true
-	m := &s.p.metrics
-	now := s.clock()
-	var deny verdict
-	denied, failed := false, false
+	var out callsOutcome
 	for _, c := range s.calls {
-		if c.err != nil {
-			failed = failed || !c.shadow
-			continue
-		}
-		d := &c.decision
-		if d.Blocked {
-			b := &c.blockers[d.BlockedBy]
-			m.rules[b.rule].blocked.Increment(1)
-			if !c.shadow && !denied {
-				deny, denied = verdict{rule: b.rule, limit: -1, reason: "blocked", blocked: true, blockedFor: d.BlockedFor}, true
-				if d.BlockedFor > 0 {
-					s.p.denied.store(b.tag, 0, now.Add(d.BlockedFor), deny)
-				}
-			}
-			continue
-		}
-		for start := 0; start < len(c.owners); {
-			ri, end, ruleAllowed := c.owners[start].rule, start, true
-			for ; end < len(c.owners) && c.owners[end].rule == ri; end++ {
-				ruleAllowed = ruleAllowed && d.Results[end].Allowed
-			}
-			switch {
-			case ruleAllowed:
-				m.rules[ri].allowed.Increment(1)
-			case c.shadow:
-				m.rules[ri].shadowDenied.Increment(1)
-			default:
-				m.rules[ri].denied.Increment(1)
-			}
+		switch {
+		case c.err != nil:
+			out.failed = out.failed || !c.shadow
+		case c.decision.Blocked:
+			s.noteBlock(c, &out)
+		default:
+			s.countRules(c)
 			if !c.shadow {
-				s.enforced = append(s.enforced, ri)
-			}
-			start = end
-		}
-		if c.shadow {
-			continue
-		}
-		for i := range c.owners {
-			o, r := &c.owners[i], d.Results[i]
-			if !s.hasVerdict || algorithms.Tighter(r, s.verdict.result) {
-				s.verdict, s.hasVerdict = verdict{rule: o.rule, limit: o.limit, result: r, reason: "rate_limited"}, true
-			}
-			if !r.Allowed && r.RetryAfter > 0 {
-				s.p.denied.store(o.tag, o.cost, now.Add(r.RetryAfter), verdict{rule: o.rule, limit: o.limit, result: r, reason: "rate_limited"})
+				s.noteResults(c)
 			}
 		}
 	}
-	if !denied && s.hasVerdict && !s.verdict.result.Allowed {
-		deny, denied = s.verdict, true
-	}
-	if !denied && failed {
-		if s.p.cfg.FailOpen {
-			m.failOpen.Increment(1)
-		} else {
-			m.failClosed.Increment(1)
-			deny, denied = verdict{rule: -1, limit: -1, reason: "ratelimit_unavailable"}, true
-		}
-	}
-	if denied {
+	if deny, ok := s.denial(&out); ok {
 		s.reject(&deny)
 		return
 	}
 	s.allowed = true
 	if !s.inHeaders {
 		s.host.Resume()
+	}
+}
+
+// noteBlock counts a call an operator's block key stopped. The first
+// enforced one is the request's block, cached for as long as the key lives.
+func (s *Stream) noteBlock(c *call, out *callsOutcome) {
+	d := &c.decision
+	b := &c.blockers[d.BlockedBy]
+	s.p.metrics.rules[b.rule].blocked.Increment(1)
+	if c.shadow || out.blocked {
+		return
+	}
+	out.block = verdict{rule: b.rule, limit: -1, reason: reasonBlocked, blocked: true, blockedFor: d.BlockedFor}
+	out.blocked = true
+	if d.BlockedFor > 0 {
+		s.p.denyCache.store(b.ruleKey, 0, s.clock().Add(d.BlockedFor), out.block)
+	}
+}
+
+// countRules counts each rule of a decided call once, by outcome: allowed
+// when all its limits allowed, else denied, or would_deny for a shadow
+// rule. An enforced rule joins s.enforced, whose policies the headers list.
+// The owners of one rule's limits are adjacent.
+func (s *Stream) countRules(c *call) {
+	results := c.decision.Results
+	for start := 0; start < len(c.owners); {
+		ri, end, ruleAllowed := c.owners[start].rule, start, true
+		for ; end < len(c.owners) && c.owners[end].rule == ri; end++ {
+			ruleAllowed = ruleAllowed && results[end].Allowed
+		}
+		m := &s.p.metrics.rules[ri]
+		switch {
+		case ruleAllowed:
+			m.allowed.Increment(1)
+		case c.shadow:
+			m.shadowDenied.Increment(1)
+		default:
+			m.denied.Increment(1)
+		}
+		if !c.shadow {
+			s.enforced = append(s.enforced, ri)
+		}
+		start = end
+	}
+}
+
+// noteResults keeps the tightest result of an enforced call as the
+// stream's verdict, and caches every denial until its Retry-After.
+func (s *Stream) noteResults(c *call) {
+	for i := range c.owners {
+		o, r := &c.owners[i], c.decision.Results[i]
+		v := verdict{rule: o.rule, limit: o.limit, result: r, reason: reasonRateLimited}
+		if !s.hasVerdict || algorithms.Tighter(r, s.verdict.result) {
+			s.verdict, s.hasVerdict = v, true
+		}
+		if !r.Allowed && r.RetryAfter > 0 {
+			s.p.denyCache.store(o.ruleKey, o.cost, s.clock().Add(r.RetryAfter), v)
+		}
+	}
+}
+
+// denial picks the request's denial, if any: a block first, then the
+// tightest denying limit; failing those, when an enforced call failed, the
+// failure mode applies (counted either way).
+func (s *Stream) denial(out *callsOutcome) (verdict, bool) {
+	switch {
+	case out.blocked:
+		return out.block, true
+	case s.hasVerdict && !s.verdict.result.Allowed:
+		return s.verdict, true
+	case !out.failed:
+		return verdict{}, false
+	case s.p.cfg.FailOpen:
+		s.p.metrics.failOpen.Increment(1)
+		return verdict{}, false
+	default:
+		s.p.metrics.failClosed.Increment(1)
+		return verdict{rule: -1, limit: -1, reason: reasonUnavailable}, true
 	}
 }
 
@@ -98,29 +174,30 @@ func (s *Stream) reject(v *verdict) Action {
 	s.decided, s.allowed = true, false
 	cfg := s.p.cfg
 	status := cfg.RejectStatus
-	if v.reason == "ratelimit_unavailable" {
+	if v.reason == reasonUnavailable {
 		status = cfg.FailureStatus
 	}
+	limited := v.reason == reasonRateLimited
 	var headers [][2]string
 	retry := time.Duration(-1)
 	switch {
 	case v.blocked:
 		retry = v.blockedFor
-	case v.limit >= 0 && !v.result.Allowed && v.reason == "rate_limited":
+	case v.limit >= 0 && !v.result.Allowed && limited:
 		retry = v.result.RetryAfter
 	}
 	if retry > 0 {
 		headers = append(headers, [2]string{"retry-after", strconv.FormatInt(ceilSeconds(retry), 10)})
 	}
-	if v.reason == "rate_limited" {
+	if limited {
 		headers = s.appendRateLimitHeaders(headers, v)
 	}
 	headers = append(headers, [2]string{"content-type", "application/json"})
-	body := []byte(`{"error":"` + v.reason + `"`)
+	body := []byte(`{"error":"` + v.reason.String() + `"`)
 	if v.rule >= 0 {
 		body = append(body, `,"rule":"`+cfg.Rules[v.rule].Name+`"`...)
 	}
-	if v.limit >= 0 && v.reason == "rate_limited" {
+	if v.limit >= 0 && limited {
 		body = append(body, `,"limit":"`+cfg.Rules[v.rule].Limits[v.limit].Name+`"`...)
 	}
 	if retry > 0 {

@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,10 +9,8 @@ import (
 // The config parser never panics; what it accepts has valid rules.
 func FuzzParseConfig(f *testing.F) {
 	for _, dir := range []string{"testdata/valid", "testdata/invalid"} {
-		files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-		for _, file := range files {
-			data, _ := os.ReadFile(file)
-			f.Add(data)
+		for _, file := range fixtures(f, filepath.Join(dir, "*.json")) {
+			f.Add(readFixture(f, file))
 		}
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -67,7 +64,7 @@ func FuzzKeyPart(f *testing.F) {
 }
 
 // Key extraction from hostile headers never panics and stays bounded.
-func FuzzRuleTag(f *testing.F) {
+func FuzzRuleKey(f *testing.F) {
 	f.Add("u1", "/a?x=1", "a=1; s=2", "1.2.3.4, 5.6.7.8")
 	f.Add("}{", "/%zz?%zz=%", ";;=;", ",,,")
 	f.Fuzz(func(t *testing.T, user, path, cookie, xff string) {
@@ -77,9 +74,9 @@ func FuzzRuleTag(f *testing.F) {
 		}}
 		r := &request{headers: [][2]string{{":path", path}, {"x-user", user}, {"cookie", cookie}, {"x-forwarded-for", xff}},
 			source: peer("10.0.0.1:80")}
-		tag, ok := appendRuleTag(nil, "rl:", rule, r, 2)
-		if !ok || len(tag) > 8+len(rule.Key)*(maxPartLen+1) || strings.Count(string(tag), "{") != 1 || strings.Count(string(tag), "}") != 1 {
-			t.Fatalf("tag %q", tag)
+		key, ok := appendRuleKey(nil, "rl:", rule, r, 2)
+		if !ok || len(key) > 8+len(rule.Key)*(maxPartLen+1) || strings.Count(string(key), "{") != 1 || strings.Count(string(key), "}") != 1 {
+			t.Fatalf("rule key %q", key)
 		}
 	})
 }

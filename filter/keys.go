@@ -80,9 +80,10 @@ func (r *request) keyPartValue(p KeyPart, hops int) (string, bool) {
 	return "", false
 }
 
-// appendRuleTag appends "<prefix>{<rule>|<parts>}" for a request, or
-// reports that a key part is missing under MissingSkip or MissingDeny.
-func appendRuleTag(dst []byte, prefix string, rule *Rule, r *request, hops int) ([]byte, bool) {
+// appendRuleKey appends the rule's key for a request,
+// "<prefix>{<rule>|<parts>}", or reports that a key part is missing under
+// MissingSkip or MissingDeny. Everything in braces is the hash tag.
+func appendRuleKey(dst []byte, prefix string, rule *Rule, r *request, hops int) ([]byte, bool) {
 	dst = append(dst, prefix...)
 	dst = append(dst, '{')
 	dst = append(dst, rule.Name...)

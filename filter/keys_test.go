@@ -57,32 +57,33 @@ func TestKeyPartHostileInput(t *testing.T) {
 	}
 }
 
-func TestRuleTagKeepsRulesAndUsersApart(t *testing.T) {
+func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 	rule := &Rule{Name: "api", Key: []KeyPart{{Source: SourceHeader, Name: "x-user"}, {Source: SourcePath}}}
-	tag := func(user, path string) string {
+	key := func(user, path string) string {
+		t.Helper()
 		r := &request{headers: [][2]string{{":path", path}, {"x-user", user}}}
-		b, ok := appendRuleTag(nil, "rl:", rule, r, 0)
+		b, ok := appendRuleKey(nil, "rl:", rule, r, 0)
 		if !ok {
 			t.Fatalf("missing part for %q %q", user, path)
 		}
 		return string(b)
 	}
-	if got := tag("u1", "/a?x=1"); got != "rl:{api|u1|/a}" {
-		t.Fatalf("tag = %q", got)
+	if got := key("u1", "/a?x=1"); got != "rl:{api|u1|/a}" {
+		t.Fatalf("key = %q", got)
 	}
 	// "u1|/a" as a user id cannot forge user u1 on path /a.
-	if tag("u1|/a", "/") == tag("u1", "/a|/") || tag("u1", "/a") == tag("u1|", "/a") {
+	if key("u1|/a", "/") == key("u1", "/a|/") || key("u1", "/a") == key("u1|", "/a") {
 		t.Fatal("separator injection")
 	}
-	if strings.Count(tag("}{evil", "/{x}"), "{") != 1 {
+	if strings.Count(key("}{evil", "/{x}"), "{") != 1 {
 		t.Fatal("a brace reached the key")
 	}
 	missing := &request{headers: [][2]string{{":path", "/"}}}
-	if _, ok := appendRuleTag(nil, "rl:", rule, missing, 0); ok {
+	if _, ok := appendRuleKey(nil, "rl:", rule, missing, 0); ok {
 		t.Fatal("missing header accepted under skip")
 	}
 	rule.OnMissing = MissingShared
-	b, ok := appendRuleTag(nil, "rl:", rule, missing, 0)
+	b, ok := appendRuleKey(nil, "rl:", rule, missing, 0)
 	if !ok || string(b) != "rl:{api||/}" {
 		t.Fatalf("shared: %q %v", b, ok)
 	}

@@ -1,17 +1,18 @@
 package filter
 
 import (
-	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 func TestParseMatchRules(t *testing.T) {
-	data, _ := os.ReadFile("testdata/valid/match-rules.json")
+	data := readFixture(t, "testdata/valid/match-rules.json")
 	c, err := ParseConfig(data)
 	if err != nil {
 		t.Fatal(err)
@@ -40,7 +41,7 @@ func TestParseMatchRules(t *testing.T) {
 		}
 	}
 
-	data, _ = os.ReadFile("testdata/valid/match-rules-only.json")
+	data = readFixture(t, "testdata/valid/match-rules-only.json")
 	if c, err = ParseConfig(data); err != nil {
 		t.Fatal(err)
 	}
@@ -166,8 +167,8 @@ func TestMatchRulesPickTheConfiguration(t *testing.T) {
 	}
 	for name, want := range map[string]uint64{"ratelimit.rule.api.allowed": 2, "ratelimit.rule.api.denied": 1,
 		"ratelimit.rule.org.allowed": 3, "ratelimit.rule.org.denied": 1, "ratelimit.rule.top.allowed": 1, "ratelimit.rule.top.denied": 1} {
-		if h.counters[name] != want {
-			t.Errorf("%s = %d, want %d", name, h.counters[name], want)
+		if h.Counters[name] != want {
+			t.Errorf("%s = %d, want %d", name, h.Counters[name], want)
 		}
 	}
 	if h.plugin.Pending() != 0 || len(h.plugin.freeStreams) != 1 || len(h.plugin.routed[0].plugin.freeStreams) != 0 {
@@ -179,12 +180,12 @@ func TestMatchRulesPickTheConfiguration(t *testing.T) {
 // With only _rules_, a request no entry matches is not limited, and costs
 // no Redis call.
 func TestOnlyMatchRulesLimitsNothingElse(t *testing.T) {
-	data, _ := os.ReadFile("testdata/valid/match-rules-only.json")
+	data := readFixture(t, "testdata/valid/match-rules-only.json")
 	h := newFakeHost(t, string(data))
 	h.props = map[string]string{"route_name": "default/other"}
 	for range 3 {
-		if o := h.send("x-user-id=alice"); o.status != 200 || len(o.headers) != 0 || h.nextID != 0 {
-			t.Fatalf("unmatched request: %+v, %d calls", o, h.nextID)
+		if o := h.send("x-user-id=alice"); o.status != 200 || len(o.headers) != 0 || h.Calls != 0 {
+			t.Fatalf("unmatched request: %+v, %d calls", o, h.Calls)
 		}
 	}
 	h.props = map[string]string{"route_name": "default/api"}
@@ -207,7 +208,7 @@ func TestPropertiesReadOnlyWhenNeeded(t *testing.T) {
 		s := &propStream{props: map[string]string{}}
 		st := h.plugin.NewStream(s)
 		st.OnRequestHeaders([][2]string{{":path", "/"}, {":authority", "example.com"}, {"x-user", "a"}})
-		h.pump()
+		h.Pump()
 		st.OnDone()
 		if got := strings.Join(s.reads, " "); got != tc.want {
 			t.Errorf("read %q, want %q", got, tc.want)
@@ -220,19 +221,19 @@ func TestPropertiesReadOnlyWhenNeeded(t *testing.T) {
 func TestTickFailsAnEntrysOverdueCall(t *testing.T) {
 	h := newFakeHost(t, `{"_rules_":[{"_match_route_":["r"],"redis":{"cluster":"redis"},"failure_mode":"deny","failure_status":503,
 		"rules":[{"name":"api","key":[{"source":"path"}],"limits":[{"algorithm":"sliding_log","limit":3,"window":"1m"}]}]}]}`)
-	h.now = time.Now()
-	fs := &fakeStream{props: map[string]string{"route_name": "r"}, response: map[string]string{}}
+	h.Clock = time.Now()
+	fs := filtertest.NewStream("", map[string]string{"route_name": "r"})
 	st := h.plugin.NewStream(fs)
 	if st.OnRequestHeaders([][2]string{{":path", "/"}}) != Pause || h.plugin.Pending() != 1 {
 		t.Fatal("not paused on a call")
 	}
-	h.now = h.now.Add(h.plugin.routed[0].Config.Redis.Timeout + 2*time.Second)
+	h.Clock = h.Clock.Add(h.plugin.routed[0].Config.Redis.Timeout + 2*time.Second)
 	h.plugin.OnTick()
-	if fs.status != 503 || h.plugin.Pending() != 0 || h.counters["ratelimit.failure_mode.denied"] != 1 {
-		t.Fatalf("overdue call: status %d, pending %d, %v", fs.status, h.plugin.Pending(), h.counters)
+	if fs.Status != 503 || h.plugin.Pending() != 0 || h.Counters["ratelimit.failure_mode.denied"] != 1 {
+		t.Fatalf("overdue call: status %d, pending %d, %v", fs.Status, h.plugin.Pending(), h.Counters)
 	}
 	st.OnDone()
-	h.queue = nil
+	h.Queue = nil
 }
 
 // Choosing an entry costs no allocation: a request matched by a _rules_
@@ -251,22 +252,28 @@ func TestMatchRulesAllocateNothingMore(t *testing.T) {
 	headers := [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "example.com"}, {"x-user", "alice"}}
 	s := &propStream{props: map[string]string{"route_name": "default/api", "cluster_name": "outbound|80||api.default.svc.cluster.local"}}
 	allocs := func(config string) float64 {
+		t.Helper()
 		cfg, err := ParseConfig([]byte(config))
 		if err != nil {
 			t.Fatal(err)
 		}
 		h := &benchHost{}
 		p := NewPlugin(cfg, h)
-		return testing.AllocsPerRun(200, func() {
+		unpaused := 0
+		n := testing.AllocsPerRun(200, func() {
 			s.reads = s.reads[:0]
 			st := p.NewStream(s)
 			if st.OnRequestHeaders(headers) != Pause {
-				t.Fatal("not paused")
+				unpaused++
 			}
 			p.OnRedisReply(h.id, true, reply)
 			st.OnResponseHeaders()
 			st.OnDone()
 		})
+		if unpaused > 0 {
+			t.Fatalf("%d requests not paused", unpaused)
+		}
+		return n
 	}
 	a, b := allocs(plain), allocs(routed)
 	t.Logf("allocations per request: %v plain, %v with _rules_", a, b)

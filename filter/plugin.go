@@ -21,8 +21,10 @@ type Plugin struct {
 	metrics metrics
 	errLog  throttledLog
 	breaker breaker
-	denied  *denyCache // nil when disabled
-	link    *redisLink // shared with the _rules_ entries' Plugins
+	// denyCache answers keys Redis denied until their Retry-After; nil
+	// when disabled.
+	denyCache *denyCache
+	link      *redisLink // shared with the _rules_ entries' Plugins
 	// routed are the _rules_ entries, each with its own Plugin.
 	routed []routed
 
@@ -57,7 +59,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
 	p.link = newRedisLink(cfg, host, p.send)
-	p.denied = newDenyCache(cfg.DenyCacheKeys)
+	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	for _, r := range cfg.Rules {
 		var policy []string
 		var names, quotas []string

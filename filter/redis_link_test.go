@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
 // initHost is a fakeHost whose Redis client needs proxy_redis_init, as
@@ -22,7 +24,7 @@ func newInitHost(t *testing.T, config string) *initHost {
 	fh := newFakeHost(t, config)
 	h := &initHost{fakeHost: fh}
 	fh.plugin = NewPlugin(fh.plugin.Config(), h)
-	fh.now = time.Now()
+	fh.Clock = time.Now()
 	return h
 }
 
@@ -44,25 +46,25 @@ func TestRedisInitRetried(t *testing.T) {
 			t.Fatalf("before the init: %+v", o)
 		}
 	}
-	if h.inits != 1 || h.nextID != 0 || h.counters["ratelimit.redis.uninitialized"] != 3 ||
-		h.counters["ratelimit.redis.init_failures"] != 1 || h.counters["ratelimit.failure_mode.denied"] != 3 {
-		t.Fatalf("%d inits, %d calls, counters %v", h.inits, h.nextID, h.counters)
+	if h.inits != 1 || h.Calls != 0 || h.Counters["ratelimit.redis.uninitialized"] != 3 ||
+		h.Counters["ratelimit.redis.init_failures"] != 1 || h.Counters["ratelimit.failure_mode.denied"] != 3 {
+		t.Fatalf("%d inits, %d calls, counters %v", h.inits, h.Calls, h.Counters)
 	}
-	if h.counters["ratelimit.redis.errors"] != 0 || h.counters["ratelimit.circuit_breaker.opened"] != 0 {
-		t.Fatalf("a missing init counted as Redis failures: %v", h.counters)
+	if h.Counters["ratelimit.redis.errors"] != 0 || h.Counters["ratelimit.circuit_breaker.opened"] != 0 {
+		t.Fatalf("a missing init counted as Redis failures: %v", h.Counters)
 	}
-	h.now = h.now.Add(time.Second)
+	h.Clock = h.Clock.Add(time.Second)
 	h.plugin.OnTick()
-	if h.inits != 2 || h.counters["ratelimit.redis.init_failures"] != 2 {
+	if h.inits != 2 || h.Counters["ratelimit.redis.init_failures"] != 2 {
 		t.Fatalf("tick after a second: %d inits", h.inits)
 	}
-	h.now = h.now.Add(999 * time.Millisecond)
+	h.Clock = h.Clock.Add(999 * time.Millisecond)
 	h.send("x-user=a")
 	if h.inits != 2 {
 		t.Fatalf("retried within a second: %d inits", h.inits)
 	}
 	h.initErr = nil
-	h.now = h.now.Add(time.Millisecond)
+	h.Clock = h.Clock.Add(time.Millisecond)
 	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] != `"u";r=4;t=60` {
 		t.Fatalf("after the init succeeded: %+v", o)
 	}
@@ -79,22 +81,22 @@ func TestRedisInitRetried(t *testing.T) {
 func TestNoAuthRelinks(t *testing.T) {
 	h := newInitHost(t, oneUser)
 	h.plugin.Start()
-	h.now = h.now.Add(time.Second) // the init at start is a second old
+	h.Clock = h.Clock.Add(time.Second) // the init at start is a second old
 	noauth := []byte("-NOAUTH Authentication required.\r\n")
 	reply := func(r []byte) {
 		t.Helper()
-		q := h.queue[0]
-		h.queue = h.queue[1:]
-		h.plugin.OnRedisReply(q.id, true, r)
+		q := h.Queue[0]
+		h.Queue = h.Queue[1:]
+		h.plugin.OnRedisReply(q.ID, true, r)
 	}
 	fs, st := h.stream("x-user=a")
 	reply(noauth)
-	if fs.status != 503 || h.inits != 2 || h.counters["ratelimit.redis.reinits"] != 1 {
-		t.Fatalf("status %d, %d inits, counters %v", fs.status, h.inits, h.counters)
+	if fs.Status != 503 || h.inits != 2 || h.Counters["ratelimit.redis.reinits"] != 1 {
+		t.Fatalf("status %d, %d inits, counters %v", fs.Status, h.inits, h.Counters)
 	}
 	st.OnDone()
-	if len(h.queue) != 1 || string(h.queue[0].cmd) != "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n" {
-		t.Fatalf("queued %q; want the filter's AUTH", h.queue)
+	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n" {
+		t.Fatalf("queued %q; want the filter's AUTH", h.Queue)
 	}
 	reply([]byte("-WRONGPASS invalid username-password pair or user is disabled.\r\n"))
 	if !logged(h.fakeHost, "Redis refused redis.username/redis.password: WRONGPASS") {
@@ -103,16 +105,16 @@ func TestNoAuthRelinks(t *testing.T) {
 	_, st = h.stream("x-user=a")
 	reply(noauth)
 	st.OnDone()
-	if h.inits != 2 || len(h.queue) != 0 {
-		t.Fatalf("re-init within a second: %d inits, queue %q", h.inits, h.queue)
+	if h.inits != 2 || len(h.Queue) != 0 {
+		t.Fatalf("re-init within a second: %d inits, queue %q", h.inits, h.Queue)
 	}
-	h.now = h.now.Add(time.Second)
+	h.Clock = h.Clock.Add(time.Second)
 	_, st = h.stream("x-user=a")
 	reply(noauth)
 	st.OnDone()
 	reply([]byte("+OK\r\n"))
-	if h.inits != 3 || h.counters["ratelimit.redis.reinits"] != 2 || !logged(h.fakeHost, "AUTH accepted") {
-		t.Fatalf("%d inits, counters %v, logs %q", h.inits, h.counters, h.logs)
+	if h.inits != 3 || h.Counters["ratelimit.redis.reinits"] != 2 || !logged(h.fakeHost, "AUTH accepted") {
+		t.Fatalf("%d inits, counters %v, logs %q", h.inits, h.Counters, h.logs)
 	}
 	if h.plugin.Pending() != 0 {
 		t.Fatal("calls left pending")
@@ -126,17 +128,17 @@ func TestMovedFailsClearly(t *testing.T) {
 	h.plugin.Start()
 	for _, r := range []string{"-MOVED 3999 127.0.0.1:7001\r\n", "-ASK 3999 127.0.0.1:7001\r\n"} {
 		fs, st := h.stream("x-user=a")
-		q := h.queue[0]
-		h.queue = h.queue[1:]
-		h.plugin.OnRedisReply(q.id, true, []byte(r))
+		q := h.Queue[0]
+		h.Queue = h.Queue[1:]
+		h.plugin.OnRedisReply(q.ID, true, []byte(r))
 		st.OnDone()
-		if fs.status != 503 {
-			t.Fatalf("%q: status %d", r, fs.status)
+		if fs.Status != 503 {
+			t.Fatalf("%q: status %d", r, fs.Status)
 		}
 	}
-	if h.counters["ratelimit.redis.redirected"] != 2 || h.counters["ratelimit.redis.errors"] != 2 ||
+	if h.Counters["ratelimit.redis.redirected"] != 2 || h.Counters["ratelimit.redis.errors"] != 2 ||
 		!logged(h.fakeHost, "neither routes by slot nor follows MOVED or ASK; put a cluster-aware proxy between them (Envoy's redis_proxy") {
-		t.Fatalf("counters %v, logs %q", h.counters, h.logs)
+		t.Fatalf("counters %v, logs %q", h.Counters, h.logs)
 	}
 }
 
@@ -153,26 +155,26 @@ func TestBreakerCountsABurstOnce(t *testing.T) {
 		defer st.OnDone()
 		streams = append(streams, fs)
 	}
-	h.down = true
-	h.pump() // one timeout fails all six
+	h.Down = true
+	h.Pump() // one timeout fails all six
 	for _, fs := range streams {
-		if fs.status != 503 {
-			t.Fatalf("status %d", fs.status)
+		if fs.Status != 503 {
+			t.Fatalf("status %d", fs.Status)
 		}
 	}
-	if o, e := h.counters["ratelimit.circuit_breaker.opened"], h.counters["ratelimit.redis.errors"]; o != 0 || e != 6 {
+	if o, e := h.Counters["ratelimit.circuit_breaker.opened"], h.Counters["ratelimit.redis.errors"]; o != 0 || e != 6 {
 		t.Fatalf("after one burst of 6: opened %d, errors %d; want 0, 6", o, e)
 	}
 	h.send("x-user=g")
 	h.send("x-user=h")
-	if o := h.counters["ratelimit.circuit_breaker.opened"]; o != 1 {
+	if o := h.Counters["ratelimit.circuit_breaker.opened"]; o != 1 {
 		t.Fatalf("after the burst and two more failures: opened %d; want 1", o)
 	}
 }
 
 // stream starts a request and leaves its call queued.
 func (h *initHost) stream(headers ...string) (*fakeStream, *Stream) {
-	fs := &fakeStream{source: "192.0.2.7:40000", response: map[string]string{}}
+	fs := filtertest.NewStream("192.0.2.7:40000", nil)
 	st := h.plugin.NewStream(fs)
 	pairs := [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "example.com"}}
 	for _, kv := range headers {

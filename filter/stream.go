@@ -24,7 +24,9 @@ type Stream struct {
 	decided     bool
 	inHeaders   bool // inside OnRequestHeaders: answer by return value
 	allowed     bool
-	tag         []byte
+	// ruleKey is the key of the rule being added, "<prefix>{<rule>|<parts>}":
+	// its limits' keys and its block key extend it.
+	ruleKey []byte
 	// now is the time of the event being handled, read from the host at
 	// most once per event: in wasm each read is two host calls.
 	now time.Time
@@ -57,13 +59,14 @@ type call struct {
 }
 
 // owner ties a check or block key to its rule. Until the call is sent,
-// key and tag are offsets into call.keys; then they are its strings.
+// the key and the rule's key are offsets into call.keys; then the key is
+// in call.checks or call.blocks, and ruleKey is set.
 type owner struct {
-	rule, limit      int
-	cost             int64
-	keyAt, tagAt, at int // key = keys[keyAt:at], tag = keys[tagAt:...]
-	tagLen           int
-	tag              string // the rule's key, "<prefix>{<rule>|<parts>}"
+	rule, limit          int
+	cost                 int64
+	keyAt, ruleKeyAt, at int // key = keys[keyAt:at], rule's key = keys[ruleKeyAt:ruleKeyAt+ruleKeyLen]
+	ruleKeyLen           int
+	ruleKey              string // the rule's key, "<prefix>{<rule>|<parts>}": the deny cache's key
 }
 
 func (c *call) reset(s *Stream, shadow bool) {
@@ -76,12 +79,12 @@ func (c *call) seal() {
 	all := string(c.keys)
 	for i := range c.blockers {
 		o := &c.blockers[i]
-		o.tag = all[o.tagAt : o.tagAt+o.tagLen]
+		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
 		c.blocks = append(c.blocks, all[o.keyAt:o.at])
 	}
 	for i := range c.owners {
 		o := &c.owners[i]
-		o.tag = all[o.tagAt : o.tagAt+o.tagLen]
+		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
 		c.checks[i].Key = all[o.keyAt:o.at]
 	}
 }
@@ -93,15 +96,6 @@ func (c *call) command() []byte {
 		c.buf = algorithms.AppendEvalSHA(c.buf[:0], c.blocks, c.checks)
 	}
 	return c.buf
-}
-
-// verdict is what the response headers report.
-type verdict struct {
-	rule, limit int
-	result      algorithms.Result
-	blocked     bool
-	blockedFor  time.Duration
-	reason      string // for denials: "rate_limited", "blocked", ...
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -131,17 +125,17 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 			continue
 		}
 		var ok bool
-		s.tag, ok = appendRuleTag(s.tag[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
+		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
 		if !ok {
 			if rule.OnMissing == MissingDeny && !rule.Shadow {
 				s.p.metrics.rules[ri].denied.Increment(1)
-				return s.reject(&verdict{rule: ri, limit: -1, reason: "missing_key"})
+				return s.reject(&verdict{rule: ri, limit: -1, reason: reasonMissingKey})
 			}
 			continue
 		}
 		cost := s.cost(rule)
 		if !rule.Shadow {
-			if v, ok := s.p.denied.lookup(s.tag, cost, s.clock()); ok {
+			if v, ok := s.p.denyCache.lookup(s.ruleKey, cost, s.clock()); ok {
 				s.p.metrics.cacheHits.Increment(1)
 				s.countDenial(&v)
 				return s.reject(&v)
@@ -153,7 +147,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 				continue
 			}
 			s.p.metrics.rules[ri].denied.Increment(1)
-			return s.reject(&verdict{rule: ri, limit: li, reason: "cost_exceeds_capacity"})
+			return s.reject(&verdict{rule: ri, limit: li, reason: reasonCostExceedsCapacity})
 		}
 		s.add(ri, cost)
 	}
@@ -182,9 +176,11 @@ func (s *Stream) clock() time.Time {
 	return s.now
 }
 
-// Hold answers a request body or trailers callback: Pause while the decision
-// is pending or the request was rejected, Continue once it is admitted.
-func (s *Stream) Hold() Action {
+// HoldUntilAdmitted answers a request body or trailers callback: Pause
+// while the decision is pending or once the request is rejected, Continue
+// once it is admitted. Continue while pending would release the paused
+// request headers undecided.
+func (s *Stream) HoldUntilAdmitted() Action {
 	if s.decided && s.allowed {
 		return Continue
 	}
@@ -201,7 +197,7 @@ func overCapacity(rule *Rule, cost int64) int {
 	return -1
 }
 
-// add puts a rule's limits, keyed by s.tag, into the call they share.
+// add puts a rule's limits, keyed by s.ruleKey, into the call they share.
 func (s *Stream) add(ri int, cost int64) {
 	rule := &s.p.cfg.Rules[ri]
 	var c *call
@@ -221,17 +217,17 @@ func (s *Stream) add(ri int, cost int64) {
 		c.reset(s, rule.Shadow)
 		s.calls = append(s.calls, c)
 	}
-	tagAt := len(c.keys)
-	c.keys = append(c.keys, s.tag...)
+	ruleKeyAt := len(c.keys)
+	c.keys = append(c.keys, s.ruleKey...)
 	c.keys = append(c.keys, ":block"...)
-	c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: tagAt, at: len(c.keys), tagAt: tagAt, tagLen: len(s.tag)})
+	c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	for li, l := range rule.Limits {
 		keyAt := len(c.keys)
-		c.keys = append(c.keys, s.tag...)
+		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ':')
 		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
 		c.checks = append(c.checks, algorithms.Check{Limit: l.Limit, Cost: cost})
-		c.owners = append(c.owners, owner{rule: ri, limit: li, cost: cost, keyAt: keyAt, at: len(c.keys), tagAt: tagAt, tagLen: len(s.tag)})
+		c.owners = append(c.owners, owner{rule: ri, limit: li, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
 }
 

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
 const perUser = `{"redis":{"cluster":"redis"},"headers":"both","rules":[{"name":"per-user",
@@ -30,8 +32,8 @@ func TestAllowedUpToLimitThenRejected(t *testing.T) {
 	if o := h.send("x-user=bob"); o.status != 200 {
 		t.Fatalf("bob shares alice's key: %+v", o)
 	}
-	if h.counters["ratelimit.rule.per-user.allowed"] != 4 || h.counters["ratelimit.rule.per-user.denied"] != 1 {
-		t.Fatalf("metrics: %v", h.counters)
+	if h.Counters["ratelimit.rule.per-user.allowed"] != 4 || h.Counters["ratelimit.rule.per-user.denied"] != 1 {
+		t.Fatalf("metrics: %v", h.Counters)
 	}
 	if o := h.send(); o.status != 200 || len(o.headers) != 0 {
 		t.Fatalf("request without the key header is skipped: %+v", o)
@@ -66,8 +68,8 @@ func TestShadowRuleNeverDenies(t *testing.T) {
 			t.Fatalf("shadow rule answered: %+v", o)
 		}
 	}
-	if h.counters["ratelimit.rule.trial.allowed"] != 1 || h.counters["ratelimit.rule.trial.would_deny"] != 2 {
-		t.Fatalf("metrics: %v", h.counters)
+	if h.Counters["ratelimit.rule.trial.allowed"] != 1 || h.Counters["ratelimit.rule.trial.would_deny"] != 2 {
+		t.Fatalf("metrics: %v", h.Counters)
 	}
 }
 
@@ -80,8 +82,8 @@ func TestManualBlock(t *testing.T) {
 	if o.status != 429 || o.headers["retry-after"] != "120" || o.body != `{"error":"blocked","rule":"per-user","retry_after":120}`+"\n" {
 		t.Fatalf("blocked: %+v", o)
 	}
-	if h.counters["ratelimit.rule.per-user.blocked"] != 1 {
-		t.Fatalf("metrics: %v", h.counters)
+	if h.Counters["ratelimit.rule.per-user.blocked"] != 1 {
+		t.Fatalf("metrics: %v", h.Counters)
 	}
 	if o := h.send("x-user=alice"); o.status != 200 {
 		t.Fatalf("alice: %+v", o)
@@ -96,22 +98,22 @@ func TestFailureModes(t *testing.T) {
 			if mode == "deny" {
 				want = 503
 			}
-			h.down = true
+			h.Down = true
 			if o := h.send("x-user=a"); o.status != want {
 				t.Fatalf("redis down: %+v", o)
 			}
-			h.down = false
-			h.dispatchErr = errors.New("no such cluster")
+			h.Down = false
+			h.DispatchErr = errors.New("no such cluster")
 			if o := h.send("x-user=a"); o.status != want {
 				t.Fatalf("dispatch error: %+v", o)
 			}
 			if o := h.send("x-user=a"); mode == "deny" && o.body != `{"error":"ratelimit_unavailable"}`+"\n" {
 				t.Fatalf("body: %q", o.body)
 			}
-			if h.counters["ratelimit.redis.errors"] != 3 || len(h.logs) != 1 {
-				t.Fatalf("errors %d, logs %q: want 3 errors, one log line", h.counters["ratelimit.redis.errors"], h.logs)
+			if h.Counters["ratelimit.redis.errors"] != 3 || len(h.logs) != 1 {
+				t.Fatalf("errors %d, logs %q: want 3 errors, one log line", h.Counters["ratelimit.redis.errors"], h.logs)
 			}
-			h.dispatchErr = nil
+			h.DispatchErr = nil
 			if o := h.send("x-user=a"); o.status != 200 {
 				t.Fatalf("redis back: %+v", o)
 			}
@@ -127,14 +129,14 @@ func TestNoScriptFallsBackToEval(t *testing.T) {
 	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] == "" {
 		t.Fatalf("after SCRIPT FLUSH: %+v", o)
 	}
-	if h.counters["ratelimit.redis.noscript"] != 1 || h.counters["ratelimit.redis.errors"] != 0 {
-		t.Fatalf("metrics: %v", h.counters)
+	if h.Counters["ratelimit.redis.noscript"] != 1 || h.Counters["ratelimit.redis.errors"] != 0 {
+		t.Fatalf("metrics: %v", h.Counters)
 	}
 }
 
 func TestLateReplyAfterStreamEndIsIgnored(t *testing.T) {
 	h := newFakeHost(t, perUser)
-	fs := &fakeStream{response: map[string]string{}}
+	fs := filtertest.NewStream("", nil)
 	st := h.plugin.NewStream(fs)
 	if st.OnRequestHeaders([][2]string{{":path", "/"}, {"x-user", "a"}}) != Pause || h.plugin.Pending() != 1 {
 		t.Fatal("not paused on a call")
@@ -143,28 +145,28 @@ func TestLateReplyAfterStreamEndIsIgnored(t *testing.T) {
 	if h.plugin.Pending() != 0 {
 		t.Fatal("pending call kept after the stream ended")
 	}
-	h.pump()
-	if fs.resumed != 0 || fs.status != 0 {
+	h.Pump()
+	if fs.Resumed != 0 || fs.Status != 0 {
 		t.Fatalf("a finished stream was acted on: %+v", fs)
 	}
 }
 
 func TestTickFailsOverdueCalls(t *testing.T) {
 	h := newFakeHost(t, perUser)
-	h.now = time.Now()
-	fs := &fakeStream{response: map[string]string{}}
+	h.Clock = time.Now()
+	fs := filtertest.NewStream("", nil)
 	st := h.plugin.NewStream(fs)
 	st.OnRequestHeaders([][2]string{{":path", "/"}, {"x-user", "a"}})
 	h.plugin.OnTick()
-	if fs.resumed != 0 {
+	if fs.Resumed != 0 {
 		t.Fatal("a call within its timeout was failed")
 	}
-	h.now = h.now.Add(h.plugin.cfg.Redis.Timeout + 2*time.Second)
+	h.Clock = h.Clock.Add(h.plugin.cfg.Redis.Timeout + 2*time.Second)
 	h.plugin.OnTick()
-	if fs.resumed != 1 || h.plugin.Pending() != 0 || h.counters["ratelimit.failure_mode.allowed"] != 1 {
-		t.Fatalf("overdue call: resumed %d, pending %d, %v", fs.resumed, h.plugin.Pending(), h.counters)
+	if fs.Resumed != 1 || h.plugin.Pending() != 0 || h.Counters["ratelimit.failure_mode.allowed"] != 1 {
+		t.Fatalf("overdue call: resumed %d, pending %d, %v", fs.Resumed, h.plugin.Pending(), h.Counters)
 	}
-	h.queue = nil
+	h.Queue = nil
 }
 
 func TestMissingKeyDenyAndCosts(t *testing.T) {
@@ -190,35 +192,35 @@ func TestMissingKeyDenyAndCosts(t *testing.T) {
 
 func TestCircuitBreaker(t *testing.T) {
 	h := newFakeHost(t, strings.Replace(perUser, `"headers":"both"`, `"circuit_breaker":{"failures":3,"backoff":"2s"}`, 1))
-	h.now = time.Now()
-	h.down = true
+	h.Clock = time.Now()
+	h.Down = true
 	for range 3 {
 		if o := h.send("x-user=a"); o.status != 200 {
 			t.Fatalf("fail open: %+v", o)
 		}
 	}
-	if h.counters["ratelimit.circuit_breaker.opened"] != 1 {
-		t.Fatalf("breaker not opened after 3 failures: %v", h.counters)
+	if h.Counters["ratelimit.circuit_breaker.opened"] != 1 {
+		t.Fatalf("breaker not opened after 3 failures: %v", h.Counters)
 	}
-	h.down = false // Redis is back, but the breaker is open: no call is sent
-	if o := h.send("x-user=a"); o.status != 200 || len(h.queue) != 0 || h.counters["ratelimit.circuit_breaker.skipped"] != 1 {
-		t.Fatalf("open breaker: %+v, skipped %d", o, h.counters["ratelimit.circuit_breaker.skipped"])
+	h.Down = false // Redis is back, but the breaker is open: no call is sent
+	if o := h.send("x-user=a"); o.status != 200 || len(h.Queue) != 0 || h.Counters["ratelimit.circuit_breaker.skipped"] != 1 {
+		t.Fatalf("open breaker: %+v, skipped %d", o, h.Counters["ratelimit.circuit_breaker.skipped"])
 	}
-	if h.counters["ratelimit.failure_mode.allowed"] != 4 || h.counters["ratelimit.redis.errors"] != 3 {
-		t.Fatalf("metrics: %v", h.counters)
+	if h.Counters["ratelimit.failure_mode.allowed"] != 4 || h.Counters["ratelimit.redis.errors"] != 3 {
+		t.Fatalf("metrics: %v", h.Counters)
 	}
-	h.now = h.now.Add(2 * time.Second)
+	h.Clock = h.Clock.Add(2 * time.Second)
 	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] == "" {
 		t.Fatalf("after the backoff the call goes through: %+v", o)
 	}
-	h.down = true
+	h.Down = true
 	h.send("x-user=a")
 	h.send("x-user=a")
-	if h.counters["ratelimit.circuit_breaker.opened"] != 1 {
+	if h.Counters["ratelimit.circuit_breaker.opened"] != 1 {
 		t.Fatal("a success did not reset the failure count")
 	}
-	if h.counters["ratelimit.redis.pending"] != 0 {
-		t.Fatalf("pending gauge %d", h.counters["ratelimit.redis.pending"])
+	if h.Counters["ratelimit.redis.pending"] != 0 {
+		t.Fatalf("pending gauge %d", h.Counters["ratelimit.redis.pending"])
 	}
 }
 
@@ -226,12 +228,12 @@ func TestDenyCacheAnswersLocallyUntilRetryAfter(t *testing.T) {
 	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"u","key":[{"source":"header","name":"x-user"}],
 		"cost":{"header":"x-cost","default":2},
 		"limits":[{"algorithm":"funnel","capacity":4,"rate":1,"period":"10s"}]}]}`)
-	h.now = time.Now()
+	h.Clock = time.Now()
 	h.send("x-user=a")
 	h.send("x-user=a")
-	calls := h.nextID
+	calls := h.Calls
 	o := h.send("x-user=a") // Redis denies: the funnel is full
-	if o.status != 429 || h.nextID != calls+1 {
+	if o.status != 429 || h.Calls != calls+1 {
 		t.Fatalf("third request: %+v", o)
 	}
 	retry := o.headers["retry-after"]
@@ -240,39 +242,39 @@ func TestDenyCacheAnswersLocallyUntilRetryAfter(t *testing.T) {
 			t.Fatalf("cached denial: %+v", o)
 		}
 	}
-	if h.nextID != calls+1 || h.counters["ratelimit.deny_cache.hits"] != 5 || h.counters["ratelimit.rule.u.denied"] != 6 {
-		t.Fatalf("calls %d, metrics %v", h.nextID-calls, h.counters)
+	if h.Calls != calls+1 || h.Counters["ratelimit.deny_cache.hits"] != 5 || h.Counters["ratelimit.rule.u.denied"] != 6 {
+		t.Fatalf("calls %d, metrics %v", h.Calls-calls, h.Counters)
 	}
 	// A cheaper request may fit where the denied one did not: ask Redis.
 	h.send("x-user=a", "x-cost=1")
-	if h.nextID != calls+2 {
+	if h.Calls != calls+2 {
 		t.Fatal("a cheaper request was answered from the cache")
 	}
 	if o := h.send("x-user=b"); o.status != 200 {
 		t.Fatalf("another user: %+v", o)
 	}
-	h.now = h.now.Add(20 * time.Second)
-	before := h.nextID
+	h.Clock = h.Clock.Add(20 * time.Second)
+	before := h.Calls
 	h.send("x-user=a")
-	if h.nextID != before+1 {
+	if h.Calls != before+1 {
 		t.Fatal("the cache answered after Retry-After")
 	}
 }
 
 func TestBodyHeldUntilDecided(t *testing.T) {
 	h := newFakeHost(t, perUser)
-	fs := &fakeStream{response: map[string]string{}}
+	fs := filtertest.NewStream("", nil)
 	st := h.plugin.NewStream(fs)
-	if st.OnRequestHeaders([][2]string{{":path", "/"}, {"x-user", "a"}}) != Pause || st.Hold() != Pause {
+	if st.OnRequestHeaders([][2]string{{":path", "/"}, {"x-user", "a"}}) != Pause || st.HoldUntilAdmitted() != Pause {
 		t.Fatal("a body must wait for the decision")
 	}
-	h.pump()
-	if fs.resumed != 1 || st.Hold() != Continue {
+	h.Pump()
+	if fs.Resumed != 1 || st.HoldUntilAdmitted() != Continue {
 		t.Fatal("the body must flow once the request is admitted")
 	}
 	st.OnDone()
 	skipped := h.plugin.NewStream(fs)
-	if skipped.OnRequestHeaders([][2]string{{":path", "/"}}) != Continue || skipped.Hold() != Continue {
+	if skipped.OnRequestHeaders([][2]string{{":path", "/"}}) != Continue || skipped.HoldUntilAdmitted() != Continue {
 		t.Fatal("a request no rule limits must flow")
 	}
 }

@@ -39,14 +39,14 @@ func (h *httpContext) OnHttpRequestBody(int, bool) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
-	return action(h.stream.Hold())
+	return action(h.stream.HoldUntilAdmitted())
 }
 
 func (h *httpContext) OnHttpRequestTrailers(int) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
-	return action(h.stream.Hold())
+	return action(h.stream.HoldUntilAdmitted())
 }
 
 // The response headers are the last thing the filter acts on, so the

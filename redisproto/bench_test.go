@@ -39,6 +39,7 @@ func BenchmarkDecodeNested(b *testing.B) {
 }
 
 func benchmarkDecode(b *testing.B, reply string) {
+	b.Helper()
 	b.ReportAllocs()
 	in := []byte(reply)
 	b.SetBytes(int64(len(in)))

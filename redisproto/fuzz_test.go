@@ -3,6 +3,7 @@ package redisproto
 import (
 	"errors"
 	"math"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ var smallLimits = Limits{MaxDepth: 3, MaxBulkLen: 8, MaxElements: 8}
 // tighter limits, if they admit it.
 // Seeds: the table cases here and testdata/fuzz/FuzzDecode.
 func FuzzDecode(f *testing.F) {
+	requireCorpus(f)
 	for _, tc := range decodeGood {
 		f.Add([]byte(tc.in))
 	}
@@ -52,6 +54,16 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("re-encoded %q as %q, which decodes to %v, %d, %v; want %v", in[:n], enc, v2, n2, err, v)
 		}
 	})
+}
+
+// requireCorpus fails f when testdata/fuzz/<f's name> holds no seed: go
+// test runs the seeds it finds there, and says nothing when it finds none.
+func requireCorpus(f *testing.F) {
+	f.Helper()
+	seeds, err := filepath.Glob(filepath.Join("testdata", "fuzz", f.Name(), "*"))
+	if err != nil || len(seeds) == 0 {
+		f.Fatalf("no seeds in testdata/fuzz/%s (%v)", f.Name(), err)
+	}
 }
 
 // checkErr checks that err is ErrIncomplete itself, a wrapped ErrMalformed
@@ -117,6 +129,7 @@ func checkPrefixes(t *testing.T, r []byte, count int) {
 // them, and checks that they decode to what was built.
 // Seeds: below and testdata/fuzz/FuzzRoundTrip.
 func FuzzRoundTrip(f *testing.F) {
+	requireCorpus(f)
 	f.Add(strings.Join(evalshaArgs, "\x00"), int64(1700000000123), 0.5, true)
 	f.Add("GET\x00k", int64(-1), math.NaN(), false)
 	f.Add("", int64(math.MinInt64), math.Inf(1), true)

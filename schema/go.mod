@@ -10,7 +10,6 @@ require (
 
 require (
 	github.com/kr/text v0.2.0 // indirect
-	github.com/redisrate/envoy-redis-ratelimit/wasmhost v0.0.0-00010101000000-000000000000 // indirect
 	github.com/tidwall/gjson v1.18.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect

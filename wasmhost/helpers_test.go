@@ -174,10 +174,14 @@ func (r response) echo(t *testing.T) echoed {
 	return e
 }
 
-// eventually polls cond for up to two seconds.
+// waitGuard bounds every wait for an event. It guards against a hang, and
+// is no statement about speed.
+const waitGuard = 30 * time.Second
+
+// eventually polls cond until it holds, failing the test after waitGuard.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(waitGuard)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // startClusterProbe starts a one-VM host running the probe, with Redis
@@ -53,7 +53,6 @@ func wantStats(t *testing.T, h *wasmhost.Host, redirections, toGuest, crossSlot,
 func TestRedisClusterRouting(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 3)
-	ctx := context.Background()
 
 	t.Run("by slot from one seed", func(t *testing.T) {
 		h := startClusterProbe(t, cluster.Nodes[2].Addr)
@@ -63,12 +62,12 @@ func TestRedisClusterRouting(t *testing.T) {
 			if got := redisReply(t, h, " ", "SET "+key+" v"+strconv.Itoa(i)); got != "+OK\r\n" {
 				t.Fatalf("SET %s: %q", key, got)
 			}
-			owner, err := cluster.MasterFor(ctx, key)
+			owner, err := cluster.MasterFor(key)
 			if err != nil {
 				t.Fatal(err)
 			}
-			owners[owner] = true
-			if v, err := cluster.Client.Get(ctx, key).Result(); v != "v"+strconv.Itoa(i) {
+			owners[owner.Addr] = true
+			if v, err := owner.Client.Text("GET", key); v != "v"+strconv.Itoa(i) {
 				t.Fatalf("GET %s through the cluster client: %q, %v", key, v, err)
 			}
 		}
@@ -104,22 +103,25 @@ func TestRedisClusterRouting(t *testing.T) {
 		if got := redisReply(t, h, " ", "SET "+key+" here"); got != "+OK\r\n" {
 			t.Fatalf("SET: %q", got)
 		}
-		slot, err := cluster.Client.ClusterKeySlot(ctx, key).Result()
+		slot, err := cluster.KeySlot(key)
 		if err != nil {
 			t.Fatal(err)
 		}
-		srcAddr, _ := cluster.MasterFor(ctx, key)
+		owner, err := cluster.MasterFor(key)
+		if err != nil {
+			t.Fatal(err)
+		}
 		var src, dst *redistest.Server
 		for _, n := range cluster.Nodes {
 			switch {
-			case n.Addr == srcAddr:
+			case n == owner:
 				src = n
 			case dst == nil:
 				dst = n
 			}
 		}
-		srcID, _ := cluster.NodeID(ctx, src)
-		dstID, _ := cluster.NodeID(ctx, dst)
+		srcID, _ := cluster.NodeID(src)
+		dstID, _ := cluster.NodeID(dst)
 		dstHost, dstPort, _ := strings.Cut(dst.Addr, ":")
 		mustDo(t, dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
 		mustDo(t, src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)

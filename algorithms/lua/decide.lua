@@ -29,7 +29,7 @@ for i = 1, nb do
 end
 
 -- One table per limit: its algorithm, key, a, b and cost, then what its
--- check found.
+-- check found (those fields are set up front, so the table is sized once).
 local limits, all = {}, true
 local n = #KEYS - nb
 for i = 1, n do

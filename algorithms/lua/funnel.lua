@@ -2,11 +2,10 @@
 -- For a limit l: l.a = burst capacity B, l.b = emission interval T in
 -- microseconds (period / rate). The key holds the theoretical arrival time
 -- (TAT) in microseconds.
-local funnel = {}
 
--- check decides a request of cost n and reads nothing but the TAT; when it
--- allows, l.tat is the TAT the commit stores.
-function funnel.check(l, now, n)
+-- check decides a request of cost n, reading only; when it allows, l.tat
+-- is the TAT the commit stores.
+local function funnel_check(l, now, n)
   local t = l.b
   local tau = l.a * t
   local tat = tonumber(redis.call('GET', l.key)) or now
@@ -20,6 +19,10 @@ function funnel.check(l, now, n)
   l.allowed, l.remaining, l.retry, l.reset, l.tat = true, math.floor(diff / t), -1, new_tat - now, new_tat
 end
 
-function funnel.commit(l, now)
-  redis.call('SET', l.key, l.tat, 'PX', math.ceil((l.tat - now) / 1000))
+-- commit stores the new TAT, kept until the funnel is empty again.
+local function funnel_commit(l, now)
+  local tat = l.tat
+  redis.call('SET', l.key, tat, 'PX', math.ceil((tat - now) / 1000))
 end
+
+local funnel = {check = funnel_check, commit = funnel_commit}

@@ -3,8 +3,10 @@
 -- requests in the last W is prev * (W - e) / W + cur, e = time into the
 -- current window. All arithmetic is scaled by W so it stays in exact
 -- integers (L * W <= 2^50 is enforced).
-local sliding_counter = {}
 
+-- counter_state reads the key's counts as of now: the current window's
+-- index, the time e into it, its count and the previous window's, and the
+-- microseconds past now's millisecond.
 local function counter_state(key, now, w)
   local now_ms = math.floor(now / 1000)
   local idx = math.floor(now_ms / w)
@@ -22,7 +24,7 @@ end
 
 -- check decides a request of cost n, reading only; when it allows a cost
 -- above 0, l.idx, l.e, l.cur and l.prev are the window the commit stores.
-function sliding_counter.check(l, now, n)
+local function counter_check(l, now, n)
   local limit, w = l.a, l.b
   local idx, e, cur, prev, sub = counter_state(l.key, now, w)
   local free = limit * w - prev * (w - e) - cur * w
@@ -54,7 +56,10 @@ function sliding_counter.check(l, now, n)
   l.allowed, l.remaining, l.retry, l.reset = false, math.max(0, math.floor(free / w)), d * 1000 - sub, reset
 end
 
-function sliding_counter.commit(l, now)
+-- commit stores the window check found, kept while it can still count.
+local function counter_commit(l, now)
   redis.call('HSET', l.key, 'w', l.idx, 'c', l.cur, 'p', l.prev)
   redis.call('PEXPIRE', l.key, 2 * l.b - l.e)
 end
+
+local sliding_counter = {check = counter_check, commit = counter_commit}

@@ -2,11 +2,10 @@
 -- For a limit l: l.a = L requests per window l.b = W (microseconds).
 -- Score = admission time in us. An entry admitted at s counts while
 -- s > now - W.
-local sliding_log = {}
 
 -- check decides a request of cost n. It trims the entries that left the
 -- window, and charges nothing.
-function sliding_log.check(l, now, n)
+local function log_check(l, now, n)
   local key, limit, window = l.key, l.a, l.b
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
@@ -49,7 +48,8 @@ local function log_add(key, now, from, to)
   return added
 end
 
-function sliding_log.commit(l, now)
+-- commit adds l.cost entries at now, and keeps the key for one window.
+local function log_commit(l, now)
   local key, n = l.key, l.cost
   local added
   if n == 1 then
@@ -63,3 +63,5 @@ function sliding_log.commit(l, now)
   end
   redis.call('PEXPIRE', key, math.ceil(l.b / 1000))
 end
+
+local sliding_log = {check = log_check, commit = log_commit}

@@ -42,6 +42,7 @@ func redisServer(b *testing.B) *redistest.Server {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	printRedisCosts(os.Stdout)
 	printRequestSummary(os.Stdout)
 	printThroughputSummary(os.Stdout)
 	if mods != nil {

@@ -30,6 +30,7 @@ var requestVariants = []string{"native", "wasm_logic", "wasm_noop", "wasm_filter
 // requestRunners prepares one runner per variant; a runner runs a few
 // requests and returns how many.
 func requestRunners(b *testing.B) map[string]func() int {
+	b.Helper()
 	m := modules(b)
 	reply := fixture.Reply()
 	native, err := fixture.NewNative()
@@ -70,6 +71,7 @@ type logic struct {
 }
 
 func newLogic(b *testing.B, wasm []byte) *logic {
+	b.Helper()
 	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
 	b.Cleanup(func() { rt.Close(ctx) })
@@ -215,6 +217,7 @@ func benchVM(b *testing.B, mod *wasmhost.Module, config string, opts ...wasmhost
 // countHostCalls runs requests through modules compiled with call counting
 // and formats the calls per request.
 func countHostCalls(b *testing.B, m *Modules, reply []byte) (string, float64) {
+	b.Helper()
 	const n = 1000
 	var out strings.Builder
 	var exports float64

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 const (
@@ -204,6 +204,7 @@ func (c *loadConfig) run(d time.Duration) (*Result, error) {
 // redisScriptCalls is how many EVALSHA and EVAL calls Redis has served,
 // and the time it spent running them.
 func redisScriptCalls(b *testing.B, redis *redistest.Server) (int64, time.Duration) {
+	b.Helper()
 	var total, usec int64
 	for _, cmd := range []string{"evalsha", "eval"} {
 		calls, u, err := redis.CommandUsec(cmd)
@@ -218,13 +219,15 @@ func redisScriptCalls(b *testing.B, redis *redistest.Server) (int64, time.Durati
 
 // redisCPU is the CPU time redis-server has used (INFO cpu).
 func redisCPU(b *testing.B, redis *redistest.Server) time.Duration {
+	b.Helper()
 	s := redisInfo(b, redis, "cpu", "used_cpu_sys") + redisInfo(b, redis, "cpu", "used_cpu_user")
 	return time.Duration(s * float64(time.Second))
 }
 
 // redisInfo reads one numeric field of an INFO section.
 func redisInfo(b *testing.B, redis *redistest.Server, section, field string) float64 {
-	info, err := redis.Client.Info(context.Background(), section).Result()
+	b.Helper()
+	info, err := redis.Client.Text("INFO", section)
 	if err != nil {
 		b.Fatal(err)
 	}

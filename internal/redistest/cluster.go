@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Cluster is a running Redis Cluster of masters only, owned by one test.
@@ -17,8 +16,6 @@ type Cluster struct {
 	// Nodes are the masters. Node i serves slots i*16384/n to
 	// (i+1)*16384/n-1: with 3 masters, 0-5460, 5461-10921 and 10922-16383.
 	Nodes []*Server
-	// Client is a cluster-aware client that follows the slot map.
-	Client *redis.ClusterClient
 
 	busPorts []int // cluster bus port of each node
 }
@@ -54,12 +51,6 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	if err := c.create(ctx); err != nil {
 		t.Fatal(err)
 	}
-	c.Client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Addrs()})
-	if err := c.Client.ForEachMaster(ctx, func(ctx context.Context, m *redis.Client) error {
-		return m.Ping(ctx).Err()
-	}); err != nil {
-		t.Fatalf("redistest: cluster client: %v", err)
-	}
 	return c
 }
 
@@ -94,15 +85,15 @@ func (c *Cluster) create(ctx context.Context) error {
 		for slot := lo; slot <= hi; slot++ {
 			args = append(args, slot)
 		}
-		if err := s.Client.Do(ctx, args...).Err(); err != nil {
+		if _, err := s.Do(args...); err != nil {
 			return fmt.Errorf("redistest: node %s: ADDSLOTS %d-%d: %w", s.Addr, lo, hi, err)
 		}
-		if err := s.Client.Do(ctx, "CLUSTER", "SET-CONFIG-EPOCH", i+1).Err(); err != nil {
+		if _, err := s.Do("CLUSTER", "SET-CONFIG-EPOCH", i+1); err != nil {
 			return fmt.Errorf("redistest: node %s: SET-CONFIG-EPOCH: %w", s.Addr, err)
 		}
 	}
 	for i, s := range c.Nodes[1:] {
-		if err := c.Nodes[0].Client.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", portOf(s.Addr), c.busPorts[i+1]).Err(); err != nil {
+		if _, err := c.Nodes[0].Do("CLUSTER", "MEET", "127.0.0.1", portOf(s.Addr), c.busPorts[i+1]); err != nil {
 			return fmt.Errorf("redistest: CLUSTER MEET %s: %w", s.Addr, err)
 		}
 	}
@@ -121,7 +112,7 @@ func waitClusterOK(ctx context.Context, s *Server, n int) error {
 	var info string
 	for {
 		var err error
-		info, err = s.Client.ClusterInfo(ctx).Result()
+		info, err = s.Client.Text("CLUSTER", "INFO")
 		if err == nil && containsAll(info, want) {
 			return nil
 		}
@@ -151,25 +142,60 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
-// MasterFor returns the address of the master that owns key's slot, as the
-// cluster client sees it.
-func (c *Cluster) MasterFor(ctx context.Context, key string) (string, error) {
-	m, err := c.Client.MasterForKey(ctx, key)
+// KeySlot returns key's hash slot, as Redis computes it (CLUSTER KEYSLOT).
+func (c *Cluster) KeySlot(key string) (int, error) {
+	slot, err := c.Nodes[0].Client.Int("CLUSTER", "KEYSLOT", key)
+	return int(slot), err
+}
+
+// MasterFor returns the master that owns key's slot, from node 0's slot
+// map (CLUSTER SLOTS).
+func (c *Cluster) MasterFor(key string) (*Server, error) {
+	slot, err := c.KeySlot(key)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return m.Options().Addr, nil
+	var owner string
+	err = c.Nodes[0].Client.With(func(conn *Conn) error {
+		v, err := conn.Do("CLUSTER", "SLOTS")
+		if err != nil {
+			return err
+		}
+		for _, r := range v.Elems {
+			// [start, end, [ip, port, id], replicas...]
+			if len(r.Elems) > 2 && r.Elems[0].Int <= int64(slot) && int64(slot) <= r.Elems[1].Int && len(r.Elems[2].Elems) > 1 {
+				m := r.Elems[2].Elems
+				owner = net.JoinHostPort(string(m[0].Str), strconv.FormatInt(m[1].Int, 10))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range c.Nodes {
+		if s.Addr == owner {
+			return s, nil
+		}
+	}
+	return nil, fmt.Errorf("redistest: slot %d of %q: owner %q is not a node of this cluster", slot, key, owner)
+}
+
+// Do runs one command on the master that owns key's slot.
+func (c *Cluster) Do(key string, args ...any) (any, error) {
+	m, err := c.MasterFor(key)
+	if err != nil {
+		return nil, err
+	}
+	return m.Do(args...)
 }
 
 // NodeID returns a node's cluster id (CLUSTER MYID).
-func (c *Cluster) NodeID(ctx context.Context, s *Server) (string, error) {
-	return s.Client.ClusterMyID(ctx).Result()
+func (c *Cluster) NodeID(s *Server) (string, error) {
+	return s.Client.Text("CLUSTER", "MYID")
 }
 
 func (c *Cluster) stop() {
-	if c.Client != nil {
-		c.Client.Close()
-	}
 	for _, s := range c.Nodes {
 		s.Stop()
 	}

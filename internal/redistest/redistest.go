@@ -1,13 +1,22 @@
-// Package redistest starts a throwaway redis-server for tests.
+// Package redistest is the Redis side of the tests: throwaway servers and
+// one small client, stdlib and redisproto only.
 //
-// Each server listens on a free loopback port with persistence off
-// (--save "" --appendonly no) and is stopped by t.Cleanup. Tests never
-// skip when redis-server is missing: they fail, because CI must run them.
+//   - Start runs a redis-server on a free loopback port with persistence off
+//     (--save "" --appendonly no), stopped by t.Cleanup; StartCluster a Redis
+//     Cluster; NewProc a server a test can kill and restart on one port;
+//     StartWebdis a Webdis in front of one.
+//   - Conn speaks RESP to one server (ScanRESP, a bufio.SplitFunc, cuts the
+//     replies), and Client runs commands from any goroutine; Server.Client
+//     is an admin client.
+//   - Proxy stands between a proxy and Redis to fault, observe or stall
+//     the traffic.
+//
+// Tests never skip when redis-server is missing: they fail, because CI must
+// run them.
 package redistest
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -17,14 +26,14 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Server is a running redis-server owned by one test (or one test binary).
 type Server struct {
-	Addr   string
-	Client *redis.Client
+	Addr string
+	// Client is an admin client, authenticated with --requirepass if the
+	// server was started with one.
+	Client *Client
 	cmd    *exec.Cmd
 	dir    string
 }
@@ -84,7 +93,7 @@ func launch(bin, dir string, port int, extra []string) (*Server, error) {
 		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
 			c.Close()
 			s := &Server{Addr: addr, cmd: cmd, dir: dir}
-			s.Client = redis.NewClient(&redis.Options{Addr: addr, Password: passwordOf(extra)})
+			s.Client = NewClient(addr, Options{Password: passwordOf(extra)})
 			return s, nil
 		}
 		if cmd.ProcessState != nil {
@@ -118,10 +127,9 @@ func (s *Server) Stop() {
 	s.cmd = nil
 }
 
-// Do runs one command with the admin client and returns its reply.
-func (s *Server) Do(args ...any) (any, error) {
-	return s.Client.Do(context.Background(), args...).Result()
-}
+// Do runs one command with the admin client and returns its reply (see
+// Client.Do).
+func (s *Server) Do(args ...any) (any, error) { return s.Client.Do(args...) }
 
 // CommandStat returns calls and usec_per_call of one command from
 // INFO commandstats, e.g. CommandStat("evalsha").
@@ -136,7 +144,7 @@ func (s *Server) CommandStat(name string) (calls int64, usecPerCall float64, err
 // CommandUsec returns calls and total usec of one command from
 // INFO commandstats.
 func (s *Server) CommandUsec(name string) (calls, usec int64, err error) {
-	info, err := s.Client.Info(context.Background(), "commandstats").Result()
+	info, err := s.Client.Text("INFO", "commandstats")
 	if err != nil {
 		return 0, 0, err
 	}

@@ -1,10 +1,10 @@
-package algorithms
+package bench
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"sort"
 	"strings"
 	"sync"
@@ -12,8 +12,9 @@ import (
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
-	"github.com/redis/go-redis/v9"
+	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
@@ -21,13 +22,13 @@ import (
 // naiveSlidingWindow is the seed articles' pattern, kept as the anchor to
 // beat: ZADD before the check (denied requests count), millisecond members
 // (same-millisecond requests collide), the client's clock.
-var naiveSlidingWindow = redis.NewScript(`
+const naiveSlidingWindow = `
 local now = tonumber(ARGV[1])
 redis.call('ZADD', KEYS[1], now, now)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], 0, now - tonumber(ARGV[2]))
 local n = redis.call('ZCARD', KEYS[1])
 redis.call('EXPIRE', KEYS[1], math.ceil(tonumber(ARGV[2]) / 1000) + 1)
-return n <= tonumber(ARGV[3]) and 1 or 0`)
+return n <= tonumber(ARGV[3]) and 1 or 0`
 
 // redisCost is what one contender costs Redis, from INFO commandstats and
 // MEMORY USAGE.
@@ -61,51 +62,59 @@ const (
 // BenchmarkRedisCost measures Redis's time per decision (commandstats
 // usec of EVALSHA) for each contender, side by side: the contenders take
 // turns in short rounds, so a noisy neighbour slows them all alike. Run it
-// with -benchtime 1x; one iteration is the whole comparison.
+// with -benchtime 1x; one iteration is the whole comparison. It compares
+// this filter's script with go-redis/redis_rate (which needs go-redis's
+// client) and with a naive sliding window.
 func BenchmarkRedisCost(b *testing.B) {
-	c := dial(b)
+	server := redisServer(b)
+	c, err := redistest.Dial(server.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
 	ctx := context.Background()
-	ours := func(l Limit, blocks int) func(key string, i int) {
-		checks := []Check{{Limit: l, Cost: 1}}
+	ours := func(l algorithms.Limit, blocks int) func(key string, i int) {
+		checks := []algorithms.Check{{Limit: l, Cost: 1}}
 		return func(key string, i int) {
+			b.Helper()
 			checks[0].Key = key
 			var blockKeys []string
 			if blocks > 0 {
 				blockKeys = []string{key + ":block"}
 			}
-			v := c.roundTrip(AppendEvalSHA(nil, blockKeys, checks))
+			v, err := c.Decode(c.RoundTrip(algorithms.AppendEvalSHA(nil, blockKeys, checks)))
 			var rerr *redisproto.Error
-			if errors.As(v.Err(), &rerr) && rerr.Prefix() == "NOSCRIPT" {
-				v = c.roundTrip(AppendEval(nil, blockKeys, checks))
+			if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
+				v, err = c.Decode(c.RoundTrip(algorithms.AppendEval(nil, blockKeys, checks)))
 			}
-			var d Decision
-			if err := d.Parse(v, len(blockKeys), 1); err != nil {
+			var d algorithms.Decision
+			if err == nil {
+				err = d.Parse(v, len(blockKeys), 1)
+			}
+			if err != nil {
 				b.Fatal(err)
 			}
 		}
 	}
-	log, _ := NewSlidingLog(100, time.Minute)
-	counter, _ := NewSlidingCounter(100, time.Minute)
-	funnel, _ := NewFunnel(100, 100, time.Second)
-	limiter := redis_rate.NewLimiter(server.Client)
+	log, _ := algorithms.NewSlidingLog(100, time.Minute)
+	counter, _ := algorithms.NewSlidingCounter(100, time.Minute)
+	funnel, _ := algorithms.NewFunnel(100, 100, time.Second)
+	rdb := goredis.NewClient(&goredis.Options{Addr: server.Addr})
+	defer rdb.Close()
+	limiter := redis_rate.NewLimiter(rdb)
 	rrLimit := redis_rate.Limit{Rate: 100, Burst: 100, Period: time.Second}
 	contenders := []contender{
 		{"funnel", "", 1, ours(funnel, 1)},
 		{"funnel_noblock", "", 1, ours(funnel, 0)},
 		{"redis_rate", "rate:", 1, func(key string, i int) {
+			b.Helper()
 			if _, err := limiter.Allow(ctx, key, rrLimit); err != nil {
 				b.Fatal(err)
 			}
 		}},
 		{"sliding_log", "", 100, ours(log, 1)},
 		{"sliding_log_noblock", "", 100, ours(log, 0)},
-		{"naive_log", "", 100, func(key string, i int) {
-			// Distinct milliseconds, so the naive members do not collide here.
-			now := time.Now().UnixMilli()*1000 + int64(i)
-			if err := naiveSlidingWindow.Run(ctx, server.Client, []string{key}, now, 60_000_000, 100).Err(); err != nil {
-				b.Fatal(err)
-			}
-		}},
+		{"naive_log", "", 100, naive(b, server, c)},
 		{"sliding_counter", "", 100, ours(counter, 1)},
 	}
 	for range b.N {
@@ -114,12 +123,12 @@ func BenchmarkRedisCost(b *testing.B) {
 		calls := make([]int64, len(contenders))
 		for round := range benchRounds {
 			for ci, ct := range contenders {
-				before, beforeCalls := evalshaUsec(b)
+				before, beforeCalls := evalshaUsec(b, server)
 				for i := range benchRound {
 					n := round*benchRound + i
 					ct.decide(fmt.Sprintf("%s%s:{k%d}", prefix, ct.name, n%benchKeys), n)
 				}
-				after, afterCalls := evalshaUsec(b)
+				after, afterCalls := evalshaUsec(b, server)
 				usec[ci] += after - before
 				calls[ci] += afterCalls - beforeCalls
 			}
@@ -129,7 +138,7 @@ func BenchmarkRedisCost(b *testing.B) {
 			for i := range ct.fill {
 				ct.decide(key, i)
 			}
-			mem, err := server.Client.MemoryUsage(ctx, ct.storePrefix+key).Result()
+			mem, err := server.Client.Int("MEMORY", "USAGE", ct.storePrefix+key)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -142,8 +151,32 @@ func BenchmarkRedisCost(b *testing.B) {
 	}
 }
 
+// naive runs naiveSlidingWindow as go-redis's Script does: EVALSHA, and
+// EVAL when Redis has not loaded it yet.
+func naive(b *testing.B, server *redistest.Server, c *redistest.Conn) func(key string, i int) {
+	b.Helper()
+	sha, err := server.Client.Text("SCRIPT", "LOAD", naiveSlidingWindow)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return func(key string, i int) {
+		b.Helper()
+		// Distinct milliseconds, so the naive members do not collide here.
+		now := time.Now().UnixMilli()*1000 + int64(i)
+		_, err := c.Do("EVALSHA", sha, 1, key, now, 60_000_000, 100)
+		var rerr *redisproto.Error
+		if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
+			_, err = c.Do("EVAL", naiveSlidingWindow, 1, key, now, 60_000_000, 100)
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // evalshaUsec reads the total usec and calls of EVALSHA so far.
-func evalshaUsec(b *testing.B) (float64, int64) {
+func evalshaUsec(b *testing.B, server *redistest.Server) (float64, int64) {
+	b.Helper()
 	calls, usec, err := server.CommandUsec("evalsha")
 	if err != nil {
 		b.Fatal(err)
@@ -151,8 +184,9 @@ func evalshaUsec(b *testing.B) (float64, int64) {
 	return float64(usec), calls
 }
 
-// printRatios runs after the benchmarks and prints the side-by-side ratios.
-func printRatios() {
+// printRedisCosts prints the side-by-side ratios of BenchmarkRedisCost, if
+// it ran.
+func printRedisCosts(w io.Writer) {
 	costsMu.Lock()
 	defer costsMu.Unlock()
 	if len(costs) == 0 {
@@ -183,5 +217,5 @@ func printRatios() {
 	ratio("sliding_log", "naive_log")
 	ratio("sliding_log_noblock", "naive_log")
 	ratio("sliding_counter", "sliding_log")
-	os.Stdout.WriteString(sb.String())
+	io.WriteString(w, sb.String())
 }

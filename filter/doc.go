@@ -1,0 +1,74 @@
+// Package filter is the rate-limit filter's request logic, in pure Go: it
+// parses the plugin configuration, matches each request against the rules,
+// builds their Redis keys, decides every limit that applies in one script
+// call (package algorithms) and either admits the request, with rate-limit
+// headers on its response, or answers it locally. It does not import the
+// proxy-wasm SDK: package proxyhost adapts the SDK to the two host
+// interfaces below, and the tests drive the filter natively with fakes
+// against a real Redis.
+//
+// # Request flow
+//
+// One Plugin serves one configuration in one VM (one Envoy worker); a
+// Stream serves one HTTP request.
+//
+//  1. Stream.OnRequestHeaders picks the configuration (a _rules_ entry may
+//     replace the top-level one), matches every rule, and builds each
+//     matching rule's key from the request. A missing key part skips the
+//     rule, shares one key, or denies the request (on_missing_key); a key
+//     the deny cache holds, or a cost above a limit's capacity, is denied
+//     at once, with no Redis call.
+//  2. The limits of the enforced rules share one call, those of the shadow
+//     rules another (with redis.cluster_mode, each rule has its own). Each
+//     call is one EVALSHA, sent through the proxy's Redis callout or, with
+//     the webdis transport, an HTTP callout; the stream pauses.
+//  3. Plugin.OnRedisReply (Plugin.OnHTTPReply for Webdis) parses each reply,
+//     falling back to EVAL on -NOSCRIPT. A call that fails, or is overdue
+//     at Plugin.OnTick, counts as a failure; consecutive failures open the
+//     circuit breaker.
+//  4. When the last call is done, the stream decides: a block key first,
+//     then the tightest denying limit, then, if an enforced call failed,
+//     the failure mode. It resumes the request, or sends the local reply
+//     (rejected_status, or failure_status when Redis failed and
+//     failure_mode is deny).
+//  5. Stream.OnResponseHeaders adds the rate-limit headers to an admitted
+//     response; Stream.OnDone hands the stream back for reuse.
+//
+// Stream.HoldUntilAdmitted answers body and trailers callbacks meanwhile:
+// they must not release the paused headers before the decision.
+//
+// # The host interface
+//
+// PluginHost (host.go) is what a Plugin needs of the proxy: dispatch a
+// Redis or HTTP callout, log, read the clock, and make metrics. StreamHost
+// acts on one request: its peer address and properties, resume, send a
+// local reply, add a response header. A host whose Redis client needs
+// proxy_redis_init also implements RedisInitializer (redis_link.go). Every
+// callback of a VM runs on one thread, so nothing here locks.
+//
+// # Where things live
+//
+//   - Configuration: Config and its types in config.go; parsing in
+//     config*.go, each error naming its field ("rules[1].limits[0].window:
+//     must be > 0"); Higress's _rules_ in config_match_rules.go and
+//     match_rules.go. testdata/invalid holds one configuration per error
+//     with its exact message.
+//   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
+//     escaped or hashed request data (request.go reads headers, query,
+//     cookies and the client address); each limit's key and the block key
+//     extend it, and its braces hold the Redis Cluster hash tag.
+//   - Calls: stream.go gathers a request's limits into calls; plugin.go
+//     dispatches them and handles replies, failures and the circuit
+//     breaker; redis_link.go keeps Higress's Redis client initialised and
+//     authenticated; webdis.go sends each call over the configured
+//     transport and speaks Webdis's HTTP and JSON.
+//   - Decisions: decide.go turns the calls' results into a verdict, counts
+//     it per rule, and acts on it; a denial's reason names the local
+//     reply's error.
+//   - Headers: decide.go renders RateLimit-Policy and RateLimit (IETF
+//     draft 10) and the X-RateLimit-* headers, from pieces NewPlugin
+//     renders once per configuration.
+//   - Deny cache: denycache.go remembers, per rule key and VM, what Redis
+//     denied until its Retry-After.
+//   - Metrics: metrics.go and metric_names.go.
+package filter
