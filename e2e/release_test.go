@@ -52,7 +52,7 @@ func TestStreamsReleasedWithoutOnLog(t *testing.T) {
 // with proxy_on_log deferred past proxy_on_delete, is released when the
 // reply comes, counted, and nothing is done to the deleted context.
 func TestAbandonedStreamReleased(t *testing.T) {
-	config := `{"redis":{"cluster":"redis","timeout":"5s","key_prefix":"` + redistest.Prefix(t) + `"},"circuit_breaker":{"failures":0},
+	config := `{"redis":{"cluster":"redis","timeout":"3s","key_prefix":"` + redistest.Prefix(t) + `"},"circuit_breaker":{"failures":0},
 		"rules":[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`
 	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: 1, Upstream: upstream(t).URL,
 		DeferredLog: true, RedisClusters: map[string]string{"redis": blackhole(t)}})
