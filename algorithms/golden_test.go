@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,35 +25,52 @@ func TestGoldenRedisCellFirstLine(t *testing.T) {
 // AllowN(1000). The expected values hold whatever time passes between calls
 // (under 100 ms); the durations are checked against the elapsed server time.
 func TestGoldenRedisRatePerSecond(t *testing.T) {
+	// The vector holds while the first three calls fall within 100ms of
+	// Redis's clock (one unit drains per 100ms). A slower run, on a busy
+	// machine, says nothing about the script: it is tried again on a
+	// fresh key.
+	for attempt := 1; !goldenRedisRatePerSecond(t, fmt.Sprintf("per_second_%d", attempt)); attempt++ {
+		if attempt == 10 {
+			t.Fatal("ten runs each took 100ms or more of Redis's clock")
+		}
+	}
+}
+
+// goldenRedisRatePerSecond runs the vector on one key; it reports false,
+// having checked nothing, when the calls took 100ms or more.
+func goldenRedisRatePerSecond(t *testing.T, name string) bool {
+	t.Helper()
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewFunnel(10, 10, time.Second))
-	key := p + "per_second"
+	key := p + name
 	call := func(n int64) (Result, int64) {
 		t.Helper()
 		d := c.decide(p+"block", []Check{{Key: key, Limit: l, Cost: n}})
 		return d.Results[0], d.Now
 	}
-	r, start := call(1)
-	if !r.Allowed || r.Remaining != 9 || r.RetryAfter != -1 || r.ResetAfter != 100*time.Millisecond {
-		t.Fatalf("Allow: %+v", r)
-	}
-	r, _ = call(2)
-	if !r.Allowed || r.Remaining != 7 {
-		t.Fatalf("AllowN(2): %+v", r)
-	}
-	r, now := call(7)
+	r1, start := call(1)
+	r2, _ := call(2)
+	r3, now := call(7)
 	elapsed := time.Duration(now-start) * time.Microsecond
 	if elapsed >= 100*time.Millisecond {
-		t.Fatalf("calls took %v; the sequence assumes < 100ms", elapsed)
+		t.Logf("calls took %v of Redis's clock; the vector assumes < 100ms: again", elapsed)
+		return false
 	}
-	if !r.Allowed || r.Remaining != 0 || r.ResetAfter != time.Second-elapsed {
-		t.Fatalf("AllowN(7) after %v: %+v, want reset %v", elapsed, r, time.Second-elapsed)
+	if !r1.Allowed || r1.Remaining != 9 || r1.RetryAfter != -1 || r1.ResetAfter != 100*time.Millisecond {
+		t.Fatalf("Allow: %+v", r1)
 	}
-	r, now = call(1000)
+	if !r2.Allowed || r2.Remaining != 7 {
+		t.Fatalf("AllowN(2): %+v", r2)
+	}
+	if !r3.Allowed || r3.Remaining != 0 || r3.ResetAfter != time.Second-elapsed {
+		t.Fatalf("AllowN(7) after %v: %+v, want reset %v", elapsed, r3, time.Second-elapsed)
+	}
+	r, now := call(1000)
 	elapsed = time.Duration(now-start) * time.Microsecond
 	// tat = start+1s; new_tat = tat+100s; retry = new_tat - 1s - now.
 	if r.Allowed || r.Remaining != 0 || r.RetryAfter != 100*time.Second-elapsed {
 		t.Fatalf("AllowN(1000) after %v: %+v, want retry %v", elapsed, r, 100*time.Second-elapsed)
 	}
+	return true
 }
