@@ -11,7 +11,6 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // TestExactFunnelModel runs the script itself from 16 connections at once
@@ -119,12 +118,7 @@ func TestExactFunnelThroughHost(t *testing.T) {
 	const capacity, interval, clients = 20, 10 * time.Millisecond, 32
 	prefix := redistest.Prefix(t)
 	rec := newRecorder(t)
-	p := redistest.StartProxy(t, server.Addr)
-	calls := recordScripts(p)
-	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: rec.URL, PauseTimeout: exactPauseGuard,
-		RedisClusters: map[string]string{"redis": p.Addr},
-		PluginConfig: []byte(exactConfig(prefix, `[{"name":"pour","key":[{"source":"constant","value":"all"}],
-			"limits":[{"algorithm":"funnel","capacity":20,"rate":100,"period":"1s"}]}]`))})
+	h, calls := startRecorded(t, prefix, rec.URL, `[{"name":"pour","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"funnel","capacity":20,"rate":100,"period":"1s"}]}]`)
 	began := time.Now()
 	all := hammer(t, h.URL()+"/pour", clients, func() bool {
 		return calls.admitted.Load() >= capacity+100 && calls.denied.Load() >= 4

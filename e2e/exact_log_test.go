@@ -10,7 +10,6 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
-	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // TestExactSlidingLog: 32 clients and 4 VMs hammer one key limited to
@@ -39,12 +38,7 @@ func TestExactSlidingLog(t *testing.T) {
 	const limit, window, clients = 100, 500 * time.Millisecond, 32
 	prefix := redistest.Prefix(t)
 	rec := newRecorder(t)
-	p := redistest.StartProxy(t, server.Addr)
-	calls := recordScripts(p)
-	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: rec.URL, PauseTimeout: exactPauseGuard,
-		RedisClusters: map[string]string{"redis": p.Addr},
-		PluginConfig: []byte(exactConfig(prefix, `[{"name":"hot","key":[{"source":"constant","value":"all"}],
-			"limits":[{"algorithm":"sliding_log","limit":100,"window":"500ms"}]}]`))})
+	h, calls := startRecorded(t, prefix, rec.URL, `[{"name":"hot","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":100,"window":"500ms"}]}]`)
 	logKey := prefix + "{hot|all}:0"
 
 	all := hammer(t, h.URL()+"/hot", clients, func() bool {

@@ -13,6 +13,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // scriptRecord keeps every script call a redistest.Proxy forwards to
@@ -179,4 +180,15 @@ func equalDecisions(a, b algorithms.Decision) bool {
 		}
 	}
 	return true
+}
+
+// startRecorded starts the Higress module on 4 workers with rules, its
+// Redis calls passing a proxy that records every script call and reply.
+func startRecorded(t *testing.T, prefix, upstreamURL, rules string) (*wasmhost.Host, *scriptRecord) {
+	t.Helper()
+	p := redistest.StartProxy(t, server.Addr)
+	calls := recordScripts(p)
+	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: upstreamURL, PauseTimeout: exactPauseGuard,
+		RedisClusters: map[string]string{"redis": p.Addr}, PluginConfig: []byte(exactConfig(prefix, rules))})
+	return h, calls
 }
