@@ -2,6 +2,7 @@ package algorithms
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,26 +42,38 @@ func TestSeveralLimitsAllOrNothing(t *testing.T) {
 	}
 }
 
+// A block key denies before any limit is read, whatever the limits: one
+// funnel takes its own path through the script.
 func TestBlockKeyDeniesAndChargesNothing(t *testing.T) {
-	c := dial(t)
-	p := redistest.Prefix(t)
-	l := mustLimit(t)(NewSlidingLog(10, time.Minute))
-	checks := []Check{{Key: p + "{u}:log", Limit: l, Cost: 1}}
-	c.do("SET", p+"{u}:block", "1", "PX", "5000")
-	d := c.decide(p+"{u}:block", checks)
-	if !d.Blocked || d.Allowed() || d.BlockedFor <= 4*time.Second || d.BlockedFor > 5*time.Second || len(d.Results) != 0 {
-		t.Fatalf("blocked decision: %+v", d)
-	}
-	if n, _ := c.do("EXISTS", p+"{u}:log").Int64(); n != 0 {
-		t.Fatal("a blocked request wrote the limit's key")
-	}
-	c.do("PERSIST", p+"{u}:block")
-	if d := c.decide(p+"{u}:block", checks); !d.Blocked || d.BlockedFor != -1 {
-		t.Fatalf("block without TTL: %+v", d)
-	}
-	c.do("DEL", p+"{u}:block")
-	if d := c.decide(p+"{u}:block", checks); !d.Allowed() {
-		t.Fatalf("after unblock: %+v", d)
+	for name, l := range map[string]Limit{
+		"sliding_log": mustLimit(t)(NewSlidingLog(10, time.Minute)),
+		"funnel":      mustLimit(t)(NewFunnel(10, 1, time.Second)),
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := dial(t)
+			p := redistest.Prefix(t)
+			checks := []Check{{Key: p + "{u}:limit", Limit: l, Cost: 1}}
+			c.do("SET", p+"{u}:block", "1", "PX", "5000")
+			d := c.decide(p+"{u}:block", checks)
+			if !d.Blocked || d.Allowed() || d.BlockedFor <= 4*time.Second || d.BlockedFor > 5*time.Second || len(d.Results) != 0 {
+				t.Fatalf("blocked decision: %+v", d)
+			}
+			if n, _ := c.do("EXISTS", p+"{u}:limit").Int64(); n != 0 {
+				t.Fatal("a blocked request wrote the limit's key")
+			}
+			c.do("PERSIST", p+"{u}:block")
+			if d := c.decide(p+"{u}:block", checks); !d.Blocked || d.BlockedFor != -1 {
+				t.Fatalf("block without TTL: %+v", d)
+			}
+			// A call without the block key is not blocked by it.
+			if d := c.decide("", checks); !d.Allowed() {
+				t.Fatalf("call without the block key: %+v", d)
+			}
+			c.do("DEL", p+"{u}:block")
+			if d := c.decide(p+"{u}:block", checks); !d.Allowed() {
+				t.Fatalf("after unblock: %+v", d)
+			}
+		})
 	}
 }
 
@@ -121,5 +134,29 @@ func TestNoScriptThenEval(t *testing.T) {
 	}
 	if err := d.Parse(c.roundTrip(AppendEvalSHA(nil, []string{p + "b"}, checks)), 1, 1); err != nil || !d.Allowed() {
 		t.Fatalf("EVALSHA after EVAL: %+v %v", d, err)
+	}
+}
+
+// Malformed arguments get an error reply on every path through the script,
+// and write nothing.
+func TestBadArgumentsAreErrors(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	for name, args := range map[string][]string{
+		"block count":         {"1", p + "{u}:0", "x", "f", "5", "1000", "1"},
+		"one funnel":          {"1", p + "{u}:0", "0", "f", "5", "x", "1"},
+		"one limit":           {"1", p + "{u}:0", "0", "l", "5", "1000", ""},
+		"unknown algorithm":   {"1", p + "{u}:0", "0", "z", "5", "1000", "1"},
+		"second of two":       {"2", p + "{u}:0", p + "{u}:1", "0", "f", "5", "1000", "1", "c", "5", "x", "1"},
+		"funnel after blocks": {"2", p + "{u}:block", p + "{u}:0", "1", "f", "5", "1000", "-"},
+	} {
+		v := c.roundTrip(redisproto.AppendCommand(nil, append([]string{"EVAL", Script.Source}, args...)...))
+		var rerr *redisproto.Error
+		if !errors.As(v.Err(), &rerr) || !strings.Contains(rerr.Error(), "ratelimit: bad") {
+			t.Errorf("%s: %v, want an error reply", name, v)
+		}
+	}
+	if keys, _ := c.do("KEYS", p+"*").Array(); len(keys) != 0 {
+		t.Fatalf("keys written: %v", keys)
 	}
 }

@@ -43,8 +43,14 @@ func TestScriptMatchesModel(t *testing.T) {
 						checks[i].Cost = 0 // peek
 					}
 				}
-				got := c.decide(fmt.Sprintf("%s{u%d}:block", p, user), checks)
-				want := model.Decide(got.Now, []int64{-2}, checks)
+				// Half the calls carry no block key, as a rule with
+				// manual_block off sends them.
+				block, pttls := fmt.Sprintf("%s{u%d}:block", p, user), []int64{-2}
+				if rng.IntN(2) == 0 {
+					block, pttls = "", nil
+				}
+				got := c.decide(block, checks)
+				want := model.Decide(got.Now, pttls, checks)
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("step %d, checks %+v:\nscript %+v\nmodel  %+v", step, checks, got, want)
 				}

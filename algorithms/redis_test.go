@@ -55,7 +55,8 @@ func (c *conn) roundTrip(cmd []byte) redisproto.Value {
 	return v
 }
 
-// decide runs the script, loading it on -NOSCRIPT, and parses the reply.
+// decide runs the script, loading it on -NOSCRIPT, and parses the reply;
+// an empty block means a call without block keys.
 func (c *conn) decide(block string, checks []Check) Decision {
 	c.t.Helper()
 	d, err := c.tryDecide(block, checks)
@@ -68,13 +69,16 @@ func (c *conn) decide(block string, checks []Check) Decision {
 func (c *conn) tryDecide(block string, checks []Check) (Decision, error) {
 	c.t.Helper()
 	var d Decision
-	blocks := []string{block}
+	var blocks []string
+	if block != "" {
+		blocks = []string{block}
+	}
 	v := c.roundTrip(AppendEvalSHA(nil, blocks, checks))
 	var rerr *redisproto.Error
 	if errors.As(v.Err(), &rerr) && rerr.Prefix() == "NOSCRIPT" {
 		v = c.roundTrip(AppendEval(nil, blocks, checks))
 	}
-	err := d.Parse(v, 1, len(checks))
+	err := d.Parse(v, len(blocks), len(checks))
 	return d, err
 }
 

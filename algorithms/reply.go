@@ -99,33 +99,49 @@ func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
 	if err != nil || len(elems) < 2 {
 		return fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
 	}
-	now, err1 := integer(elems[0])
-	block, err2 := integer(elems[1])
-	if err1 != nil || err2 != nil || now <= 0 || block < -2 {
-		return fmt.Errorf("%w: header %s", ErrUnexpectedReply, v.String())
+	var buf [smallReply]int64
+	ints := buf[:0]
+	if len(elems) > smallReply {
+		ints = make([]int64, 0, len(elems))
 	}
+	ints = ints[:len(elems)]
+	for i, e := range elems {
+		if ints[i], err = integer(e); err != nil {
+			return fmt.Errorf("%w: element %d of %s: %v", ErrUnexpectedReply, i, v.String(), err)
+		}
+	}
+	return d.FromInts(ints, nb, n)
+}
+
+// smallReply is the longest reply parsed without allocating: 2 + 5 per
+// limit, for up to 16 limits.
+const smallReply = 2 + 5*16
+
+// FromInts fills d from the script's reply given as its integers, in
+// order, to a call with nb block keys and n checks.
+func (d *Decision) FromInts(f []int64, nb, n int) error {
+	if len(f) < 2 || f[0] <= 0 || f[1] < -2 {
+		return fmt.Errorf("%w: header %s", ErrUnexpectedReply, intsString(f))
+	}
+	now, block := f[0], f[1]
 	d.Now, d.Results = now, d.Results[:0]
 	d.Blocked, d.BlockedBy, d.BlockedFor = block != -2, 0, 0
 	if d.Blocked {
-		var by int64
-		if len(elems) == 3 {
-			by, err = integer(elems[2])
+		if len(f) != 3 || f[2] < 1 || f[2] > int64(nb) {
+			return fmt.Errorf("%w: blocked reply %s", ErrUnexpectedReply, intsString(f))
 		}
-		if len(elems) != 3 || err != nil || by < 1 || by > int64(nb) {
-			return fmt.Errorf("%w: blocked reply %s", ErrUnexpectedReply, v.String())
-		}
-		d.BlockedBy = int(by - 1)
+		d.BlockedBy = int(f[2] - 1)
 		d.BlockedFor = time.Duration(block) * time.Millisecond
 		if block == -1 {
 			d.BlockedFor = -1
 		}
 		return nil
 	}
-	if len(elems) != 2+5*n {
-		return fmt.Errorf("%w: %d elements for %d limits", ErrUnexpectedReply, len(elems), n)
+	if len(f) != 2+5*n {
+		return fmt.Errorf("%w: %d elements for %d limits", ErrUnexpectedReply, len(f), n)
 	}
 	for i := 0; i < n; i++ {
-		r, err := parseResult(elems[2+5*i : 7+5*i])
+		r, err := parseResult(f[2+5*i : 7+5*i])
 		if err != nil {
 			return fmt.Errorf("%w: limit %d: %v", ErrUnexpectedReply, i, err)
 		}
@@ -134,15 +150,20 @@ func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
 	return nil
 }
 
-func parseResult(e []redisproto.Value) (Result, error) {
-	var f [5]int64
-	for i := range f {
-		x, err := integer(e[i])
-		if err != nil {
-			return Result{}, err
+// intsString formats f without letting it escape, so that callers can
+// keep it on the stack.
+func intsString(f []int64) string {
+	b := []byte{'['}
+	for i, x := range f {
+		if i > 0 {
+			b = append(b, ' ')
 		}
-		f[i] = x
+		b = strconv.AppendInt(b, x, 10)
 	}
+	return string(append(b, ']'))
+}
+
+func parseResult(f []int64) (Result, error) {
 	allowed, limit, remaining, retry, reset := f[0], f[1], f[2], f[3], f[4]
 	switch {
 	case allowed != 0 && allowed != 1:

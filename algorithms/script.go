@@ -5,15 +5,16 @@ import (
 	"embed"
 	"encoding/hex"
 	"strings"
-
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 //go:embed lua/*.lua
 var luaFiles embed.FS
 
-// The script is the three algorithms followed by the driver that runs them.
-var scriptParts = []string{"lua/funnel.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua", "lua/decide.lua"}
+// The script runs top to bottom on every call: the funnel, then the driver's
+// start (block keys, and a call of one funnel limit decided at once), then
+// the other algorithms and the driver for every other call. Functions cost
+// Redis CPU per call, so the commonest call never defines the others'.
+var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua", "lua/decide_all.lua"}
 
 // Script is the one Lua program that decides every limit of a request.
 // It is built once; SHA is its SHA1 as EVALSHA wants it.
@@ -48,44 +49,13 @@ type Check struct {
 	Cost int64
 }
 
-// AppendEvalSHA appends to dst the RESP command
-//
-//	EVALSHA <sha> <numkeys> <blocks...> <keys...> <len(blocks)> <4 args per check>
-//
-// deciding checks, unless a key of blocks exists (an operator's manual
-// block). It allocates nothing beyond growing dst.
+// AppendEvalSHA appends to dst the RESP command AppendCommand describes.
 func AppendEvalSHA(dst []byte, blocks []string, checks []Check) []byte {
-	dst = redisproto.AppendArrayLen(dst, 4+len(blocks)+len(checks)*5)
-	dst = redisproto.AppendBulkString(dst, "EVALSHA")
-	dst = redisproto.AppendBulkString(dst, Script.SHA)
-	return appendKeysArgs(dst, blocks, checks)
+	return AppendCommand(dst, RESP, false, blocks, checks)
 }
 
 // AppendEval is AppendEvalSHA with the whole script, for the -NOSCRIPT
 // fallback; it also loads the script into Redis's cache.
 func AppendEval(dst []byte, blocks []string, checks []Check) []byte {
-	dst = redisproto.AppendArrayLen(dst, 4+len(blocks)+len(checks)*5)
-	dst = redisproto.AppendBulkString(dst, "EVAL")
-	dst = redisproto.AppendBulkString(dst, Script.Source)
-	return appendKeysArgs(dst, blocks, checks)
-}
-
-func appendKeysArgs(dst []byte, blocks []string, checks []Check) []byte {
-	dst = redisproto.AppendBulkInt(dst, int64(len(blocks)+len(checks)))
-	for _, b := range blocks {
-		dst = redisproto.AppendBulkString(dst, b)
-	}
-	for i := range checks {
-		dst = redisproto.AppendBulkString(dst, checks[i].Key)
-	}
-	dst = redisproto.AppendBulkInt(dst, int64(len(blocks)))
-	for i := range checks {
-		c := &checks[i]
-		a, b := c.Limit.args()
-		dst = redisproto.AppendBulkString(dst, c.Limit.Algorithm.code())
-		dst = redisproto.AppendBulkInt(dst, a)
-		dst = redisproto.AppendBulkInt(dst, b)
-		dst = redisproto.AppendBulkInt(dst, c.Cost)
-	}
-	return dst
+	return AppendCommand(dst, RESP, true, blocks, checks)
 }

@@ -109,6 +109,9 @@ type Rule struct {
 	Cost      Cost
 	// Shadow rules decide and count, but never deny.
 	Shadow bool
+	// ManualBlock: the rule's calls carry its block key, so an operator
+	// can block a key (manual_block, true unless set false).
+	ManualBlock bool
 }
 
 // NamedLimit is a limit with the policy name the headers show.

@@ -13,7 +13,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "cost", "shadow")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "cost", "shadow", "manual_block")
 	if err != nil {
 		return r, err
 	}
@@ -41,6 +41,9 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		return r, err
 	}
 	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
+		return r, err
+	}
+	if r.ManualBlock, err = boolean(o["manual_block"], path+".manual_block", true); err != nil {
 		return r, err
 	}
 	return r, nil

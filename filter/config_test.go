@@ -96,3 +96,25 @@ func TestDuplicateFieldRejected(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+func TestManualBlockOption(t *testing.T) {
+	rule := func(extra string) string {
+		return `{"redis":{"cluster":"redis"},"rules":[{"name":"a","key":[{"source":"client_ip"}],"limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]},
+			{"name":"b","key":[{"source":"client_ip"}],"limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]` + extra + `}]}`
+	}
+	for extra, want := range map[string]bool{"": true, `,"manual_block":true`: true, `,"manual_block":false`: false} {
+		c, err := ParseConfig([]byte(rule(extra)))
+		if err != nil {
+			t.Fatalf("%q: %v", extra, err)
+		}
+		if !c.Rules[0].ManualBlock || c.Rules[1].ManualBlock != want {
+			t.Fatalf("%q: manual_block %t, %t; want true, %t", extra, c.Rules[0].ManualBlock, c.Rules[1].ManualBlock, want)
+		}
+	}
+	for _, bad := range []string{`"false"`, `0`, `null`, `{}`} {
+		_, err := ParseConfig([]byte(rule(`,"manual_block":` + bad)))
+		if err == nil || err.Error() != "rules[1].manual_block: must be true or false" {
+			t.Errorf("manual_block %s: %v", bad, err)
+		}
+	}
+}

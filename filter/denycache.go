@@ -30,13 +30,19 @@ func newDenyCache(max int) *denyCache {
 	return &denyCache{max: max, entries: map[string]denyEntry{}}
 }
 
-// lookup returns the cached denial of key for a request of cost at now.
-func (d *denyCache) lookup(key []byte, cost int64, now time.Time) (verdict, bool) {
-	if d == nil {
+// lookup returns the cached denial of key for a request of cost; clock
+// gives the time, read only when key is cached (in wasm a read is a host
+// call).
+func (d *denyCache) lookup(key []byte, cost int64, clock func() time.Time) (verdict, bool) {
+	if d == nil || len(d.entries) == 0 {
 		return verdict{}, false
 	}
 	e, ok := d.entries[string(key)]
-	if !ok || !now.Before(e.until) || cost < e.cost {
+	if !ok || cost < e.cost {
+		return verdict{}, false
+	}
+	now := clock()
+	if !now.Before(e.until) {
 		return verdict{}, false
 	}
 	v := e.v

@@ -72,7 +72,7 @@ func FuzzRuleKey(f *testing.F) {
 			{Source: SourceHeader, Name: "x-user"}, {Source: SourceQuery, Name: "x"}, {Source: SourceCookie, Name: "s"},
 			{Source: SourceClientIP}, {Source: SourcePath}, {Source: SourceHost}, {Source: SourceMethod},
 		}}
-		r := &request{headers: [][2]string{{":path", path}, {"x-user", user}, {"cookie", cookie}, {"x-forwarded-for", xff}},
+		r := &request{headers: appendHeaderMap(nil, [][2]string{{":path", path}, {"x-user", user}, {"cookie", cookie}, {"x-forwarded-for", xff}}),
 			source: peer("10.0.0.1:80")}
 		key, ok := appendRuleKey(nil, "rl:", rule, r, 2)
 		if !ok || len(key) > 8+len(rule.Key)*(maxPartLen+1) || strings.Count(string(key), "{") != 1 || strings.Count(string(key), "}") != 1 {

@@ -61,7 +61,7 @@ func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 	rule := &Rule{Name: "api", Key: []KeyPart{{Source: SourceHeader, Name: "x-user"}, {Source: SourcePath}}}
 	key := func(user, path string) string {
 		t.Helper()
-		r := &request{headers: [][2]string{{":path", path}, {"x-user", user}}}
+		r := &request{headers: appendHeaderMap(nil, [][2]string{{":path", path}, {"x-user", user}})}
 		b, ok := appendRuleKey(nil, "rl:", rule, r, 0)
 		if !ok {
 			t.Fatalf("missing part for %q %q", user, path)
@@ -78,7 +78,7 @@ func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 	if strings.Count(key("}{evil", "/{x}"), "{") != 1 {
 		t.Fatal("a brace reached the key")
 	}
-	missing := &request{headers: [][2]string{{":path", "/"}}}
+	missing := &request{headers: appendHeaderMap(nil, [][2]string{{":path", "/"}})}
 	if _, ok := appendRuleKey(nil, "rl:", rule, missing, 0); ok {
 		t.Fatal("missing header accepted under skip")
 	}
@@ -91,11 +91,11 @@ func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 
 func TestRequestSources(t *testing.T) {
 	r := &request{
-		headers: [][2]string{
+		headers: appendHeaderMap(nil, [][2]string{
 			{":method", "POST"}, {":path", "/v1/items?tenant=acme%20co&x=1&tenant=other"},
 			{":authority", "API.example.com:8443"}, {"cookie", "a=1; session=s3cr3t; b=2"},
 			{"x-id", "one"}, {"X-Id", "two"},
-		},
+		}),
 		source: peer("[2001:db8::1]:5555"),
 	}
 	for _, tc := range []struct {
@@ -163,10 +163,11 @@ func TestClientIPTrustedHops(t *testing.T) {
 		{"[2001:db8::1]:0", []string{"6.6.6.6, 2001:db8::1"}, 1, "2001:db8::1"},
 		{"10.0.0.9", []string{"6.6.6.6,10.0.0.9"}, 1, "10.0.0.9"}, // no port: not known to be the peer
 	} {
-		r := &request{source: peer(tc.source)}
+		var pairs [][2]string
 		for _, x := range tc.xff {
-			r.headers = append(r.headers, [2]string{"x-forwarded-for", x})
+			pairs = append(pairs, [2]string{"x-forwarded-for", x})
 		}
+		r := &request{source: peer(tc.source), headers: appendHeaderMap(nil, pairs)}
 		if got, ok := r.clientIP(tc.hops); !ok || got != tc.want {
 			t.Errorf("source %s, xff %q, hops %d: got %q %v, want %q", tc.source, tc.xff, tc.hops, got, ok, tc.want)
 		}

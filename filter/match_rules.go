@@ -126,10 +126,6 @@ func serviceMatches(services []string, cluster string) bool {
 // firstHeader returns the first value of a header, as Envoy's
 // get_header_map_value does.
 func firstHeader(r *request, name string) string {
-	for _, h := range r.headers {
-		if strings.EqualFold(h[0], name) {
-			return h[1]
-		}
-	}
-	return ""
+	v, _ := r.headers.first(name)
+	return v
 }

@@ -119,7 +119,7 @@ func TestMatchRuleMatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &propStream{props: map[string]string{"route_name": tc.route, "cluster_name": tc.cluster}}
-			ri := routeInfo{r: &request{headers: tc.headers, source: s}}
+			ri := routeInfo{r: &request{headers: appendHeaderMap(nil, tc.headers), source: s}}
 			if got := tc.rule.matches(&ri); got != tc.want {
 				t.Fatalf("matches %v, want %v", got, tc.want)
 			}
@@ -293,7 +293,7 @@ func BenchmarkPick(b *testing.B) {
 	}
 	p := NewPlugin(cfg, &benchHost{})
 	s := &propStream{props: map[string]string{"route_name": "default/api", "cluster_name": "outbound|8080||api.default.svc.cluster.local"}}
-	r := &request{headers: [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "shop.example.com"}}, source: s}
+	r := &request{headers: appendHeaderMap(nil, [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "shop.example.com"}}), source: s}
 	b.ReportAllocs()
 	for range b.N {
 		s.reads = s.reads[:0]

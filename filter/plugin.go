@@ -17,6 +17,10 @@ type Plugin struct {
 	// webdis holds what calls through Webdis need; nil with the Redis ABI.
 	webdis  *webdisCalls
 	pending map[uint32]*call // callout id -> the call awaiting its reply
+	// pendingShown is what the ratelimit.redis.pending gauge shows of
+	// pending; it is brought up to date on each tick, not on each call,
+	// as each update is a host call.
+	pendingShown int
 	decoder redisproto.Decoder
 	metrics metrics
 	errLog  throttledLog
@@ -102,14 +106,13 @@ func (p *Plugin) dispatch(c *call) {
 		return
 	}
 	c.epoch = p.breaker.epoch
-	id, err := p.send(c.command())
+	id, err := p.sendCall(c)
 	if err != nil {
 		p.fail(c, fmt.Errorf("dispatch: %w", err))
 		return
 	}
 	c.calloutID, c.inFlight = id, true
 	p.pending[id] = c
-	p.metrics.pending.Add(1)
 }
 
 var errBreakerOpen = errors.New("circuit breaker open")
@@ -117,6 +120,12 @@ var errBreakerOpen = errors.New("circuit breaker open")
 // OnRedisReply delivers the reply to a callout. ok is false on a network
 // error or timeout, when reply is empty.
 func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
+	p.onReply(calloutID, ok, reply, nil)
+}
+
+// onReply is OnRedisReply, with the reply given either as RESP or, when a
+// transport read the script's integers itself, as ints.
+func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) {
 	if p.link.isAuthReply(calloutID) {
 		p.link.onAuthReply(ok, reply)
 		return
@@ -126,7 +135,7 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 		return // the stream ended, or the sweep failed the call already
 	}
 	if owner := c.stream.p; owner != p {
-		owner.OnRedisReply(calloutID, ok, reply) // a _rules_ entry's call
+		owner.onReply(calloutID, ok, reply, ints) // a _rules_ entry's call
 		return
 	}
 	p.untrack(c)
@@ -140,13 +149,7 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 		p.fail(c, errors.New(reason))
 		return
 	}
-	v, n, err := p.decoder.Decode(reply)
-	if err == nil && n != len(reply) {
-		err = fmt.Errorf("%d trailing bytes after the reply", len(reply)-n)
-	}
-	if err == nil {
-		err = c.decision.Parse(v, len(c.blocks), len(c.checks))
-	}
+	err := p.parseReply(c, reply, ints)
 	if err != nil && !c.eval && isNoScript(err) {
 		p.metrics.noscript.Increment(1)
 		c.eval = true
@@ -160,6 +163,27 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 	}
 	p.breaker.failures = 0
 	c.stream.callDone(c, nil)
+}
+
+// parseReply reads the script's reply into c.decision: from ints when
+// given, else in place when it is the flat array of integers the script
+// returns, else (an error reply) through the decoder.
+func (p *Plugin) parseReply(c *call, reply []byte, ints []int64) error {
+	nb, n := len(c.blocks), len(c.checks)
+	if ints != nil {
+		return c.decision.FromInts(ints, nb, n)
+	}
+	if ok, err := c.decision.ParseRESP(reply, nb, n); ok {
+		return err
+	}
+	v, used, err := p.decoder.Decode(reply)
+	if err == nil && used != len(reply) {
+		err = fmt.Errorf("%d trailing bytes after the reply", len(reply)-used)
+	}
+	if err == nil {
+		err = c.decision.Parse(v, nb, n)
+	}
+	return err
 }
 
 func isNoScript(err error) bool {
@@ -192,6 +216,7 @@ func (p *Plugin) fail(c *call, err error) {
 func (p *Plugin) OnTick() {
 	now := p.host.Now()
 	p.link.onTick(now)
+	defer p.showPending()
 	for _, c := range p.pending {
 		c.stream.now = now
 		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {
@@ -201,12 +226,19 @@ func (p *Plugin) OnTick() {
 	}
 }
 
+// showPending brings the pending gauge up to date.
+func (p *Plugin) showPending() {
+	if d := len(p.pending) - p.pendingShown; d != 0 {
+		p.metrics.pending.Add(int64(d))
+		p.pendingShown = len(p.pending)
+	}
+}
+
 // untrack drops a call from the pending map; a reply for it is ignored.
 func (p *Plugin) untrack(c *call) {
 	if c.inFlight {
 		delete(p.pending, c.calloutID)
 		c.inFlight = false
-		p.metrics.pending.Add(-1)
 	}
 }
 

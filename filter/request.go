@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// request is what the filter reads of one request: its header pairs as the
-// proxy gives them (pseudo-headers included) and, lazily, the peer address.
+// request is what the filter reads of one request: its header map as the
+// proxy gives it (pseudo-headers included) and, lazily, the peer address.
 type request struct {
-	headers [][2]string
+	headers headerMap
 	source  StreamHost // for the downstream peer's "ip:port", read lazily
 }
 
@@ -18,14 +18,18 @@ type request struct {
 func (r *request) header(name string) (string, bool) {
 	var joined string
 	found := false
-	for _, h := range r.headers {
-		if !strings.EqualFold(h[0], name) {
+	for c := r.headers.cursor(); ; {
+		k, v, ok := c.next()
+		if !ok {
+			break
+		}
+		if !strings.EqualFold(k, name) {
 			continue
 		}
 		if found {
-			joined += ", " + h[1]
+			joined += ", " + v
 		} else {
-			joined, found = h[1], true
+			joined, found = v, true
 		}
 	}
 	return joined, found && joined != ""
@@ -80,11 +84,15 @@ func (r *request) query(name string) (string, bool) {
 
 // cookie returns the first value of a cookie.
 func (r *request) cookie(name string) (string, bool) {
-	for _, h := range r.headers {
-		if !strings.EqualFold(h[0], "cookie") {
+	for cur := r.headers.cursor(); ; {
+		k, v, ok := cur.next()
+		if !ok {
+			break
+		}
+		if !strings.EqualFold(k, "cookie") {
 			continue
 		}
-		for c := range strings.SplitSeq(h[1], ";") {
+		for c := range strings.SplitSeq(v, ";") {
 			k, v, ok := strings.Cut(strings.TrimSpace(c), "=")
 			if ok && k == name {
 				v = strings.Trim(v, `"`)

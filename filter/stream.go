@@ -89,12 +89,8 @@ func (c *call) seal() {
 	}
 }
 
-func (c *call) command() []byte {
-	if c.eval {
-		c.buf = algorithms.AppendEval(c.buf[:0], c.blocks, c.checks)
-	} else {
-		c.buf = algorithms.AppendEvalSHA(c.buf[:0], c.blocks, c.checks)
-	}
+func (c *call) command(f algorithms.Framing) []byte {
+	c.buf = algorithms.AppendCommand(c.buf[:0], f, c.eval, c.blocks, c.checks)
 	return c.buf
 }
 
@@ -111,10 +107,17 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 	return s
 }
 
-// OnRequestHeaders matches the rules, builds the keys and sends the calls.
-// It pauses the stream until every call has answered.
+// OnRequestHeaders is OnRequestHeaderMap with the headers as pairs.
 func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
-	s.req.headers, s.now = headers, time.Time{}
+	return s.OnRequestHeaderMap(appendHeaderMap(nil, headers))
+}
+
+// OnRequestHeaderMap matches the rules, builds the keys and sends the
+// calls. It pauses the stream until every call has answered. m is the
+// header map as proxy_get_header_map_pairs serializes it; the stream reads
+// it in place until it ends.
+func (s *Stream) OnRequestHeaderMap(m []byte) Action {
+	s.req.headers, s.now = validHeaderMap(m), time.Time{}
 	if len(s.p.routed) > 0 {
 		s.p = s.p.pick(&s.req)
 	}
@@ -135,7 +138,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 		}
 		cost := s.cost(rule)
 		if !rule.Shadow {
-			if v, ok := s.p.denyCache.lookup(s.ruleKey, cost, s.clock()); ok {
+			if v, ok := s.p.denyCache.lookup(s.ruleKey, cost, s.clock); ok {
 				s.p.metrics.cacheHits.Increment(1)
 				s.countDenial(&v)
 				return s.reject(&v)
@@ -197,7 +200,8 @@ func overCapacity(rule *Rule, cost int64) int {
 	return -1
 }
 
-// add puts a rule's limits, keyed by s.ruleKey, into the call they share.
+// add puts a rule's limits, keyed by s.ruleKey, into the call they share,
+// with its block key unless the rule has manual_block off.
 func (s *Stream) add(ri int, cost int64) {
 	rule := &s.p.cfg.Rules[ri]
 	var c *call
@@ -217,10 +221,13 @@ func (s *Stream) add(ri int, cost int64) {
 		c.reset(s, rule.Shadow)
 		s.calls = append(s.calls, c)
 	}
+	// The rule's key starts its block key, or else its first limit's key.
 	ruleKeyAt := len(c.keys)
-	c.keys = append(c.keys, s.ruleKey...)
-	c.keys = append(c.keys, ":block"...)
-	c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+	if rule.ManualBlock {
+		c.keys = append(c.keys, s.ruleKey...)
+		c.keys = append(c.keys, ":block"...)
+		c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+	}
 	for li, l := range rule.Limits {
 		keyAt := len(c.keys)
 		c.keys = append(c.keys, s.ruleKey...)

@@ -224,57 +224,20 @@ func TestCircuitBreaker(t *testing.T) {
 	}
 }
 
-func TestDenyCacheAnswersLocallyUntilRetryAfter(t *testing.T) {
-	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"u","key":[{"source":"header","name":"x-user"}],
-		"cost":{"header":"x-cost","default":2},
-		"limits":[{"algorithm":"funnel","capacity":4,"rate":1,"period":"10s"}]}]}`)
-	h.Clock = time.Now()
-	h.send("x-user=a")
-	h.send("x-user=a")
-	calls := h.Calls
-	o := h.send("x-user=a") // Redis denies: the funnel is full
-	if o.status != 429 || h.Calls != calls+1 {
-		t.Fatalf("third request: %+v", o)
-	}
-	retry := o.headers["retry-after"]
-	for range 5 {
-		if o := h.send("x-user=a"); o.status != 429 || o.headers["retry-after"] != retry || o.headers["ratelimit"] != `"u";r=0;t=`+retry {
-			t.Fatalf("cached denial: %+v", o)
-		}
-	}
-	if h.Calls != calls+1 || h.Counters["ratelimit.deny_cache.hits"] != 5 || h.Counters["ratelimit.rule.u.denied"] != 6 {
-		t.Fatalf("calls %d, metrics %v", h.Calls-calls, h.Counters)
-	}
-	// A cheaper request may fit where the denied one did not: ask Redis.
-	h.send("x-user=a", "x-cost=1")
-	if h.Calls != calls+2 {
-		t.Fatal("a cheaper request was answered from the cache")
-	}
-	if o := h.send("x-user=b"); o.status != 200 {
-		t.Fatalf("another user: %+v", o)
-	}
-	h.Clock = h.Clock.Add(20 * time.Second)
-	before := h.Calls
-	h.send("x-user=a")
-	if h.Calls != before+1 {
-		t.Fatal("the cache answered after Retry-After")
-	}
-}
-
-func TestBodyHeldUntilDecided(t *testing.T) {
+// The pending gauge follows the calls in flight, updated on each tick.
+func TestPendingGaugeFollowsTicks(t *testing.T) {
 	h := newFakeHost(t, perUser)
 	fs := filtertest.NewStream("", nil)
 	st := h.plugin.NewStream(fs)
-	if st.OnRequestHeaders([][2]string{{":path", "/"}, {"x-user", "a"}}) != Pause || st.HoldUntilAdmitted() != Pause {
-		t.Fatal("a body must wait for the decision")
+	st.OnRequestHeaders([][2]string{{":path", "/"}, {"x-user", "a"}})
+	h.plugin.OnTick()
+	if got := h.Counters["ratelimit.redis.pending"]; got != 1 {
+		t.Fatalf("pending gauge %d with a call in flight after a tick, want 1", got)
 	}
 	h.Pump()
-	if fs.Resumed != 1 || st.HoldUntilAdmitted() != Continue {
-		t.Fatal("the body must flow once the request is admitted")
+	h.plugin.OnTick()
+	if got := h.Counters["ratelimit.redis.pending"]; got != 0 || fs.Resumed != 1 {
+		t.Fatalf("pending gauge %d after the reply and a tick, want 0 (resumed %d)", got, fs.Resumed)
 	}
 	st.OnDone()
-	skipped := h.plugin.NewStream(fs)
-	if skipped.OnRequestHeaders([][2]string{{":path", "/"}}) != Continue || skipped.HoldUntilAdmitted() != Continue {
-		t.Fatal("a request no rule limits must flow")
-	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -115,6 +116,46 @@ type webdisCalls struct {
 	encoder redisproto.Decoder // reads back the RESP command to re-encode it
 	body    []byte
 	reply   []byte // the JSON reply turned back into RESP
+	ints    []int64
+}
+
+// webdisInts reads the script's usual reply as Webdis renders it,
+// {"EVALSHA":[1,-2,...]}, appending its integers to dst. ok is false for
+// anything else (an error, other JSON), which webdisReply handles.
+func webdisInts(dst []int64, body []byte) ([]int64, bool) {
+	i := 0
+	if len(body) < 2 || body[0] != '{' || body[1] != '"' {
+		return dst, false
+	}
+	for i = 2; i < len(body) && 'A' <= body[i] && body[i] <= 'Z'; i++ {
+	}
+	if i+3 > len(body) || body[i] != '"' || body[i+1] != ':' || body[i+2] != '[' {
+		return dst, false
+	}
+	i += 3
+	for {
+		v, next, ok := algorithms.ParseIntAt(body, i, ',', 0)
+		if !ok {
+			if v, next, ok = algorithms.ParseIntAt(body, i, ']', '}'); !ok {
+				return dst, false
+			}
+			dst = append(dst, v)
+			for ; next < len(body) && (body[next] == '\n' || body[next] == '\r' || body[next] == ' '); next++ {
+			}
+			return dst, next == len(body)
+		}
+		dst = append(dst, v)
+		i = next
+	}
+}
+
+// sendCall dispatches a call's command over the configured transport,
+// framed for it.
+func (p *Plugin) sendCall(c *call) (uint32, error) {
+	if p.webdis == nil {
+		return p.host.DispatchRedis(c.command(algorithms.RESP))
+	}
+	return p.host.DispatchHTTP(p.cfg.Redis.Cluster, p.webdis.headers, c.command(algorithms.WebdisPath), p.cfg.Redis.Timeout)
 }
 
 // send dispatches one RESP command over the configured transport.
@@ -143,6 +184,11 @@ func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 			err = errors.New("webdis call failed or timed out")
 		}
 	default:
+		if ints, ok := webdisInts(p.webdis.ints[:0], body); ok {
+			p.webdis.ints = ints
+			p.onReply(calloutID, true, nil, ints)
+			return
+		}
 		p.webdis.reply, err = webdisReply(p.webdis.reply[:0], body)
 	}
 	if err != nil {

@@ -24,11 +24,7 @@ func (h *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
-	headers, err := proxywasm.GetHttpRequestHeaders()
-	if err != nil {
-		proxywasm.LogErrorf("ratelimit: reading request headers: %v", err)
-	}
-	return action(h.stream.OnRequestHeaders(headers))
+	return action(h.stream.OnRequestHeaderMap(requestHeaderMap()))
 }
 
 // A body or trailers arriving while the decision is pending are held. Envoy

@@ -158,7 +158,9 @@ func (p *pluginContext) Log(level filter.LogLevel, msg string) {
 	}
 }
 
-func (p *pluginContext) Now() time.Time { return time.Now() }
+// Now reads the monotonic clock only: the filter measures durations, and
+// compares times it read itself.
+func (p *pluginContext) Now() time.Time { return time.Unix(0, monotonicNanos()) }
 
 func (p *pluginContext) Counter(name string) filter.Counter {
 	c, ok := p.counters[name]

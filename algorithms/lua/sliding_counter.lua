@@ -1,16 +1,22 @@
 -- Sliding counter: two fixed windows, weighted; O(1) memory per key.
--- For a limit l: l.a = L per window l.b = W (milliseconds). The estimate of
--- requests in the last W is prev * (W - e) / W + cur, e = time into the
--- current window. All arithmetic is scaled by W so it stays in exact
--- integers (L * W <= 2^50 is enforced).
+-- a = L, the requests allowed per window of b = W milliseconds. The
+-- estimate of requests in the last W is prev * (W - e) / W + cur, e = time
+-- into the current window. All arithmetic is scaled by W so it stays in
+-- exact integers (L * W <= 2^50 is enforced).
 
--- counter_state reads the key's counts as of now: the current window's
--- index, the time e into it, its count and the previous window's, and the
--- microseconds past now's millisecond.
-local function counter_state(key, now, w)
+-- counter_window places now: the current window's index, the time e into
+-- it (ms), and the microseconds past now's millisecond.
+local function counter_window(now, w)
   local now_ms = math.floor(now / 1000)
   local idx = math.floor(now_ms / w)
-  local e = now_ms - idx * w
+  return idx, now_ms - idx * w, now - now_ms * 1000
+end
+
+-- counter_check decides a request of cost n, reading only; when it allows
+-- a cost above 0, it also returns the current and previous windows' counts
+-- its commit stores.
+local function counter_check(key, limit, w, now, n)
+  local idx, e, sub = counter_window(now, w)
   local st = redis.call('HMGET', key, 'w', 'c', 'p')
   local cur, prev = 0, 0
   local stored = tonumber(st[1])
@@ -19,14 +25,6 @@ local function counter_state(key, now, w)
   elseif stored == idx - 1 then
     prev = tonumber(st[2]) or 0
   end
-  return idx, e, cur, prev, now - now_ms * 1000
-end
-
--- check decides a request of cost n, reading only; when it allows a cost
--- above 0, l.idx, l.e, l.cur and l.prev are the window the commit stores.
-local function counter_check(l, now, n)
-  local limit, w = l.a, l.b
-  local idx, e, cur, prev, sub = counter_state(l.key, now, w)
   local free = limit * w - prev * (w - e) - cur * w
   local after = cur
   local ok = n * w <= free and n > 0
@@ -35,13 +33,10 @@ local function counter_check(l, now, n)
   if after > 0 then reset = 2 * w - e elseif prev > 0 then reset = w - e end
   if reset > 0 then reset = reset * 1000 - sub end
   if ok then
-    l.allowed, l.remaining, l.retry, l.reset = true, math.floor(free / w) - n, -1, reset
-    l.idx, l.e, l.cur, l.prev = idx, e, after, prev
-    return
+    return true, math.floor(free / w) - n, -1, reset, after, prev
   end
   if n * w <= free then
-    l.allowed, l.remaining, l.retry, l.reset = true, math.floor(free / w), -1, reset
-    return
+    return true, math.floor(free / w), -1, reset
   end
   local d
   if cur + n <= limit then
@@ -53,13 +48,13 @@ local function counter_check(l, now, n)
   else
     d = 2 * w - e
   end
-  l.allowed, l.remaining, l.retry, l.reset = false, math.max(0, math.floor(free / w)), d * 1000 - sub, reset
+  return false, math.max(0, math.floor(free / w)), d * 1000 - sub, reset
 end
 
--- commit stores the window check found, kept while it can still count.
-local function counter_commit(l, now)
-  redis.call('HSET', l.key, 'w', l.idx, 'c', l.cur, 'p', l.prev)
-  redis.call('PEXPIRE', l.key, 2 * l.b - l.e)
+-- counter_commit stores the window check found, kept while it can still
+-- count. Check and commit see one now, so they place it alike.
+local function counter_commit(key, _, w, now, _, cur, prev)
+  local idx, e = counter_window(now, w)
+  redis.call('HSET', key, 'w', idx, 'c', cur, 'p', prev)
+  redis.call('PEXPIRE', key, 2 * w - e)
 end
-
-local sliding_counter = {check = counter_check, commit = counter_commit}

@@ -1,24 +1,21 @@
 -- Sliding log: an exact sliding window over a sorted set of admission times.
--- For a limit l: l.a = L requests per window l.b = W (microseconds).
+-- a = L, the requests allowed per window of b = W microseconds.
 -- Score = admission time in us. An entry admitted at s counts while
 -- s > now - W.
 
--- check decides a request of cost n. It trims the entries that left the
--- window, and charges nothing.
-local function log_check(l, now, n)
-  local key, limit, window = l.key, l.a, l.b
+-- log_check decides a request of cost n. It trims the entries that left
+-- the window, and charges nothing; its commit needs nothing more.
+local function log_check(key, limit, window, now, n)
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
   local used = redis.call('ZCARD', key)
   if used + n <= limit and n > 0 then
-    l.allowed, l.remaining, l.retry, l.reset = true, limit - used - n, -1, window
-    return
+    return true, limit - used - n, -1, window
   end
   local reset = 0
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
   if last[2] then reset = tonumber(last[2]) + window - now end
   if used + n <= limit then
-    l.allowed, l.remaining, l.retry, l.reset = true, limit - used, -1, reset
-    return
+    return true, limit - used, -1, reset
   end
   -- The (used + n - limit) oldest entries must leave the window first.
   local retry = window
@@ -27,7 +24,7 @@ local function log_check(l, now, n)
     local e = redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')
     retry = tonumber(e[2]) + window - now
   end
-  l.allowed, l.remaining, l.retry, l.reset = false, limit - used, retry, reset
+  return false, limit - used, retry, reset
 end
 
 -- Members are the admission time in us, suffixed by an ordinal when several
@@ -48,9 +45,8 @@ local function log_add(key, now, from, to)
   return added
 end
 
--- commit adds l.cost entries at now, and keeps the key for one window.
-local function log_commit(l, now)
-  local key, n = l.key, l.cost
+-- log_commit adds n entries at now, and keeps the key for one window.
+local function log_commit(key, _, window, now, n)
   local added
   if n == 1 then
     added = redis.call('ZADD', key, now, now)
@@ -61,7 +57,5 @@ local function log_commit(l, now)
     local c = redis.call('ZCOUNT', key, now, now)
     log_add(key, now, c, c + n - added - 1)
   end
-  redis.call('PEXPIRE', key, math.ceil(l.b / 1000))
+  redis.call('PEXPIRE', key, math.ceil(window / 1000))
 end
-
-local sliding_log = {check = log_check, commit = log_commit}

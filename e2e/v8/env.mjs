@@ -197,7 +197,7 @@ export function envImports(vm) {
       const id = ++token;
       vm.setU32(tokenPtr, id);
       o.calloutStarted();
-      httpCallout(addr, headers, vm.read(bPtr, bLen), timeoutMs >>> 0, (res) => {
+      (o.httpCall ?? httpCallout)(addr, headers, vm.read(bPtr, bLen), timeoutMs >>> 0, (res) => {
         vm.callResponse = res;
         if (res) vm.buffers.set(4, res.body);
         o.calloutDone("proxy_on_http_call_response", vm.rootID, id, res ? res.headers.length : 0, res ? res.body.length : 0, 0);
@@ -239,15 +239,22 @@ export function envImports(vm) {
 // a (key size, value size) u32 pair per entry, then each key and value
 // followed by a NUL byte, all little-endian.
 export function encodePairs(pairs) {
-  const bufs = pairs.map(([k, v]) => [Buffer.from(k), Buffer.from(v)]);
-  const head = Buffer.alloc(4 + 8 * bufs.length);
-  head.writeUInt32LE(bufs.length, 0);
-  bufs.forEach(([k, v], i) => {
-    head.writeUInt32LE(k.length, 4 + 8 * i);
-    head.writeUInt32LE(v.length, 8 + 8 * i);
+  let size = 4 + 8 * pairs.length;
+  for (const [k, v] of pairs) size += Buffer.byteLength(k) + Buffer.byteLength(v) + 2;
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt32LE(pairs.length, 0);
+  let off = 4 + 8 * pairs.length;
+  pairs.forEach(([k, v], i) => {
+    const kl = out.write(k, off);
+    out[off + kl] = 0;
+    off += kl + 1;
+    const vl = out.write(v, off);
+    out[off + vl] = 0;
+    off += vl + 1;
+    out.writeUInt32LE(kl, 4 + 8 * i);
+    out.writeUInt32LE(vl, 8 + 8 * i);
   });
-  const nul = Buffer.alloc(1);
-  return Buffer.concat([head, ...bufs.flatMap(([k, v]) => [k, nul, v, nul])]);
+  return out;
 }
 
 export function decodePairs(b) {

@@ -39,6 +39,14 @@ export class VM {
     this.metrics = new Map(); // id -> { name, type, value }
     this.tickPeriodMs = 0;
     this.pollOneoffCalls = 0;
+    // Counts for bench.mjs: host functions the guest called, guest
+    // exports the host called; with opts.timing, the milliseconds spent
+    // in each (exports counted at the outermost call only).
+    this.hostCalls = 0;
+    this.guestCalls = 0;
+    this.hostMs = 0;
+    this.guestMs = 0;
+    this.depth = 0;
     this.output = { 1: "", 2: "" };
     this.abi = this.abiVersion();
     this.instance = new WebAssembly.Instance(module, this.imports());
@@ -69,11 +77,19 @@ export class VM {
       if (imp.kind !== "function" || !fn) {
         throw new Error(`Failed to load Wasm module due to a missing import: ${name}`);
       }
+      const timing = !!this.opts.timing;
       (out[imp.module] ||= {})[imp.name] = (...args) => {
         if (this.allowed && !this.allowed.has(name)) {
           throw new Error(`restricted_callback: ${name} called while only ${[...this.allowed].join(", ")} may be`);
         }
-        return fn(...args);
+        this.hostCalls++;
+        if (!timing) return fn(...args);
+        const t = performance.now();
+        try {
+          return fn(...args);
+        } finally {
+          this.hostMs += performance.now() - t;
+        }
       };
     }
     return out;
@@ -84,8 +100,12 @@ export class VM {
   call(name, ctx, ...args) {
     const fn = this.exports[name];
     if (typeof fn !== "function") throw this.fail(`the module does not export ${name}`);
-    const saved = [this.current, this.effective];
-    [this.current, this.effective] = [ctx, 0];
+    const savedCurrent = this.current, savedEffective = this.effective;
+    this.current = ctx;
+    this.effective = 0;
+    this.guestCalls++;
+    const t = this.opts.timing && this.depth === 0 ? performance.now() : -1;
+    this.depth++;
     try {
       return fn(...args);
     } catch (err) {
@@ -93,7 +113,10 @@ export class VM {
       err.recorded = true;
       throw err;
     } finally {
-      [this.current, this.effective] = saved;
+      this.depth--;
+      if (t >= 0) this.guestMs += performance.now() - t;
+      this.current = savedCurrent;
+      this.effective = savedEffective;
     }
   }
 
@@ -109,17 +132,23 @@ export class VM {
 
   // start is WasmBase::startVm, then the root context's onStart and
   // onConfigure. It returns whether the plugin started.
+  // startMs holds the milliseconds each phase took.
   start(pluginConfig, vmConfig = "") {
+    const t0 = performance.now();
     this.restricted(INITIALIZE_ALLOWED, () => this.call("_initialize", 0));
+    const t1 = performance.now();
     this.call("proxy_on_context_create", this.rootID, this.rootID, 0);
     this.buffers.set(6, Buffer.from(vmConfig));
     const vmOK = this.call("proxy_on_vm_start", this.rootID, this.rootID, vmConfig.length) !== 0;
     this.buffers.delete(6);
+    const t2 = performance.now();
+    this.startMs = { initialize: t1 - t0, vm_start: t2 - t1, configure: 0 };
     if (!vmOK) return false;
     const config = Buffer.from(pluginConfig);
     this.buffers.set(7, config);
     const ok = this.call("proxy_on_configure", this.rootID, this.rootID, config.length) !== 0;
     this.buffers.delete(7);
+    this.startMs.configure = performance.now() - t2;
     return ok;
   }
 
@@ -175,21 +204,31 @@ export class VM {
     return true;
   }
 
-  // Memory access; the views are made on each call because memory.grow
-  // detaches the old buffer.
+  // Memory access. memory.grow detaches the old buffer, so the views are
+  // remade when the buffer changes.
   bytes() {
     return new Uint8Array(this.memory.buffer);
   }
 
+  view() {
+    if (this.dv?.buffer !== this.memory.buffer) this.dv = new DataView(this.memory.buffer);
+    return this.dv;
+  }
+
+  // read copies guest memory out; readString decodes it in place.
   read(ptr, len) {
-    ptr >>>= 0;
-    len >>>= 0;
-    if (ptr + len > this.memory.buffer.byteLength) throw this.fail(`guest pointer out of bounds: ${ptr}+${len}`);
-    return Buffer.from(this.bytes().slice(ptr, ptr + len));
+    return Buffer.from(this.window(ptr, len));
   }
 
   readString(ptr, len) {
-    return this.read(ptr, len).toString();
+    return this.window(ptr, len).toString();
+  }
+
+  window(ptr, len) {
+    ptr >>>= 0;
+    len >>>= 0;
+    if (ptr + len > this.memory.buffer.byteLength) throw this.fail(`guest pointer out of bounds: ${ptr}+${len}`);
+    return Buffer.from(this.memory.buffer, ptr, len);
   }
 
   write(ptr, data) {
@@ -197,15 +236,15 @@ export class VM {
   }
 
   u32(ptr) {
-    return new DataView(this.memory.buffer).getUint32(ptr >>> 0, true);
+    return this.view().getUint32(ptr >>> 0, true);
   }
 
   setU32(ptr, v) {
-    new DataView(this.memory.buffer).setUint32(ptr >>> 0, v >>> 0, true);
+    this.view().setUint32(ptr >>> 0, v >>> 0, true);
   }
 
   setU64(ptr, v) {
-    new DataView(this.memory.buffer).setBigUint64(ptr >>> 0, BigInt.asUintN(64, BigInt(v)), true);
+    this.view().setBigUint64(ptr >>> 0, typeof v === "bigint" ? BigInt.asUintN(64, v) : BigInt.asUintN(64, BigInt(v)), true);
   }
 }
 

@@ -1,0 +1,112 @@
+package algorithms
+
+import "strconv"
+
+// Framing is how a command's arguments are written for a transport.
+type Framing uint8
+
+const (
+	// RESP is an array of bulk strings, as Redis reads a command.
+	RESP Framing = iota
+	// WebdisPath is the arguments joined by "/", as Webdis reads the body
+	// of a POST: every byte outside A-Z a-z 0-9 - _ ~ percent-encoded, "."
+	// included, so no argument can end the command early or pick an
+	// output format.
+	WebdisPath
+)
+
+// AppendCommand appends to dst, framed as f, the command
+//
+//	EVALSHA <sha> <numkeys> <blocks...> <keys...> <len(blocks)> <4 args per check>
+//
+// deciding checks, unless a key of blocks exists (an operator's manual
+// block); EVAL with the whole script when eval is set (the -NOSCRIPT
+// fallback, which also loads the script). It allocates nothing beyond
+// growing dst.
+func AppendCommand(dst []byte, f Framing, eval bool, blocks []string, checks []Check) []byte {
+	w := argWriter{f: f, dst: dst}
+	if f == RESP {
+		w.dst = append(w.dst, '*')
+		w.dst = strconv.AppendInt(w.dst, int64(4+len(blocks)+len(checks)*5), 10)
+		w.dst = append(w.dst, '\r', '\n')
+	}
+	if eval {
+		w.str("EVAL")
+		w.str(Script.Source)
+	} else {
+		w.str("EVALSHA")
+		w.str(Script.SHA)
+	}
+	w.int(int64(len(blocks) + len(checks)))
+	for _, b := range blocks {
+		w.str(b)
+	}
+	for i := range checks {
+		w.str(checks[i].Key)
+	}
+	w.int(int64(len(blocks)))
+	for i := range checks {
+		c := &checks[i]
+		a, b := c.Limit.args()
+		w.str(c.Limit.Algorithm.code())
+		w.int(a)
+		w.int(b)
+		w.int(c.Cost)
+	}
+	return w.dst
+}
+
+type argWriter struct {
+	f     Framing
+	dst   []byte
+	count int
+}
+
+func (w *argWriter) start(n int) {
+	if w.f == RESP {
+		w.dst = append(w.dst, '$')
+		w.dst = strconv.AppendInt(w.dst, int64(n), 10)
+		w.dst = append(w.dst, '\r', '\n')
+	} else if w.count > 0 {
+		w.dst = append(w.dst, '/')
+	}
+	w.count++
+}
+
+func (w *argWriter) end() {
+	if w.f == RESP {
+		w.dst = append(w.dst, '\r', '\n')
+	}
+}
+
+func (w *argWriter) str(s string) {
+	w.start(len(s))
+	if w.f == RESP {
+		w.dst = append(w.dst, s...)
+	} else {
+		w.dst = appendPercentEncoded(w.dst, s)
+	}
+	w.end()
+}
+
+// int writes a decimal, which needs no encoding in either framing.
+func (w *argWriter) int(v int64) {
+	var buf [20]byte
+	digits := strconv.AppendInt(buf[:0], v, 10)
+	w.start(len(digits))
+	w.dst = append(w.dst, digits...)
+	w.end()
+}
+
+func appendPercentEncoded(dst []byte, s string) []byte {
+	const hex = "0123456789ABCDEF"
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '~' {
+			dst = append(dst, c)
+		} else {
+			dst = append(dst, '%', hex[c>>4], hex[c&15])
+		}
+	}
+	return dst
+}

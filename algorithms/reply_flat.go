@@ -1,0 +1,67 @@
+package algorithms
+
+// ParseRESP fills d from the script's reply in RESP, when it is what the
+// script returns: one flat array of integers, exactly b. It reads it in
+// place, with no decoded tree. ok is false for any other reply (an error,
+// another shape, trailing bytes): decode it and call Parse.
+func (d *Decision) ParseRESP(b []byte, nb, n int) (ok bool, err error) {
+	count, i, ok := respLine(b, 0, '*')
+	if !ok || count < 2 || count > smallReply {
+		return false, nil
+	}
+	var buf [smallReply]int64
+	ints := buf[:count]
+	for k := range ints {
+		if ints[k], i, ok = respLine(b, i, ':'); !ok {
+			return false, nil
+		}
+	}
+	if i != len(b) {
+		return false, nil
+	}
+	return true, d.FromInts(ints, nb, n)
+}
+
+// respLine reads "<kind><integer>\r\n" at b[i:], returning the integer and
+// the offset past the line.
+func respLine(b []byte, i int, kind byte) (v int64, next int, ok bool) {
+	if i >= len(b) || b[i] != kind {
+		return 0, i, false
+	}
+	return ParseIntAt(b, i+1, '\r', '\n')
+}
+
+// ParseIntAt reads a decimal integer at b[i:] in canonical form (no "+",
+// no leading zero, no "-0"), ending in end (and then end2, unless 0). It
+// returns the offset past the terminator.
+func ParseIntAt(b []byte, i int, end, end2 byte) (v int64, next int, ok bool) {
+	neg := i < len(b) && b[i] == '-'
+	if neg {
+		i++
+	}
+	start := i
+	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		if i-start >= 18 { // keeps v within int64
+			return 0, i, false
+		}
+		v = v*10 + int64(b[i]-'0')
+	}
+	digits := i - start
+	if digits == 0 || digits > 1 && b[start] == '0' || neg && v == 0 {
+		return 0, i, false
+	}
+	if i >= len(b) || b[i] != end {
+		return 0, i, false
+	}
+	i++
+	if end2 != 0 {
+		if i >= len(b) || b[i] != end2 {
+			return 0, i, false
+		}
+		i++
+	}
+	if neg {
+		v = -v
+	}
+	return v, i, true
+}

@@ -1,0 +1,294 @@
+package v8
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/dist"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// benchSpec is bench.mjs's input (see its header comment).
+type benchSpec struct {
+	Modules        []benchModule `json:"modules"`
+	Headers        [][2]string   `json:"headers"`
+	Requests       int           `json:"requests"`
+	Rounds         int           `json:"rounds"`
+	Warmup         int           `json:"warmup"`
+	MemoryRequests int           `json:"memory_requests"`
+	StartupVMs     int           `json:"startup_vms"`
+	StartupOnly    string        `json:"startup_only,omitempty"`
+}
+
+type benchModule struct {
+	Name          string            `json:"name"`
+	Wasm          string            `json:"wasm"`
+	RedisABI      bool              `json:"redis_abi"`
+	RedisClusters map[string]string `json:"redis_clusters,omitempty"`
+	HTTPClusters  map[string]string `json:"http_clusters,omitempty"`
+	Configs       map[string]string `json:"configs,omitempty"`
+}
+
+// benchResults is bench.mjs's output.
+type benchResults struct {
+	V8      string                  `json:"v8"`
+	Node    string                  `json:"node"`
+	Flags   []string                `json:"flags"`
+	Modules map[string]*benchResult `json:"modules"`
+}
+
+type benchResult struct {
+	Scenarios map[string]*scenarioResult `json:"scenarios"`
+	Startup   startupResult              `json:"startup"`
+	Memory    struct {
+		AfterStart    int     `json:"after_start"`
+		AfterWarmup   int     `json:"after_warmup"`
+		AfterRequests int     `json:"after_requests"`
+		Requests      int     `json:"requests"`
+		WallMs        float64 `json:"wall_ms"`
+	} `json:"memory"`
+}
+
+// startupResult times fresh VMs in a fresh process: the first compiles
+// the module (lazily, as functions are first called); the next ones
+// share its code, as Envoy's worker VMs do.
+type startupResult struct {
+	CompileMs float64 `json:"compile_ms"`
+	VMs       []struct {
+		InstantiateMs float64 `json:"instantiate_ms"`
+		StartMs       float64 `json:"start_ms"`
+		Initialize    float64 `json:"initialize"`
+		VMStart       float64 `json:"vm_start"`
+		Configure     float64 `json:"configure"`
+	} `json:"vms"`
+}
+
+type scenarioResult struct {
+	CPUUs       float64        `json:"cpu_us"`
+	CPUUsRounds []float64      `json:"cpu_us_rounds"`
+	HostCalls   float64        `json:"host_calls"`
+	GuestCalls  float64        `json:"guest_calls"`
+	RedisCalls  float64        `json:"redis_calls"`
+	GuestUs     float64        `json:"guest_us"`
+	InHostUs    float64        `json:"in_host_us"`
+	Statuses    map[string]int `json:"statuses"`
+}
+
+// The scenarios, as bench.mjs names them, and what each must answer.
+var benchScenarios = []struct{ name, status, what string }{
+	{"admitted", "200", "admitted (canned Redis reply)"},
+	{"denied", "429", "denied by Redis"},
+	{"cached", "429", "denied from the deny cache"},
+}
+
+// benchConfig is one rule of two limits keyed by x-user, as a gateway
+// might limit an API per user: a funnel per second and a sliding counter
+// per hour. tight makes the hourly limit 1, so the second request is
+// denied; cache keeps the deny cache on (the default) or turns it off.
+func benchConfig(redis, prefix string, tight, cache bool) string {
+	hourly := 100_000_000
+	if tight {
+		hourly = 1
+	}
+	dc := ""
+	if !cache {
+		dc = `,"deny_cache":{"max_keys":0}`
+	}
+	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q}%s,
+		"rules":[{"name":"bench","key":[{"source":"header","name":"x-user"}],
+		"limits":[{"name":"per-second","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1s"},
+		{"name":"per-hour","algorithm":"sliding_counter","limit":%d,"window":"1h"}]}]}`, redis, prefix, dc, hourly)
+}
+
+func benchConfigs(redis, prefix string) map[string]string {
+	return map[string]string{
+		"admitted": benchConfig(redis, prefix+"a:", false, true),
+		"denied":   benchConfig(redis, prefix+"d:", true, false),
+		"cached":   benchConfig(redis, prefix+"c:", true, true),
+	}
+}
+
+// benchModules are the no-op module and both builds, with a real Redis
+// and a real Webdis to record replies from.
+func benchModules(t testing.TB) []benchModule {
+	dir, err := dist.Dir()
+	if err == nil {
+		_, err = dist.Read(dist.Noop)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	webdis := redistest.StartWebdis(t, srv.Addr)
+	return []benchModule{
+		{Name: "no-op", Wasm: filepath.Join(dir, dist.Noop)},
+		{Name: "higress", Wasm: higressWasm, RedisABI: true, RedisClusters: map[string]string{"redis": srv.Addr},
+			Configs: benchConfigs(`"cluster":"redis"`, prefix+"h")},
+		{Name: "stock", Wasm: stockWasm, HTTPClusters: map[string]string{"webdis": webdis},
+			Configs: benchConfigs(fmt.Sprintf(`"transport":"webdis","cluster":"webdis","username":%q,"password":%q`,
+				redistest.WebdisUser, redistest.WebdisPassword), prefix+"s")},
+	}
+}
+
+// runBench runs bench.mjs in node with Envoy's V8 flags.
+func runBench(t testing.TB, s benchSpec, timeout time.Duration) benchResults {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node not found on PATH: install nodejs (apt-get install -y nodejs; .ci/run does): %v", err)
+	}
+	file := filepath.Join(t.TempDir(), "bench.json")
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append(v8Flags, "bench.mjs", file)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("bench.mjs: %v\n%s", err, tail(stderr.String(), 40))
+	}
+	var r benchResults
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		t.Fatalf("bench.mjs output: %v\n%s", err, stdout.String())
+	}
+	for name, m := range r.Modules {
+		s.StartupOnly = name
+		m.Startup = runStartup(t, node, s, timeout)
+	}
+	return r
+}
+
+// runStartup times a module's start-up in a node process of its own.
+func runStartup(t testing.TB, node string, s benchSpec, timeout time.Duration) startupResult {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "startup.json")
+	b, _ := json.Marshal(s)
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, node, append(v8Flags, "bench.mjs", file)...).Output()
+	var r struct{ Startup startupResult }
+	if err == nil {
+		err = json.Unmarshal(out, &r)
+	}
+	if err != nil {
+		t.Fatalf("bench.mjs start-up of %s: %v\n%s", s.StartupOnly, err, out)
+	}
+	return r.Startup
+}
+
+var benchHeaders = [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "api.example.com"},
+	{":scheme", "https"}, {"user-agent", "bench/1.0"}, {"accept", "*/*"}, {"x-user", "alice"}}
+
+// The benchmark's harness measures what it says: with few requests, every
+// module answers each scenario as it must, the deny cache spares Redis
+// every call, and the no-op module makes no host call.
+func TestV8BenchScenarios(t *testing.T) {
+	r := runBench(t, benchSpec{Modules: benchModules(t), Headers: benchHeaders,
+		Requests: 200, Rounds: 2, Warmup: 100, MemoryRequests: 1000, StartupVMs: 1}, hostTimeout)
+	for name, m := range r.Modules {
+		for _, sc := range benchScenarios {
+			got := m.Scenarios[sc.name]
+			if got == nil {
+				t.Fatalf("%s: no %s result", name, sc.name)
+			}
+			want := sc.status
+			if name == "no-op" {
+				want = "200"
+			}
+			if got.Statuses[want] != 400 || len(got.Statuses) != 1 {
+				t.Errorf("%s %s: statuses %v, want 400 × %s", name, sc.name, got.Statuses, want)
+			}
+			wantCalls := map[string]float64{"admitted": 1, "denied": 1, "cached": 0}[sc.name]
+			if name == "no-op" {
+				wantCalls = 0
+			}
+			if got.RedisCalls != wantCalls {
+				t.Errorf("%s %s: %.2f Redis calls per request, want %.0f", name, sc.name, got.RedisCalls, wantCalls)
+			}
+			if got.CPUUs <= 0 || got.GuestCalls < 6 {
+				t.Errorf("%s %s: %.2f µs of CPU and %.1f guest calls per request; want both measured", name, sc.name, got.CPUUs, got.GuestCalls)
+			}
+		}
+		if m.Memory.Requests < 1000 || m.Memory.AfterRequests < m.Memory.AfterStart || len(m.Startup.VMs) != 1 {
+			t.Errorf("%s: memory %+v, %d start-ups; want 1000 requests served and a start-up timed", name, m.Memory, len(m.Startup.VMs))
+		}
+	}
+	if got := r.Modules["no-op"].Scenarios["admitted"].HostCalls; got != 0 {
+		t.Errorf("no-op module: %.1f host calls per request, want 0", got)
+	}
+}
+
+// BenchmarkV8 is `make bench`'s V8 table: the no-op module and both builds
+// taking turns in one node process with Envoy's V8 flags. Run it with
+// -benchtime 1x; one iteration is the whole comparison (several minutes).
+func BenchmarkV8(b *testing.B) {
+	for range b.N {
+		r := runBench(b, benchSpec{Modules: benchModules(b), Headers: benchHeaders,
+			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: 1_000_000, StartupVMs: 3}, 30*time.Minute)
+		printBench(os.Stdout, r)
+		noop := r.Modules["no-op"].Scenarios["admitted"].CPUUs
+		for _, name := range []string{"higress", "stock"} {
+			for _, sc := range benchScenarios {
+				b.ReportMetric(r.Modules[name].Scenarios[sc.name].CPUUs/noop, name+"-"+sc.name+"-x-noop")
+			}
+		}
+	}
+}
+
+// printBench writes the V8 table as BENCHMARKS.md shows it.
+func printBench(w io.Writer, r benchResults) {
+	mib := func(n int) string { return fmt.Sprintf("%.1f", float64(n)/(1<<20)) }
+	noop := r.Modules["no-op"]
+	names := []string{"no-op", "higress", "stock"}
+	fmt.Fprintf(w, "\nV8 %s (Node %s), flags %s; CPU is the median of the rounds.\n\n", r.V8, r.Node, strings.Join(r.Flags, " "))
+	fmt.Fprintln(w, "| module | scenario | CPU µs/request | ÷ no-op | guest µs | host calls / guest calls | Redis calls |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---:|")
+	for _, sc := range benchScenarios {
+		for _, n := range names {
+			s := r.Modules[n].Scenarios[sc.name]
+			guest := "–"
+			if s.GuestUs > 0 {
+				guest = fmt.Sprintf("%.1f", s.GuestUs)
+			}
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f× | %s | %.0f / %.0f | %.0f |\n", n, sc.what, s.CPUUs,
+				s.CPUUs/noop.Scenarios[sc.name].CPUUs, guest, s.HostCalls, s.GuestCalls, s.RedisCalls)
+		}
+	}
+	h, st := r.Modules["higress"].Scenarios["admitted"].CPUUs, r.Modules["stock"].Scenarios["admitted"].CPUUs
+	fmt.Fprintf(w, "\nstock ÷ higress, admitted: %.2f×\n", st/h)
+	fmt.Fprintln(w, "\n| module | memory after start | after warm-up | after N requests | start-up per VM: first (compile + start) | next VMs | _initialize | configure |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, n := range names {
+		m := r.Modules[n]
+		vms := m.Startup.VMs
+		var next []float64
+		for _, v := range vms[1:] {
+			next = append(next, v.InstantiateMs+v.StartMs)
+		}
+		sort.Float64s(next)
+		nextMs := "–"
+		if len(next) > 0 {
+			nextMs = fmt.Sprintf("%.0f ms", next[len(next)/2])
+		}
+		fmt.Fprintf(w, "| %s | %s MiB | %s MiB | %s MiB (N = %d) | %.0f ms | %s | %.0f ms | %.0f ms |\n", n,
+			mib(m.Memory.AfterStart), mib(m.Memory.AfterWarmup), mib(m.Memory.AfterRequests), m.Memory.Requests,
+			m.Startup.CompileMs+vms[0].InstantiateMs+vms[0].StartMs, nextMs, vms[0].Initialize, vms[0].Configure)
+	}
+}
