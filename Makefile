@@ -41,12 +41,16 @@ test: deps check build fixtures
 	$(GO) test -count=1 -race ./... ./wasmhost/...
 	$(GO) test -count=1 ./e2e/... ./deploy/... ./schema/...
 
-# Codec ns/op and allocs; then Redis CPU per decision and memory per key for
+# First the V8 table: both builds and a no-op module in V8 with Envoy's
+# flags, taking turns in one node process (CPU, host calls, memory, start-up
+# per VM; V8_BENCH_BASELINE=dir adds that dir's builds to compare). Then
+# codec ns/op and allocs; Redis CPU per decision and memory per key for
 # each algorithm against go-redis/redis_rate and a naive script, one run;
 # the filter's CPU per request natively, in wasm and in the host, side by
 # side; throughput, latency and Redis calls through the host with a real
 # redis-server; and docs/burst.svg. BENCHMARKS.md records a run.
 bench: deps build fixtures
+	$(GO) test -run '^$$' -bench '^BenchmarkV8$$' -benchtime 1x -count=1 -timeout 30m ./e2e/v8
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
 	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest$$' -benchmem -count=1 ./filter

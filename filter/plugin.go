@@ -21,10 +21,10 @@ type Plugin struct {
 	// pending; it is brought up to date on each tick, not on each call,
 	// as each update is a host call.
 	pendingShown int
-	decoder redisproto.Decoder
-	metrics metrics
-	errLog  throttledLog
-	breaker breaker
+	decoder      redisproto.Decoder
+	metrics      metrics
+	errLog       throttledLog
+	breaker      breaker
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -37,6 +38,7 @@ type benchModule struct {
 	RedisClusters map[string]string `json:"redis_clusters,omitempty"`
 	HTTPClusters  map[string]string `json:"http_clusters,omitempty"`
 	Configs       map[string]string `json:"configs,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
 }
 
 // benchResults is bench.mjs's output.
@@ -131,14 +133,39 @@ func benchModules(t testing.TB) []benchModule {
 	srv := redistest.Start(t)
 	prefix := redistest.Prefix(t)
 	webdis := redistest.StartWebdis(t, srv.Addr)
-	return []benchModule{
-		{Name: "no-op", Wasm: filepath.Join(dir, dist.Noop)},
-		{Name: "higress", Wasm: higressWasm, RedisABI: true, RedisClusters: map[string]string{"redis": srv.Addr},
-			Configs: benchConfigs(`"cluster":"redis"`, prefix+"h")},
-		{Name: "stock", Wasm: stockWasm, HTTPClusters: map[string]string{"webdis": webdis},
-			Configs: benchConfigs(fmt.Sprintf(`"transport":"webdis","cluster":"webdis","username":%q,"password":%q`,
-				redistest.WebdisUser, redistest.WebdisPassword), prefix+"s")},
+	higress := func(name, wasm string) benchModule {
+		return benchModule{Name: name, Wasm: wasm, RedisABI: true, RedisClusters: map[string]string{"redis": srv.Addr},
+			Configs: benchConfigs(`"cluster":"redis"`, prefix+name+":")}
 	}
+	stock := func(name, wasm string) benchModule {
+		return benchModule{Name: name, Wasm: wasm, HTTPClusters: map[string]string{"webdis": webdis},
+			Configs: benchConfigs(fmt.Sprintf(`"transport":"webdis","cluster":"webdis","username":%q,"password":%q`,
+				redistest.WebdisUser, redistest.WebdisPassword), prefix+name+":")}
+	}
+	return []benchModule{{Name: "no-op", Wasm: filepath.Join(dir, dist.Noop)}, higress("higress", higressWasm), stock("stock", stockWasm)}
+}
+
+// baselineModules are the builds in $V8_BENCH_BASELINE, if set, to
+// compare with this tree's in the same run: "higress@base", "stock@base".
+// With them, "higress GOGC=100" shows the GC setting's CPU cost.
+func baselineModules(mods []benchModule) []benchModule {
+	gc := mods[1]
+	gc.Name, gc.Env = "higress GOGC=100", map[string]string{"GOGC": "100"}
+	gc.Configs = map[string]string{"admitted": strings.Replace(gc.Configs["admitted"], `"key_prefix":"`, `"key_prefix":"gc`, 1)}
+	mods = append(mods, gc)
+	dir := os.Getenv("V8_BENCH_BASELINE")
+	if dir == "" {
+		return mods
+	}
+	for _, m := range mods[1:3] {
+		m.Name += "@base"
+		m.Wasm = filepath.Join(dir, filepath.Base(m.Wasm))
+		for k, c := range m.Configs {
+			m.Configs[k] = strings.Replace(c, `"key_prefix":"`, `"key_prefix":"base`, 1)
+		}
+		mods = append(mods, m)
+	}
+	return mods
 }
 
 // runBench runs bench.mjs in node with Envoy's V8 flags.
@@ -240,7 +267,7 @@ func TestV8BenchScenarios(t *testing.T) {
 // -benchtime 1x; one iteration is the whole comparison (several minutes).
 func BenchmarkV8(b *testing.B) {
 	for range b.N {
-		r := runBench(b, benchSpec{Modules: benchModules(b), Headers: benchHeaders,
+		r := runBench(b, benchSpec{Modules: baselineModules(benchModules(b)), Headers: benchHeaders,
 			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: 1_000_000, StartupVMs: 3}, 30*time.Minute)
 		printBench(os.Stdout, r)
 		noop := r.Modules["no-op"].Scenarios["admitted"].CPUUs
@@ -257,12 +284,23 @@ func printBench(w io.Writer, r benchResults) {
 	mib := func(n int) string { return fmt.Sprintf("%.1f", float64(n)/(1<<20)) }
 	noop := r.Modules["no-op"]
 	names := []string{"no-op", "higress", "stock"}
+	var others []string
+	for n := range r.Modules {
+		if !slices.Contains(names, n) {
+			others = append(others, n)
+		}
+	}
+	sort.Strings(others)
+	names = append(names, others...)
 	fmt.Fprintf(w, "\nV8 %s (Node %s), flags %s; CPU is the median of the rounds.\n\n", r.V8, r.Node, strings.Join(r.Flags, " "))
 	fmt.Fprintln(w, "| module | scenario | CPU µs/request | ÷ no-op | guest µs | host calls / guest calls | Redis calls |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---:|")
 	for _, sc := range benchScenarios {
 		for _, n := range names {
 			s := r.Modules[n].Scenarios[sc.name]
+			if s == nil || n != "no-op" && s.Statuses["200"]+s.Statuses["429"] == 0 {
+				continue
+			}
 			guest := "–"
 			if s.GuestUs > 0 {
 				guest = fmt.Sprintf("%.1f", s.GuestUs)
@@ -271,8 +309,8 @@ func printBench(w io.Writer, r benchResults) {
 				s.CPUUs/noop.Scenarios[sc.name].CPUUs, guest, s.HostCalls, s.GuestCalls, s.RedisCalls)
 		}
 	}
-	h, st := r.Modules["higress"].Scenarios["admitted"].CPUUs, r.Modules["stock"].Scenarios["admitted"].CPUUs
-	fmt.Fprintf(w, "\nstock ÷ higress, admitted: %.2f×\n", st/h)
+	cpu := func(n string) float64 { return r.Modules[n].Scenarios["admitted"].CPUUs }
+	fmt.Fprintf(w, "\nstock ÷ higress, admitted: %.2f×\n", cpu("stock")/cpu("higress"))
 	fmt.Fprintln(w, "\n| module | memory after start | after warm-up | after N requests | start-up per VM: first (compile + start) | next VMs | _initialize | configure |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range names {
