@@ -2,7 +2,11 @@
 
 package proxyhost
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter"
+)
 
 // Host calls made directly, not through the SDK, where the SDK's wrapper
 // costs more than the call: it decodes every header into new strings, and
@@ -16,8 +20,12 @@ func clockTimeGet(clockID uint32, precision uint64, time *uint64) uint32
 
 const mapTypeRequestHeaders = 0
 
-// requestHeaderMap returns the request headers serialized, in memory the
-// host allocated with proxy_on_memory_allocate; nil on failure.
+// onRequestHeaders hands the stream the request headers serialized, in
+// memory the host allocated with proxy_on_memory_allocate (none on failure).
+func onRequestHeaders(s *filter.Stream) filter.Action {
+	return s.OnRequestHeaderMap(requestHeaderMap())
+}
+
 func requestHeaderMap() []byte {
 	var data *byte
 	var size int32

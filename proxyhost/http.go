@@ -24,7 +24,7 @@ func (h *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
-	return action(h.stream.OnRequestHeaderMap(requestHeaderMap()))
+	return action(onRequestHeaders(h.stream))
 }
 
 // A body or trailers arriving while the decision is pending are held. Envoy
