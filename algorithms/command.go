@@ -19,25 +19,13 @@ const (
 //
 //	EVALSHA <sha> <numkeys> <blocks...> <keys...> <len(blocks)> <4 args per check>
 //
-// deciding checks, unless a key of blocks exists (an operator's manual
-// block); EVAL with the whole script when eval is set (the -NOSCRIPT
-// fallback, which also loads the script). It allocates nothing beyond
-// growing dst.
+// (per check: algorithm, a, b, and cost, or -1 when CheckOnly) deciding
+// checks, unless a key of blocks exists (an operator's manual block); EVAL
+// with the whole script when eval is set (the -NOSCRIPT fallback, which
+// also loads the script). It allocates nothing beyond growing dst.
 func AppendCommand(dst []byte, f Framing, eval bool, blocks []string, checks []Check) []byte {
 	w := argWriter{f: f, dst: dst}
-	if f == RESP {
-		w.dst = append(w.dst, '*')
-		w.dst = strconv.AppendInt(w.dst, int64(4+len(blocks)+len(checks)*5), 10)
-		w.dst = append(w.dst, '\r', '\n')
-	}
-	if eval {
-		w.str("EVAL")
-		w.str(Script.Source)
-	} else {
-		w.str("EVALSHA")
-		w.str(Script.SHA)
-	}
-	w.int(int64(len(blocks) + len(checks)))
+	w.script(eval, 4+len(blocks)+len(checks)*5, len(blocks)+len(checks))
 	for _, b := range blocks {
 		w.str(b)
 	}
@@ -51,7 +39,11 @@ func AppendCommand(dst []byte, f Framing, eval bool, blocks []string, checks []C
 		w.str(c.Limit.Algorithm.code())
 		w.int(a)
 		w.int(b)
-		w.int(c.Cost)
+		if c.CheckOnly {
+			w.int(-1)
+		} else {
+			w.int(c.Cost)
+		}
 	}
 	return w.dst
 }
@@ -60,6 +52,24 @@ type argWriter struct {
 	f     Framing
 	dst   []byte
 	count int
+}
+
+// script starts a call of Script with args arguments in all, numkeys of
+// them keys: EVAL with its source when eval is set, else EVALSHA.
+func (w *argWriter) script(eval bool, args, numkeys int) {
+	if w.f == RESP {
+		w.dst = append(w.dst, '*')
+		w.dst = strconv.AppendInt(w.dst, int64(args), 10)
+		w.dst = append(w.dst, '\r', '\n')
+	}
+	if eval {
+		w.str("EVAL")
+		w.str(Script.Source)
+	} else {
+		w.str("EVALSHA")
+		w.str(Script.SHA)
+	}
+	w.int(int64(numkeys))
 }
 
 func (w *argWriter) start(n int) {

@@ -1,9 +1,6 @@
 package algorithms
 
-import (
-	"sort"
-	"time"
-)
+import "time"
 
 // Model is the pure Go reference of the script: the same decisions and the
 // same numbers, with the time passed in. Property tests replay a real
@@ -14,7 +11,7 @@ import (
 // so the Model does not track TTLs.
 type Model struct {
 	tats     map[string]int64
-	logs     map[string][]int64
+	logs     map[string][]logEntry
 	counters map[string]counterState
 }
 
@@ -22,7 +19,7 @@ type counterState struct{ window, cur, prev int64 }
 
 // NewModel returns a Model with every key empty.
 func NewModel() *Model {
-	return &Model{tats: map[string]int64{}, logs: map[string][]int64{}, counters: map[string]counterState{}}
+	return &Model{tats: map[string]int64{}, logs: map[string][]logEntry{}, counters: map[string]counterState{}}
 }
 
 // outcome is one limit's verdict, in the script's units, before commit.
@@ -49,7 +46,14 @@ func (m *Model) Decide(now int64, blockPTTLs []int64, checks []Check) Decision {
 	outs := make([]outcome, len(checks))
 	all := true
 	for i, c := range checks {
-		outs[i] = m.check(c, now, c.Cost)
+		if c.CheckOnly {
+			outs[i] = m.check(c, now, 1)
+			if outs[i].ok {
+				outs[i] = m.check(c, now, 0)
+			}
+		} else {
+			outs[i] = m.check(c, now, c.Cost)
+		}
 		all = all && outs[i].ok
 	}
 	for i, c := range checks {
@@ -91,44 +95,13 @@ func (m *Model) funnelCheck(key string, now, capacity, t, n int64) outcome {
 	newTat := tat + n*t
 	diff := now - (newTat - tau)
 	if diff < 0 {
-		return outcome{remaining: floorDiv(now-tat+tau, t), retry: -diff, reset: tat - now}
+		return outcome{remaining: max(0, floorDiv(now-tat+tau, t)), retry: -diff, reset: tat - now}
 	}
 	return outcome{ok: true, remaining: floorDiv(diff, t), retry: -1, reset: newTat - now, commit: func() {
 		if n > 0 {
 			m.tats[key] = newTat
 		}
 	}}
-}
-
-func (m *Model) logCheck(key string, now, limit, window, n int64) outcome {
-	log := m.logs[key]
-	cut := sort.Search(len(log), func(i int) bool { return log[i] > now-window })
-	log = log[cut:]
-	m.logs[key] = log
-	used := int64(len(log))
-	if used+n <= limit && n > 0 {
-		return outcome{ok: true, remaining: limit - used - n, retry: -1, reset: window, commit: func() {
-			at := sort.Search(len(log), func(i int) bool { return log[i] > now })
-			grown := make([]int64, 0, len(log)+int(n))
-			grown = append(grown, log[:at]...)
-			for range n {
-				grown = append(grown, now)
-			}
-			m.logs[key] = append(grown, log[at:]...)
-		}}
-	}
-	var reset int64
-	if used > 0 {
-		reset = log[used-1] + window - now
-	}
-	if used+n <= limit {
-		return outcome{ok: true, remaining: limit - used, retry: -1, reset: reset, commit: func() {}}
-	}
-	retry := window
-	if k := used + n - limit; k <= used {
-		retry = log[k-1] + window - now
-	}
-	return outcome{remaining: limit - used, retry: retry, reset: reset}
 }
 
 func (m *Model) counterCheck(key string, now, limit, w, n int64) outcome {

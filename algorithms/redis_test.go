@@ -1,8 +1,10 @@
 package algorithms
 
 import (
+	"bytes"
 	"errors"
 	"os"
+	"reflect"
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
@@ -95,4 +97,32 @@ func mustLimit(t testing.TB) func(Limit, error) Limit {
 		}
 		return l
 	}
+}
+
+// settle runs a settle call, loading the script on -NOSCRIPT, and parses
+// the reply with ParseRESP and with Parse, which must agree.
+func (c *conn) settle(settles []Settle) Settlement {
+	c.t.Helper()
+	raw, err := c.c.RoundTrip(AppendSettle(nil, RESP, false, settles))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if bytes.HasPrefix(raw, []byte("-NOSCRIPT")) {
+		if raw, err = c.c.RoundTrip(AppendSettle(nil, RESP, true, settles)); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	var flat, full Settlement
+	ok, errFlat := flat.ParseRESP(raw, len(settles))
+	v, _, err := redisproto.Decode(raw)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if err := full.Parse(v, len(settles)); err != nil {
+		c.t.Fatalf("settle %+v: %v", settles, err)
+	}
+	if !ok || errFlat != nil || !reflect.DeepEqual(flat, full) {
+		c.t.Fatalf("ParseRESP %+v, %v, %v; Parse %+v", flat, ok, errFlat, full)
+	}
+	return full
 }

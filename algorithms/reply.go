@@ -92,30 +92,43 @@ var ErrUnexpectedReply = errors.New("algorithms: unexpected script reply")
 // checks, reusing d.Results. A Redis error reply is returned as its
 // *redisproto.Error, so callers can tell -NOSCRIPT apart.
 func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
-	if err := v.Err(); err != nil {
+	var buf [smallReply]int64
+	ints, err := replyInts(v, buf[:0])
+	if err != nil {
 		return err
 	}
-	elems, err := v.Array()
-	if err != nil || len(elems) < 2 {
+	if len(ints) < 2 {
 		return fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
-	}
-	var buf [smallReply]int64
-	ints := buf[:0]
-	if len(elems) > smallReply {
-		ints = make([]int64, 0, len(elems))
-	}
-	ints = ints[:len(elems)]
-	for i, e := range elems {
-		if ints[i], err = integer(e); err != nil {
-			return fmt.Errorf("%w: element %d of %s: %v", ErrUnexpectedReply, i, v.String(), err)
-		}
 	}
 	return d.FromInts(ints, nb, n)
 }
 
 // smallReply is the longest reply parsed without allocating: 2 + 5 per
-// limit, for up to 16 limits.
+// limit, for up to 16 limits (1 + 2 per settle, for up to 40 settles).
 const smallReply = 2 + 5*16
+
+// replyInts returns the integers of an array reply, in buf when they fit;
+// a Redis error reply is returned as its *redisproto.Error.
+func replyInts(v redisproto.Value, buf []int64) ([]int64, error) {
+	if err := v.Err(); err != nil {
+		return nil, err
+	}
+	elems, err := v.Array()
+	if err != nil || len(elems) < 1 {
+		return nil, fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
+	}
+	ints := buf[:0]
+	if len(elems) > cap(buf) {
+		ints = make([]int64, 0, len(elems))
+	}
+	ints = ints[:len(elems)]
+	for i, e := range elems {
+		if ints[i], err = integer(e); err != nil {
+			return nil, fmt.Errorf("%w: element %d of %s: %v", ErrUnexpectedReply, i, v.String(), err)
+		}
+	}
+	return ints, nil
+}
 
 // FromInts fills d from the script's reply given as its integers, in
 // order, to a call with nb block keys and n checks.

@@ -5,21 +5,28 @@ package algorithms
 // place, with no decoded tree. ok is false for any other reply (an error,
 // another shape, trailing bytes): decode it and call Parse.
 func (d *Decision) ParseRESP(b []byte, nb, n int) (ok bool, err error) {
-	count, i, ok := respLine(b, 0, '*')
-	if !ok || count < 2 || count > smallReply {
-		return false, nil
-	}
 	var buf [smallReply]int64
-	ints := buf[:count]
-	for k := range ints {
-		if ints[k], i, ok = respLine(b, i, ':'); !ok {
-			return false, nil
-		}
-	}
-	if i != len(b) {
+	ints, ok := flatInts(b, &buf)
+	if !ok || len(ints) < 2 {
 		return false, nil
 	}
 	return true, d.FromInts(ints, nb, n)
+}
+
+// flatInts reads b, when it is exactly one RESP array of 1 to smallReply
+// integers, into buf.
+func flatInts(b []byte, buf *[smallReply]int64) (ints []int64, ok bool) {
+	count, i, ok := respLine(b, 0, '*')
+	if !ok || count < 1 || count > smallReply {
+		return nil, false
+	}
+	ints = buf[:count]
+	for k := range ints {
+		if ints[k], i, ok = respLine(b, i, ':'); !ok {
+			return nil, false
+		}
+	}
+	return ints, i == len(b)
 }
 
 // respLine reads "<kind><integer>\r\n" at b[i:], returning the integer and

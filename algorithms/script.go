@@ -12,9 +12,10 @@ var luaFiles embed.FS
 
 // The script runs top to bottom on every call: the funnel, then the driver's
 // start (block keys, and a call of one funnel limit decided at once), then
-// the other algorithms and the driver for every other call. Functions cost
-// Redis CPU per call, so the commonest call never defines the others'.
-var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua", "lua/decide_all.lua"}
+// the other algorithms, the settle (only a settle defines its functions)
+// and the driver for every other call. Functions cost Redis CPU per call,
+// so the commonest call never defines the others'.
+var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua", "lua/settle.lua", "lua/decide_all.lua"}
 
 // Script is the one Lua program that decides every limit of a request.
 // It is built once; SHA is its SHA1 as EVALSHA wants it.
@@ -45,8 +46,14 @@ type Check struct {
 	// must be distinct and, for Redis Cluster, share one {hash tag}.
 	Key   string
 	Limit Limit
-	// Cost is how much the request takes; see Limit.CheckCost.
+	// Cost is how much the request takes; see Limit.CheckCost. Ignored
+	// when CheckOnly.
 	Cost int64
+	// CheckOnly decides as a cost of 1 would and charges nothing: when that
+	// fits, the Result reports what a peek (cost 0) would; otherwise it
+	// denies with cost 1's RetryAfter. It takes part in the all-or-nothing
+	// verdict like any limit. A Settle charges the real cost later.
+	CheckOnly bool
 }
 
 // AppendEvalSHA appends to dst the RESP command AppendCommand describes.

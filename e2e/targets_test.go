@@ -158,6 +158,12 @@ func (n *nativeTarget) metric(name string) int64               { return int64(n.
 
 func (n *nativeTarget) send(t tester, headers map[string]string) outcome {
 	t.Helper()
+	return n.exchange(t, headers, &filtertest.Response{Headers: map[string]string{":status": "200"}})
+}
+
+// exchange is send with the upstream's response to an admitted request.
+func (n *nativeTarget) exchange(t tester, headers map[string]string, resp *filtertest.Response) outcome {
+	t.Helper()
 	path := headers[":path"]
 	if path == "" {
 		path = "/"
@@ -175,7 +181,7 @@ func (n *nativeTarget) send(t tester, headers map[string]string) outcome {
 	// Property serves route_name and cluster_name from the target's routes.
 	route, _ := wasmhost.RouteFor(n.routes, path)
 	s := filtertest.NewStream("127.0.0.1:40000", map[string]string{"route_name": route.Name, "cluster_name": route.Cluster})
-	o, err := filtertest.Send(n.Host, s, n.plugin.NewStream(s), filter.Pause, pairs)
+	o, err := filtertest.Exchange(n.Host, s, n.plugin.NewStream(s), filter.Pause, pairs, resp)
 	if err != nil {
 		t.Fatal(err)
 	}

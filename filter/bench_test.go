@@ -72,7 +72,7 @@ func BenchmarkRequest(b *testing.B) {
 			b.Fatal("not paused")
 		}
 		p.OnRedisReply(h.id, true, reply)
-		st.OnResponseHeaders()
+		st.OnResponseHeaders(true)
 		st.OnDone()
 	}
 	if s.resumed != b.N || s.headers != 2*b.N {

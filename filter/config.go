@@ -107,6 +107,9 @@ type Rule struct {
 	OnMissing MissingKey
 	Limits    []NamedLimit
 	Cost      Cost
+	// Response, when set, charges what the response says; Cost is then
+	// unused (see ResponseCost).
+	Response *ResponseCost
 	// Shadow rules decide and count, but never deny.
 	Shadow bool
 	// ManualBlock: the rule's calls carry its block key, so an operator

@@ -13,7 +13,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "cost", "shadow", "manual_block")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "cost", "response_cost", "shadow", "manual_block")
 	if err != nil {
 		return r, err
 	}
@@ -39,6 +39,19 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 	}
 	if r.Cost, err = parseCost(o["cost"], path+".cost", r.Limits); err != nil {
 		return r, err
+	}
+	if r.Response, err = parseResponseCost(o["response_cost"], path+".response_cost"); err != nil {
+		return r, err
+	}
+	if r.Response != nil {
+		if o["cost"].Exists() {
+			return r, errAt(path+".cost", "cost and response_cost are exclusive: the request's share is response_cost.reserve")
+		}
+		for i, l := range r.Limits {
+			if err := l.Limit.CheckCost(r.Response.Reserve.Default); err != nil {
+				return r, costError(path+".response_cost.reserve", i, err)
+			}
+		}
 	}
 	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
 		return r, err

@@ -17,7 +17,7 @@ func (p *Plugin) addMatchRules() {
 	for i := range p.cfg.MatchRules {
 		mr := &p.cfg.MatchRules[i]
 		child := NewPlugin(mr.Config, p.host)
-		child.pending = p.pending
+		child.pending, child.settles = p.pending, p.settles
 		child.link = p.link // one Redis client in the proxy
 		p.routed = append(p.routed, routed{mr, child})
 	}

@@ -267,7 +267,7 @@ func TestMatchRulesAllocateNothingMore(t *testing.T) {
 				unpaused++
 			}
 			p.OnRedisReply(h.id, true, reply)
-			st.OnResponseHeaders()
+			st.OnResponseHeaders(true)
 			st.OnDone()
 		})
 		if unpaused > 0 {

@@ -16,7 +16,17 @@ const (
 	outcomeBlocked   = "blocked"
 )
 
-var ruleOutcomes = [...]string{outcomeAllowed, outcomeDenied, outcomeWouldDeny, outcomeBlocked}
+// Settling events of a response_cost rule, the same metric's last segment.
+const (
+	eventCharged      = "units_charged"
+	eventRefunded     = "units_refunded"
+	eventOverdrawn    = "units_overdrawn"
+	eventUsageMissing = "usage_missing"
+	eventStreamReset  = "stream_reset"
+)
+
+var ruleOutcomes = [...]string{outcomeAllowed, outcomeDenied, outcomeWouldDeny, outcomeBlocked,
+	eventCharged, eventRefunded, eventOverdrawn, eventUsageMissing, eventStreamReset}
 
 // ruleMetricName is the proxy-wasm metric for a rule's outcome. Envoy
 // shows it as wasmcustom.<name> in /stats, and /stats/prometheus as

@@ -21,6 +21,15 @@ type metrics struct {
 // metric_names.go).
 type ruleMetrics struct {
 	allowed, denied, shadowDenied, blocked Counter
+	// response counts a response_cost rule's settling; nil for others.
+	response *responseMetrics
+}
+
+// responseMetrics are ratelimit.rule.<name>.<event> of a response_cost
+// rule: units charged and refunded at settle, units charged beyond
+// capacity, and the responses that fell back to on_missing or on_reset.
+type responseMetrics struct {
+	charged, refunded, overdrawn, usageMissing, streamReset Counter
 }
 
 func newMetrics(cfg *Config, h PluginHost) metrics {
@@ -43,6 +52,15 @@ func newMetrics(cfg *Config, h PluginHost) metrics {
 			shadowDenied: h.Counter(ruleMetricName(r.Name, outcomeWouldDeny)),
 			blocked:      h.Counter(ruleMetricName(r.Name, outcomeBlocked)),
 		})
+		if r.Response != nil {
+			m.rules[len(m.rules)-1].response = &responseMetrics{
+				charged:      h.Counter(ruleMetricName(r.Name, eventCharged)),
+				refunded:     h.Counter(ruleMetricName(r.Name, eventRefunded)),
+				overdrawn:    h.Counter(ruleMetricName(r.Name, eventOverdrawn)),
+				usageMissing: h.Counter(ruleMetricName(r.Name, eventUsageMissing)),
+				streamReset:  h.Counter(ruleMetricName(r.Name, eventStreamReset)),
+			}
+		}
 	}
 	return m
 }

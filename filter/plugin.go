@@ -17,6 +17,8 @@ type Plugin struct {
 	// webdis holds what calls through Webdis need; nil with the Redis ABI.
 	webdis  *webdisCalls
 	pending map[uint32]*call // callout id -> the call awaiting its reply
+	// settles are the settle calls, shared with the _rules_ entries.
+	settles *settleState
 	// pendingShown is what the ratelimit.redis.pending gauge shows of
 	// pending; it is brought up to date on each tick, not on each call,
 	// as each update is a host call.
@@ -55,6 +57,7 @@ type breaker struct {
 // NewPlugin returns a Plugin for a parsed configuration.
 func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
+	p.settles = &settleState{inFlight: map[uint32]*settleCall{}, errors: host.Counter("ratelimit.settle.errors")}
 	// The script's reply is a flat array of 2 + 5 per limit integers.
 	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 5*MaxRequestLimits}
 	p.metrics = newMetrics(cfg, host)
@@ -132,7 +135,10 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 	}
 	c := p.pending[calloutID]
 	if c == nil {
-		return // the stream ended, or the sweep failed the call already
+		if sc := p.settles.inFlight[calloutID]; sc != nil {
+			sc.p.onSettleReply(sc, ok, reply, ints)
+		}
+		return // else the stream ended, or the sweep failed the call already
 	}
 	if owner := c.stream.p; owner != p {
 		owner.onReply(calloutID, ok, reply, ints) // a _rules_ entry's call
@@ -217,6 +223,7 @@ func (p *Plugin) OnTick() {
 	now := p.host.Now()
 	p.link.onTick(now)
 	defer p.showPending()
+	p.sweepSettles(now)
 	for _, c := range p.pending {
 		c.stream.now = now
 		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {

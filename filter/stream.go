@@ -35,6 +35,10 @@ type Stream struct {
 	verdict    verdict
 	hasVerdict bool
 	enforced   []int
+	// charged is set when a response_cost rule joined a call: the
+	// response is then followed (resp) to settle its cost.
+	charged bool
+	resp    responseState
 }
 
 // call is one script call: the limits of one or more rules that share it.
@@ -136,7 +140,7 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 			}
 			continue
 		}
-		cost := s.cost(rule)
+		cost, checkOnly := s.cost(rule)
 		if !rule.Shadow {
 			if v, ok := s.p.denyCache.lookup(s.ruleKey, cost, s.clock); ok {
 				s.p.metrics.cacheHits.Increment(1)
@@ -152,7 +156,7 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 			s.p.metrics.rules[ri].denied.Increment(1)
 			return s.reject(&verdict{rule: ri, limit: li, reason: reasonCostExceedsCapacity})
 		}
-		s.add(ri, cost)
+		s.add(ri, cost, checkOnly)
 	}
 	if len(s.calls) == 0 {
 		s.decided, s.allowed = true, true
@@ -202,8 +206,9 @@ func overCapacity(rule *Rule, cost int64) int {
 
 // add puts a rule's limits, keyed by s.ruleKey, into the call they share,
 // with its block key unless the rule has manual_block off.
-func (s *Stream) add(ri int, cost int64) {
+func (s *Stream) add(ri int, cost int64, checkOnly bool) {
 	rule := &s.p.cfg.Rules[ri]
+	s.charged = s.charged || rule.Response != nil
 	var c *call
 	if !s.p.cfg.Redis.ClusterMode {
 		for _, existing := range s.calls {
@@ -233,22 +238,32 @@ func (s *Stream) add(ri int, cost int64) {
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ':')
 		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
-		c.checks = append(c.checks, algorithms.Check{Limit: l.Limit, Cost: cost})
+		c.checks = append(c.checks, algorithms.Check{Limit: l.Limit, Cost: cost, CheckOnly: checkOnly})
 		c.owners = append(c.owners, owner{rule: ri, limit: li, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
 }
 
 // cost reads the request's cost: the configured header when it holds a
-// non-negative integer, the default otherwise.
-func (s *Stream) cost(rule *Rule) int64 {
-	if rule.Cost.Header != "" {
-		if v, ok := s.req.header(rule.Cost.Header); ok {
+// non-negative integer, the default otherwise. A response_cost rule's
+// cost is its reservation; a reservation of 0 checks only, decided as a
+// cost of 1 (so its denials are cached as cost 1).
+func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
+	header, def := rule.Cost.Header, rule.Cost.Default
+	if rc := rule.Response; rc != nil {
+		header, def = rc.Reserve.Header, rc.Reserve.Default
+	}
+	cost = def
+	if header != "" {
+		if v, ok := s.req.header(header); ok {
 			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n >= 0 {
-				return n
+				cost = n
 			}
 		}
 	}
-	return rule.Cost.Default
+	if rule.Response != nil && cost == 0 {
+		return 1, true
+	}
+	return cost, false
 }
 
 func (m *Match) matches(r *request) bool {
@@ -297,6 +312,10 @@ func (s *Stream) Abandon() {
 // OnDone ends the stream: replies still in flight will be ignored, and the
 // stream goes back to the plugin for reuse. Call it once per NewStream.
 func (s *Stream) OnDone() {
+	if s.resp.watching {
+		s.endResponse(false)
+	}
+	s.charged = false
 	for _, c := range s.calls {
 		s.p.untrack(c)
 		c.stream = nil

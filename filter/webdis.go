@@ -177,7 +177,7 @@ func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 	c := p.pending[calloutID]
 	var err error
 	switch {
-	case c == nil || p.webdis == nil:
+	case c == nil && p.settles.inFlight[calloutID] == nil, p.webdis == nil:
 	case status != 200:
 		err = fmt.Errorf("webdis answered HTTP %d", status)
 		if status == 0 {
@@ -192,7 +192,9 @@ func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 		p.webdis.reply, err = webdisReply(p.webdis.reply[:0], body)
 	}
 	if err != nil {
-		c.failure = err.Error()
+		if c != nil {
+			c.failure = err.Error()
+		}
 		p.OnRedisReply(calloutID, false, nil)
 		return
 	}

@@ -48,13 +48,40 @@ func (h *httpContext) OnHttpRequestTrailers(int) types.Action {
 // The response headers are the last thing the filter acts on, so the
 // stream is released here: with HTTP/3's deferred logging proxy_on_log, the
 // SDK's OnHttpStreamDone, may come after the context is deleted, or never.
-func (h *httpContext) OnHttpResponseHeaders(int, bool) types.Action {
+// A stream that settles a response cost is kept until the response ends.
+func (h *httpContext) OnHttpResponseHeaders(_ int, endOfStream bool) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
-	a := h.stream.OnResponseHeaders()
-	h.release()
+	a := h.stream.OnResponseHeaders(endOfStream)
+	if !h.stream.Watching() {
+		h.release()
+	}
 	return action(a)
+}
+
+// The body passes on at once: the filter reads each chunk, holding none.
+func (h *httpContext) OnHttpResponseBody(size int, endOfStream bool) types.Action {
+	if h.stream == nil {
+		return types.ActionContinue
+	}
+	var chunk []byte
+	if size > 0 && h.stream.WantsResponseBody() {
+		chunk, _ = proxywasm.GetHttpResponseBody(0, size)
+	}
+	h.stream.OnResponseBody(chunk, endOfStream)
+	if !h.stream.Watching() {
+		h.release()
+	}
+	return types.ActionContinue
+}
+
+func (h *httpContext) OnHttpResponseTrailers(int) types.Action {
+	if h.stream != nil {
+		h.stream.OnResponseTrailers()
+		h.release()
+	}
+	return types.ActionContinue
 }
 
 func (h *httpContext) OnHttpStreamDone() { h.release() }
@@ -125,6 +152,15 @@ func (h *httpContext) enter() bool {
 		return false
 	}
 	return true
+}
+
+// ResponseHeader implements filter.ResponseReader.
+func (h *httpContext) ResponseHeader(name string) string {
+	v, err := proxywasm.GetHttpResponseHeader(name)
+	if err != nil {
+		return ""
+	}
+	return v
 }
 
 func (h *httpContext) AddResponseHeader(name, value string) {

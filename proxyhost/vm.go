@@ -5,6 +5,7 @@
 package proxyhost
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"time"
 
@@ -37,6 +38,9 @@ type pluginContext struct {
 	// gone are streams whose context the proxy deleted, to release after
 	// the callback that found out.
 	gone []*httpContext
+	// queueID is the VM's own shared queue, through which a stream asks
+	// for a root callback (filter.RootCaller); 0 when there is none.
+	queueID uint32
 }
 
 // OnPluginStart parses the configuration and initialises the Redis cluster.
@@ -60,6 +64,9 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		}
 		p.cluster, p.redis = cfg.Redis.InitCluster(), cfg.Redis
 	}
+	if cfg.Redis.Transport == filter.TransportWebdis {
+		p.registerQueue()
+	}
 	p.plugin = filter.NewPlugin(cfg, p)
 	plugins[p.id] = p
 	p.plugin.Start()
@@ -77,6 +84,35 @@ func (p *pluginContext) InitRedis() error {
 func (p *pluginContext) OnPluginDone() bool {
 	delete(plugins, p.id)
 	return true
+}
+
+// registerQueue registers a shared queue under a name no other VM uses.
+func (p *pluginContext) registerQueue() {
+	name := "ratelimit.root." + strconv.FormatUint(rand.Uint64(), 36)
+	id, err := proxywasm.RegisterSharedQueue(name)
+	if err != nil {
+		proxywasm.LogWarnf("ratelimit: no shared queue (%v): settles through webdis are sent from the stream, and their replies may be lost", err)
+		return
+	}
+	p.queueID = id
+}
+
+// RequestRootCallback implements filter.RootCaller.
+func (p *pluginContext) RequestRootCallback() bool {
+	return p.queueID != 0 && proxywasm.EnqueueSharedQueue(p.queueID, []byte{1}) == nil
+}
+
+func (p *pluginContext) OnQueueReady(queueID uint32) {
+	if queueID != p.queueID || p.plugin == nil {
+		return
+	}
+	for {
+		if _, err := proxywasm.DequeueSharedQueue(queueID); err != nil {
+			break
+		}
+	}
+	p.plugin.OnRootCallback()
+	p.releaseGone()
 }
 
 func (p *pluginContext) OnTick() {

@@ -1,10 +1,13 @@
 -- decide: every limit of one request, all-or-nothing, on one Redis clock.
 -- ARGV[1] = nb, the number of block keys; KEYS[1..nb] are block keys and
 -- KEYS[nb+i] is the key of limit i. ARGV then holds four values per limit:
--- algorithm ('l', 'c' or 'f'), a, b, cost.
+-- algorithm ('l', 'c' or 'f'), a, b, cost. A cost of 0 peeks; a cost of
+-- -1 checks only: decided as a cost of 1, reported as a peek when it fits,
+-- never charged.
 -- Reply: {now_us, -2, then per limit: allowed, limit, remaining,
 -- retry_after_us, reset_after_us}, or {now_us, block_pttl_ms, block_index}
 -- when a block key exists.
+-- ARGV[1] = 's' settles instead: see settle.lua.
 -- Needs Redis >= 5, where scripts replicate their effects, so TIME may
 -- precede writes.
 --
@@ -13,15 +16,16 @@
 -- reset (us), then up to two values for its commit(key, a, b, now, n, ...),
 -- which charges it.
 --
--- The script is funnel.lua, this file, sliding_log.lua, sliding_counter.lua
--- and decide_all.lua, run top to bottom on every call. Each function and
--- table it creates costs Redis CPU on every call (the other algorithms'
--- six functions 0.3-0.7us of a 7us call), so the commonest shape, one
--- funnel limit, is decided here, before they exist.
+-- The script is funnel.lua, this file, sliding_log.lua, sliding_counter.lua,
+-- settle.lua and decide_all.lua, run top to bottom on every call. Each
+-- function and table it creates costs Redis CPU on every call (the other
+-- algorithms' functions 0.3-0.7us of a 7us call), so the commonest shape,
+-- one funnel limit, is decided here, before they exist.
 
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
-local nb = tonumber(ARGV[1])
+local settle = ARGV[1] == 's'
+local nb = settle and 0 or tonumber(ARGV[1])
 if not nb or nb < 0 or nb > #KEYS then
   return redis.error_reply('ERR ratelimit: bad block key count')
 end
@@ -30,15 +34,19 @@ for i = 1, nb do
   if blocked ~= -2 then return {now, blocked, i} end
 end
 
--- One funnel: check, then charge if it allows. A cost of 0 peeks: decided
--- like any other, it charges nothing. (decide_all.lua decides one limit of
--- another algorithm alike; a shared function would cost a closure.)
-if #KEYS == nb + 1 and ARGV[2] == 'f' then
+-- One funnel: check, then charge if it allows. (decide_all.lua decides
+-- one limit of another algorithm alike; a shared function would cost a
+-- closure.)
+if #KEYS == nb + 1 and ARGV[2] == 'f' and not settle then
   local key, a, b, cost = KEYS[nb + 1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-  if not a or not b or not cost then
+  if not a or not b or not cost or cost < -1 then
     return redis.error_reply('ERR ratelimit: bad arguments for limit 1')
   end
-  local allowed, remaining, retry, reset, tat = funnel_check(key, a, b, now, cost)
-  if allowed and cost ~= 0 then funnel_commit(key, a, b, now, cost, tat) end
+  local allowed, remaining, retry, reset, tat = funnel_check(key, a, b, now, cost == -1 and 1 or cost)
+  if allowed and cost == -1 then
+    allowed, remaining, retry, reset = funnel_check(key, a, b, now, 0)
+  elseif allowed and cost ~= 0 then
+    funnel_commit(key, a, b, now, cost, tat)
+  end
   return {now, -2, allowed and 1 or 0, a, remaining, retry, reset}
 end

@@ -1,7 +1,8 @@
 -- Funnel: a leaky bucket computed as GCRA, with redis-cell CL.THROTTLE semantics.
 -- a = burst capacity B, b = emission interval T in microseconds
 -- (period / rate). The key holds the theoretical arrival time (TAT) in
--- microseconds.
+-- microseconds. A settle may push the TAT past now + tau: a debt, which
+-- denies every request until it drains.
 
 -- funnel_check decides a request of cost n, reading only; when it allows,
 -- it also returns the TAT funnel_commit stores.
@@ -12,7 +13,7 @@ local function funnel_check(key, burst, t, now, n)
   local new_tat = tat + n * t
   local diff = now - (new_tat - tau)
   if diff < 0 then
-    return false, math.floor((now - tat + tau) / t), -diff, tat - now
+    return false, math.max(0, math.floor((now - tat + tau) / t)), -diff, tat - now
   end
   return true, math.floor(diff / t), -1, new_tat - now, new_tat
 end

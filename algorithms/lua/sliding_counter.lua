@@ -2,7 +2,8 @@
 -- a = L, the requests allowed per window of b = W milliseconds. The
 -- estimate of requests in the last W is prev * (W - e) / W + cur, e = time
 -- into the current window. All arithmetic is scaled by W so it stays in
--- exact integers (L * W <= 2^50 is enforced).
+-- exact integers (L * W <= 2^50 is enforced). A settle may leave the
+-- counts above L, a debt: the formulas below still hold.
 
 -- counter_window places now: the current window's index, the time e into
 -- it (ms), and the microseconds past now's millisecond.

@@ -158,7 +158,13 @@ type Stream struct {
 	Headers  map[string]string
 	Body     string
 	Response map[string]string
+	// Upstream are the response headers ResponseHeader serves, with
+	// ":status"; Exchange sets them.
+	Upstream map[string]string
 }
+
+// ResponseHeader returns Upstream[name], "" when absent.
+func (s *Stream) ResponseHeader(name string) string { return s.Upstream[name] }
 
 // NewStream returns a Stream from source with the given properties.
 func NewStream(source string, props map[string]string) *Stream {
@@ -201,8 +207,16 @@ type Outcome struct {
 // filter.Action.
 type PluginStream[A comparable] interface {
 	OnRequestHeaders(headers [][2]string) A
-	OnResponseHeaders() A
+	OnResponseHeaders(endOfStream bool) A
+	OnResponseBody(chunk []byte, endOfStream bool)
 	OnDone()
+}
+
+// Response is the upstream's answer to an admitted request, for Exchange.
+type Response struct {
+	Headers map[string]string // with ":status"
+	Chunks  []string          // the body, as it arrives
+	Reset   bool              // the stream ends before the response does
 }
 
 // Send runs one request through st, the plugin's stream for s, as the
@@ -213,6 +227,14 @@ type PluginStream[A comparable] interface {
 // resumed and answered locally. An admitted request's Headers are the
 // response headers the plugin added.
 func Send[A comparable](h *Host, s *Stream, st PluginStream[A], pause A, headers [][2]string) (Outcome, error) {
+	return Exchange(h, s, st, pause, headers, &Response{Headers: map[string]string{":status": "200"}})
+}
+
+// Exchange is Send with the upstream's response: an admitted request's
+// response goes through the stream (headers, then each chunk), the stream
+// ends, and the calls it made at its end (settles) are pumped.
+func Exchange[A comparable](h *Host, s *Stream, st PluginStream[A], pause A, headers [][2]string, resp *Response) (Outcome, error) {
+	defer h.Pump()
 	defer st.OnDone()
 	paused := st.OnRequestHeaders(headers) == pause
 	if paused && s.Status == 0 {
@@ -224,7 +246,11 @@ func Send[A comparable](h *Host, s *Stream, st PluginStream[A], pause A, headers
 	case s.Status != 0:
 		return Outcome{Status: s.Status, Headers: s.Headers, Body: s.Body}, nil
 	case !paused && s.Resumed == 0, paused && s.Resumed == 1:
-		st.OnResponseHeaders()
+		s.Upstream = resp.Headers
+		st.OnResponseHeaders(len(resp.Chunks) == 0 && !resp.Reset)
+		for i, c := range resp.Chunks {
+			st.OnResponseBody([]byte(c), i == len(resp.Chunks)-1 && !resp.Reset)
+		}
 		return Outcome{Status: 200, Headers: s.Response}, nil
 	}
 	return Outcome{}, fmt.Errorf("filtertest: stream left undecided: paused %t, resumed %d times", paused, s.Resumed)

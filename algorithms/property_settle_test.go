@@ -1,0 +1,192 @@
+package algorithms
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// admission is a limit's share of an admitted request, awaiting its settle.
+type admission struct {
+	key      string
+	limit    Limit
+	at       int64
+	reserved int64
+}
+
+// settleCases counts what a random sequence exercised.
+type settleCases map[string]int
+
+// Random sequences mixing reservations, check-only and peek checks,
+// settles (charges, refunds, overdraws far past capacity, fail-open ones
+// with nothing reserved, records aged out) and several limits per call go
+// through the real script and the Model at Redis's time; every Decision
+// and Settlement must agree exactly.
+func TestScriptMatchesModelWithSettles(t *testing.T) {
+	mixes := map[string][]Limit{
+		"sliding_log":     {mustLimit(t)(NewSlidingLog(7, 40*time.Millisecond))},
+		"sliding_counter": {mustLimit(t)(NewSlidingCounter(9, 30*time.Millisecond))},
+		"funnel":          {mustLimit(t)(NewFunnel(5, 3, 20*time.Millisecond))},
+		"token_bucket":    {mustLimit(t)(TokenBucket(4, 1, 7*time.Millisecond))},
+		"mixed": {
+			mustLimit(t)(NewSlidingLog(3, 15*time.Millisecond)),
+			mustLimit(t)(NewSlidingLog(8, 60*time.Millisecond)),
+			mustLimit(t)(NewSlidingCounter(6, 25*time.Millisecond)),
+			mustLimit(t)(NewFunnel(4, 2, 10*time.Millisecond)),
+		},
+	}
+	for name, limits := range mixes {
+		t.Run(name, func(t *testing.T) {
+			seed := uint64(time.Now().UnixNano())
+			t.Logf("seed %d", seed)
+			rng := rand.New(rand.NewPCG(seed, 2))
+			c := dial(t)
+			p := redistest.Prefix(t)
+			model := NewModel()
+			cases := settleCases{}
+			var pending []admission
+			for range 600 {
+				if len(pending) > 0 && rng.IntN(3) == 0 {
+					pending = settleStep(t, rng, c, model, pending, cases)
+				} else {
+					pending = decideStep(t, rng, c, model, p, limits, pending, cases)
+				}
+				if rng.IntN(4) == 0 {
+					time.Sleep(time.Duration(rng.IntN(8000)) * time.Microsecond)
+				}
+			}
+			t.Logf("cases: %v", cases)
+			want := []string{"admitted", "denied", "check-only admitted", "check-only denied", "peek",
+				"charge", "refund", "refund all", "overdraw", "nothing reserved", "aged out", "denied in debt"}
+			if len(limits) > 1 {
+				want = append(want, "check-only among others")
+			}
+			for _, k := range want {
+				if cases[k] == 0 {
+					t.Errorf("the sequence never exercised %q: %v", k, cases)
+				}
+			}
+		})
+	}
+}
+
+// decideStep decides one request of random checks and records its
+// admissions.
+func decideStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, p string, limits []Limit, pending []admission, cases settleCases) []admission {
+	t.Helper()
+	user := rng.IntN(2)
+	checks := make([]Check, len(limits))
+	checkOnly := 0
+	for i, l := range limits {
+		checks[i] = Check{Key: fmt.Sprintf("%s{u%d}:%d", p, user, i), Limit: l, Cost: 1 + rng.Int64N(min(l.Burst, 3))}
+		switch rng.IntN(10) {
+		case 0:
+			checks[i].Cost = 0
+			cases["peek"]++
+		case 1, 2:
+			checks[i].CheckOnly, checks[i].Cost = true, rng.Int64N(5) // the cost is ignored
+			checkOnly++
+		}
+	}
+	got := c.decide("", checks)
+	inDebt := false // a peek denies only beyond capacity
+	for _, ch := range checks {
+		inDebt = inDebt || !model.check(ch, got.Now, 0).ok
+	}
+	want := model.Decide(got.Now, nil, checks)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("checks %+v:\nscript %+v\nmodel  %+v", checks, got, want)
+	}
+	if !got.Allowed() {
+		cases["denied"]++
+		if checkOnly > 0 {
+			cases["check-only denied"]++
+		}
+		if inDebt {
+			cases["denied in debt"]++
+		}
+		// A fail-open admission: nothing reserved, settled all the same.
+		if rng.IntN(8) == 0 {
+			for _, ch := range checks {
+				pending = append(pending, admission{key: ch.Key, limit: ch.Limit, at: got.Now})
+			}
+		}
+		return pending
+	}
+	cases["admitted"]++
+	if checkOnly > 0 {
+		cases["check-only admitted"]++
+		if checkOnly < len(checks) {
+			cases["check-only among others"]++
+		}
+	}
+	for _, ch := range checks {
+		reserved := ch.Cost
+		if ch.CheckOnly {
+			reserved = 0
+		}
+		pending = append(pending, admission{key: ch.Key, limit: ch.Limit, at: got.Now, reserved: reserved})
+	}
+	return pending
+}
+
+// settleStep settles up to three pending admissions at random, with real
+// costs above, below or far above what they reserved.
+func settleStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, pending []admission, cases settleCases) []admission {
+	t.Helper()
+	var settles []Settle
+	for range 1 + rng.IntN(3) {
+		if len(pending) == 0 {
+			break
+		}
+		i := rng.IntN(len(pending))
+		a := pending[i]
+		pending = append(pending[:i], pending[i+1:]...)
+		s := Settle{Key: a.key, Limit: a.limit, At: a.at, Reserved: a.reserved}
+		switch r := rng.IntN(20); {
+		case r == 0:
+			s.Cost = s.Reserved + a.limit.Burst*(2+rng.Int64N(4)) // far beyond capacity
+		case r < 7:
+			s.Cost = s.Reserved + 1 + rng.Int64N(3)
+		case r < 10:
+			s.Cost = 0
+		case r < 17:
+			s.Cost = rng.Int64N(s.Reserved + 1)
+		default:
+			s.Cost = s.Reserved
+		}
+		if err := s.Limit.CheckSettleCost(s.Cost); err != nil {
+			t.Fatal(err)
+		}
+		settles = append(settles, s)
+	}
+	got := c.settle(settles)
+	want := model.Settle(got.Now, settles)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("settles %+v:\nscript %+v\nmodel  %+v", settles, got, want)
+	}
+	for i, s := range settles {
+		r := got.Results[i]
+		switch {
+		case s.Reserved == 0:
+			cases["nothing reserved"]++
+		case r.Applied > 0:
+			cases["charge"]++
+		case r.Applied < 0 && s.Cost == 0:
+			cases["refund all"]++
+		case r.Applied < 0:
+			cases["refund"]++
+		}
+		if r.Remaining < 0 {
+			cases["overdraw"]++
+		}
+		if got.Now-s.At >= s.Limit.Period.Microseconds() {
+			cases["aged out"]++
+		}
+	}
+	return pending
+}

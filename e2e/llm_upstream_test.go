@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// llmUpstream speaks the usage formats of OpenAI's Chat Completions
+// (/v1/chat/completions) and Responses (/v1/responses) APIs and of
+// Anthropic's Messages API (/v1/messages), as JSON or as server-sent
+// events. The test chooses through request headers:
+//
+//	x-usage-in, x-usage-out   the usage the response reports
+//	x-stream: 1               answer text/event-stream
+//	x-status: 401             answer that status (a JSON error, no usage)
+//	x-hold: <name>            stream the first event, then wait for release(name)
+//	x-reset: 1                reset the connection after the first event
+type llmUpstream struct {
+	*httptest.Server
+	mu      sync.Mutex
+	holds   map[string]chan struct{}
+	started chan string // a held stream has sent its first event
+}
+
+func newLLMUpstream(t *testing.T) *llmUpstream {
+	u := &llmUpstream{holds: map[string]chan struct{}{}, started: make(chan string, 256)}
+	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(func() {
+		u.releaseAll()
+		u.Close()
+	})
+	return u
+}
+
+func (u *llmUpstream) hold(name string) chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	ch := u.holds[name]
+	if ch == nil {
+		ch = make(chan struct{})
+		u.holds[name] = ch
+	}
+	return ch
+}
+
+// release lets every stream held under name finish.
+func (u *llmUpstream) release(name string) { close(u.hold(name)) }
+
+func (u *llmUpstream) releaseAll() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for name, ch := range u.holds {
+		select {
+		case <-ch:
+		default:
+			close(ch)
+		}
+		delete(u.holds, name)
+	}
+}
+
+func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	io.Copy(io.Discard, r.Body)
+	in, _ := strconv.Atoi(r.Header.Get("x-usage-in"))
+	out, _ := strconv.Atoi(r.Header.Get("x-usage-out"))
+	if s := r.Header.Get("x-status"); s != "" {
+		status, _ := strconv.Atoi(s)
+		w.Header().Set("content-type", "application/json")
+		w.WriteHeader(status)
+		io.WriteString(w, `{"error":{"message":"refused by the test upstream"}}`)
+		return
+	}
+	api := llmAPI(r.URL.Path)
+	if api == "" {
+		http.NotFound(w, r)
+		return
+	}
+	if r.Header.Get("x-stream") != "1" {
+		w.Header().Set("content-type", "application/json")
+		io.WriteString(w, llmJSON(api, in, out))
+		return
+	}
+	w.Header().Set("content-type", "text/event-stream")
+	w.Header().Set("cache-control", "no-cache")
+	events := llmEvents(api, in, out)
+	flush := w.(http.Flusher).Flush
+	io.WriteString(w, events[0])
+	flush()
+	if r.Header.Get("x-reset") == "1" {
+		panic(http.ErrAbortHandler) // the connection drops mid-stream
+	}
+	if name := r.Header.Get("x-hold"); name != "" {
+		u.started <- name
+		select {
+		case <-u.hold(name):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	for _, e := range events[1:] {
+		io.WriteString(w, e)
+		flush()
+	}
+}
+
+func llmAPI(path string) string {
+	switch path {
+	case "/v1/chat/completions":
+		return "openai_chat"
+	case "/v1/responses":
+		return "openai_responses"
+	case "/v1/messages":
+		return "anthropic"
+	}
+	return ""
+}
+
+// llmJSON is a non-streaming response reporting in + out tokens.
+func llmJSON(api string, in, out int) string {
+	switch api {
+	case "openai_chat":
+		return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini",`+
+			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello."},"finish_reason":"stop"}],`+
+			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":0}}}`, in, out, in+out)
+	case "openai_responses":
+		return fmt.Sprintf(`{"id":"resp_1","object":"response","status":"completed",`+
+			`"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello."}]}],`+
+			`"usage":{"input_tokens":%d,"input_tokens_details":{"cached_tokens":0},"output_tokens":%d,"total_tokens":%d}}`, in, out, in+out)
+	}
+	return fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",`+
+		`"content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn",`+
+		`"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d}}`, in, out)
+}
+
+// llmEvents is a streamed response, one string per event; the usage is
+// in the last events, as each API sends it.
+func llmEvents(api string, in, out int) []string {
+	var ev []string
+	switch api {
+	case "openai_chat": // with stream_options.include_usage
+		ev = append(ev, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null}`+"\n\n")
+		for _, w := range strings.Fields("Hello there , how can I help ?") {
+			ev = append(ev, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`+w+`"}}],"usage":null}`+"\n\n")
+		}
+		ev = append(ev, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`+"\n\n",
+			fmt.Sprintf(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", in, out, in+out),
+			"data: [DONE]\n\n")
+	case "openai_responses":
+		ev = append(ev, "event: response.created\n"+`data: {"type":"response.created","response":{"id":"resp_1","status":"in_progress","usage":null}}`+"\n\n")
+		for _, w := range strings.Fields("Hello there , how can I help ?") {
+			ev = append(ev, "event: response.output_text.delta\n"+`data: {"type":"response.output_text.delta","delta":"`+w+`"}`+"\n\n")
+		}
+		ev = append(ev, "event: response.completed\n"+fmt.Sprintf(`data: {"type":"response.completed","response":{"id":"resp_1","status":"completed","usage":{"input_tokens":%d,"output_tokens":%d,"total_tokens":%d}}}`, in, out, in+out)+"\n\n")
+	default: // anthropic
+		ev = append(ev, "event: message_start\n"+fmt.Sprintf(`data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":%d,"output_tokens":1}}}`, in)+"\n\n",
+			"event: content_block_start\n"+`data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`+"\n\n",
+			"event: ping\n"+`data: {"type": "ping"}`+"\n\n")
+		for _, w := range strings.Fields("Hello there , how can I help ?") {
+			ev = append(ev, "event: content_block_delta\n"+`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+w+`"}}`+"\n\n")
+		}
+		ev = append(ev, "event: content_block_stop\n"+`data: {"type":"content_block_stop","index":0}`+"\n\n",
+			"event: message_delta\n"+fmt.Sprintf(`data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":%d}}`, out)+"\n\n",
+			"event: message_stop\n"+`data: {"type":"message_stop"}`+"\n\n")
+	}
+	return ev
+}

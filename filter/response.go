@@ -1,0 +1,229 @@
+package filter
+
+import "github.com/redisrate/envoy-redis-ratelimit/algorithms"
+
+// ResponseReader is what a StreamHost offers when rules charge what the
+// response says: a response header's value, "" when absent.
+type ResponseReader interface {
+	ResponseHeader(name string) string
+}
+
+// responseState follows the response of an admitted request that matched
+// a response_cost rule, until its end settles the charges.
+type responseState struct {
+	watching bool // admitted with a response_cost rule, not yet settled
+	status   int
+	rules    []responseRule
+	scanners []usageScanner // recycled with the stream
+}
+
+// responseRule is one response_cost rule of the request and what its
+// response said.
+type responseRule struct {
+	rule    int
+	cost    int64
+	found   bool
+	scanner int // index in responseState.scanners, or -1
+}
+
+// Watching reports whether the stream waits for its response's end to
+// settle a cost: the proxy must then keep it until the response ends or
+// the stream is done.
+func (s *Stream) Watching() bool { return s.resp.watching }
+
+// WantsResponseBody reports whether the response body's chunks must be
+// handed to OnResponseBody.
+func (s *Stream) WantsResponseBody() bool {
+	return s.resp.watching && len(s.resp.scanners) > 0
+}
+
+// startResponse reads, at the response headers, what the response_cost
+// rules need of them, and readies the body scanners.
+func (s *Stream) startResponse() {
+	r := &s.resp
+	r.rules, r.scanners = r.rules[:0], r.scanners[:0]
+	rr, _ := s.host.(ResponseReader)
+	if rr == nil {
+		return
+	}
+	cfg := s.p.cfg
+	for _, c := range s.calls {
+		for i := range c.owners {
+			ri := c.owners[i].rule
+			if cfg.Rules[ri].Response == nil || r.has(ri) {
+				continue
+			}
+			r.rules = append(r.rules, responseRule{rule: ri, scanner: -1})
+		}
+	}
+	if len(r.rules) == 0 {
+		return
+	}
+	r.watching = true
+	r.status = 0
+	if v := rr.ResponseHeader(":status"); v != "" {
+		if n, ok := parseCostValue(v); ok && n < 1000 {
+			r.status = int(n)
+		}
+	}
+	sse, typed := false, false
+	for i := range r.rules {
+		x := &r.rules[i]
+		rc := cfg.Rules[x.rule].Response
+		switch {
+		case !rc.chargesStatus(r.status):
+			x.cost, x.found = 0, true
+		case rc.Header != "":
+			x.cost, x.found = parseCostValue(rr.ResponseHeader(rc.Header))
+		case rc.Usage != nil:
+			if !typed {
+				sse, typed = isEventStream(rr.ResponseHeader("content-type")), true
+			}
+			x.scanner = len(r.scanners)
+			if len(r.scanners) < cap(r.scanners) {
+				r.scanners = r.scanners[:len(r.scanners)+1]
+			} else {
+				r.scanners = append(r.scanners, usageScanner{})
+			}
+			r.scanners[x.scanner].start(rc.Usage, sse, rc.MaxBodyBytes)
+		default: // a status-only rule: the matching response costs 1
+			x.cost, x.found = 1, true
+		}
+	}
+}
+
+func (r *responseState) has(rule int) bool {
+	for _, x := range r.rules {
+		if x.rule == rule {
+			return true
+		}
+	}
+	return false
+}
+
+// isEventStream reports whether a content-type is text/event-stream.
+func isEventStream(ct string) bool {
+	const want = "text/event-stream"
+	if len(ct) < len(want) {
+		return false
+	}
+	for i := 0; i < len(want); i++ {
+		c := ct[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != want[i] {
+			return false
+		}
+	}
+	return len(ct) == len(want) || ct[len(want)] == ';' || ct[len(want)] == ' '
+}
+
+// OnResponseBody scans one chunk of the response body; the last one
+// (endOfStream) settles.
+func (s *Stream) OnResponseBody(chunk []byte, endOfStream bool) {
+	if !s.resp.watching {
+		return
+	}
+	for i := range s.resp.scanners {
+		s.resp.scanners[i].write(chunk)
+	}
+	if endOfStream {
+		s.endResponse(true)
+	}
+}
+
+// OnResponseTrailers ends the response: it settles.
+func (s *Stream) OnResponseTrailers() {
+	if s.resp.watching {
+		s.endResponse(true)
+	}
+}
+
+// endResponse works out each response_cost rule's cost, counts the
+// fallbacks, and settles: complete when the response ended, false when
+// the stream ended first (a reset, the client gone).
+func (s *Stream) endResponse(complete bool) {
+	r := &s.resp
+	r.watching = false
+	cfg := s.p.cfg
+	for i := range r.rules {
+		x := &r.rules[i]
+		rc, m := cfg.Rules[x.rule].Response, s.p.metrics.rules[x.rule].response
+		if x.scanner >= 0 && complete {
+			x.cost, x.found = r.scanners[x.scanner].finish()
+		}
+		switch {
+		case !complete:
+			m.streamReset.Increment(1)
+			x.found = false
+			x.cost = fallbackCost(rc.OnReset, rc)
+		case !x.found:
+			m.usageMissing.Increment(1)
+			x.cost = fallbackCost(rc.OnMissing, rc)
+		}
+		x.cost = min(x.cost, maxResponseCost)
+	}
+	for _, c := range s.calls {
+		s.settleCall(c)
+	}
+}
+
+// fallbackCost is what a Fallback charges: -1 keeps the reservation.
+func fallbackCost(f Fallback, rc *ResponseCost) int64 {
+	switch f {
+	case FallbackDefault:
+		return rc.Default
+	case FallbackNothing:
+		return 0
+	}
+	return -1
+}
+
+// settleCall sends the settles of one admission call: its response_cost
+// limits whose cost differs from what was reserved.
+func (s *Stream) settleCall(c *call) {
+	if c.err == nil && (c.decision.Blocked || len(c.decision.Results) != len(c.checks) || !c.decision.Allowed()) {
+		return // nothing was charged at admission, and nothing will be
+	}
+	var sc *settleCall
+	for i := range c.owners {
+		o := &c.owners[i]
+		x := s.resp.find(o.rule)
+		if x == nil {
+			continue
+		}
+		chk := &c.checks[i]
+		reserved, at := o.cost, c.decision.Now
+		if chk.CheckOnly {
+			reserved = 0
+		}
+		if c.err != nil { // admitted by failure_mode: nothing was reserved
+			reserved, at = 0, 0
+		}
+		cost := x.cost
+		if cost < 0 {
+			cost = reserved
+		}
+		if cost == reserved {
+			continue
+		}
+		if sc == nil {
+			sc = s.p.newSettleCall()
+		}
+		sc.settles = append(sc.settles, algorithms.Settle{Key: chk.Key, Limit: chk.Limit, At: at, Reserved: reserved, Cost: cost})
+		sc.rules = append(sc.rules, o.rule)
+	}
+	if sc != nil {
+		s.p.settle(sc)
+	}
+}
+
+func (r *responseState) find(rule int) *responseRule {
+	for i := range r.rules {
+		if r.rules[i].rule == rule {
+			return &r.rules[i]
+		}
+	}
+	return nil
+}

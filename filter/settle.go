@@ -1,0 +1,192 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+)
+
+// RootCaller is what a PluginHost offers when it can call the plugin back
+// from the root context soon (a shared queue of the VM's own): settles
+// through Webdis are sent from there, since the SDK drops the reply to an
+// HTTP callout made by a stream whose context has gone, and a settle is
+// sent as the stream ends.
+type RootCaller interface {
+	// RequestRootCallback asks for one Plugin.OnRootCallback; false when
+	// the host cannot.
+	RequestRootCallback() bool
+}
+
+// settleCall is one settle script call: the limits of an admission call
+// whose real cost differs from what was reserved. It outlives its stream.
+type settleCall struct {
+	p       *Plugin // the configuration whose rules these are
+	settles []algorithms.Settle
+	rules   []int // per settle, its rule
+	eval    bool
+	buf     []byte
+	id      uint32
+	sentAt  time.Time
+	result  algorithms.Settlement
+}
+
+// settleState is shared by a Plugin and its _rules_ entries, as callout
+// ids come from one host.
+type settleState struct {
+	inFlight map[uint32]*settleCall
+	queue    []*settleCall // waiting for a root callback
+	wakeSent bool
+	free     []*settleCall
+	errors   Counter // ratelimit.settle.errors
+}
+
+func (p *Plugin) newSettleCall() *settleCall {
+	st := p.settles
+	var sc *settleCall
+	if n := len(st.free); n > 0 {
+		sc, st.free = st.free[n-1], st.free[:n-1]
+	} else {
+		sc = &settleCall{}
+	}
+	sc.p, sc.eval = p, false
+	sc.settles, sc.rules = sc.settles[:0], sc.rules[:0]
+	return sc
+}
+
+func (p *Plugin) freeSettle(sc *settleCall) {
+	sc.p = nil
+	p.settles.free = append(p.settles.free, sc)
+}
+
+// settle sends sc: at once over the Redis ABI, whose replies reach the
+// root context whatever the stream; through Webdis from a root callback
+// when the host offers one.
+func (p *Plugin) settle(sc *settleCall) {
+	st := p.settles
+	if rc, ok := p.host.(RootCaller); ok && p.webdis != nil {
+		st.queue = append(st.queue, sc)
+		if st.wakeSent || rc.RequestRootCallback() {
+			st.wakeSent = true
+			return
+		}
+		st.queue = st.queue[:len(st.queue)-1]
+	}
+	p.dispatchSettle(sc)
+}
+
+// OnRootCallback sends the settles waiting for the root context.
+func (p *Plugin) OnRootCallback() {
+	st := p.settles
+	st.wakeSent = false
+	q := st.queue
+	st.queue = st.queue[len(q):]
+	for i, sc := range q {
+		q[i] = nil
+		sc.p.dispatchSettle(sc)
+	}
+	if len(st.queue) == 0 {
+		st.queue = q[:0]
+	}
+}
+
+func (p *Plugin) dispatchSettle(sc *settleCall) {
+	now := p.host.Now()
+	if now.Before(p.breaker.openUntil) || !p.link.usable(now) {
+		p.settleFailed(sc, errBreakerOpen)
+		return
+	}
+	f := algorithms.RESP
+	if p.webdis != nil {
+		f = algorithms.WebdisPath
+	}
+	sc.buf = algorithms.AppendSettle(sc.buf[:0], f, sc.eval, sc.settles)
+	var id uint32
+	var err error
+	if p.webdis == nil {
+		id, err = p.host.DispatchRedis(sc.buf)
+	} else {
+		id, err = p.host.DispatchHTTP(p.cfg.Redis.Cluster, p.webdis.headers, sc.buf, p.cfg.Redis.Timeout)
+	}
+	if err != nil {
+		p.settleFailed(sc, fmt.Errorf("dispatch: %w", err))
+		return
+	}
+	sc.id, sc.sentAt = id, now
+	p.settles.inFlight[id] = sc
+}
+
+// onSettleReply reads a settle's reply and counts what it charged.
+func (p *Plugin) onSettleReply(sc *settleCall, ok bool, reply []byte, ints []int64) {
+	delete(p.settles.inFlight, sc.id)
+	if !ok {
+		p.settleFailed(sc, errors.New("redis call failed or timed out"))
+		return
+	}
+	n := len(sc.settles)
+	var err error
+	switch {
+	case ints != nil:
+		err = sc.result.FromInts(ints, n)
+	default:
+		var parsed bool
+		if parsed, err = sc.result.ParseRESP(reply, n); !parsed {
+			v, used, derr := p.decoder.Decode(reply)
+			switch {
+			case derr != nil:
+				err = derr
+			case used != len(reply):
+				err = fmt.Errorf("%d trailing bytes after the reply", len(reply)-used)
+			default:
+				err = sc.result.Parse(v, n)
+			}
+		}
+	}
+	if err != nil && !sc.eval && isNoScript(err) {
+		p.metrics.noscript.Increment(1)
+		sc.eval = true
+		p.dispatchSettle(sc)
+		return
+	}
+	if err != nil {
+		p.settleFailed(sc, err)
+		return
+	}
+	for i, r := range sc.result.Results {
+		m := p.metrics.rules[sc.rules[i]].response
+		switch {
+		case r.Applied > 0:
+			m.charged.Increment(uint64(r.Applied))
+			if r.Remaining < 0 {
+				m.overdrawn.Increment(uint64(min(r.Applied, -r.Remaining)))
+			}
+		case r.Applied < 0:
+			m.refunded.Increment(uint64(-r.Applied))
+		}
+	}
+	p.freeSettle(sc)
+}
+
+// settleFailed counts a settle that charged nothing. The response is not
+// touched: it has gone on, or gone.
+func (p *Plugin) settleFailed(sc *settleCall, err error) {
+	p.settles.errors.Increment(1)
+	p.errLog.log(LogWarn, "ratelimit: redis: settle: "+err.Error())
+	p.freeSettle(sc)
+}
+
+// sweepSettles drops settles overdue by a second past the Redis timeout,
+// and sends any still waiting for a root callback.
+func (p *Plugin) sweepSettles(now time.Time) {
+	st := p.settles
+	for id, sc := range st.inFlight {
+		if now.Sub(sc.sentAt) > sc.p.cfg.Redis.Timeout+time.Second {
+			delete(st.inFlight, id)
+			sc.p.settleFailed(sc, errors.New("no reply from the host within the timeout"))
+		}
+	}
+	if len(st.queue) > 0 {
+		p.OnRootCallback()
+	}
+}

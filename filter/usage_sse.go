@@ -1,0 +1,182 @@
+package filter
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// usageMaxEvent bounds an event's data, each line counted with its '\n':
+// a larger event is skipped whole, and never held beyond this.
+const usageMaxEvent = 64 << 10
+
+// Where the scanner is in a line of an event stream.
+const (
+	sseStart uint8 = iota // at the line's start
+	sseName               // in the field name, before any ':'
+	sseSpace              // in a data line, just after the ':'
+	sseData               // in a data line's value
+	sseSkip               // in a line to ignore
+)
+
+const utf8BOM = "\xEF\xBB\xBF"
+
+// writeSSE splits a chunk of an event stream (WHATWG HTML, "Server-sent
+// events") into lines, ended by "\r\n", "\n" or "\r", even when split
+// across chunks. It finds line ends with bytes.IndexByte, remembering the
+// next '\n' and '\r' of the chunk so that each byte is scanned once for each.
+func (u *usageScanner) writeSSE(p []byte) {
+	if len(p) == 0 {
+		return
+	}
+	i := 0
+	if u.cr {
+		u.cr = false
+		if p[0] == '\n' {
+			i = 1
+		}
+	}
+	lf, cr := -1, -1
+	for i < len(p) {
+		if lf < i {
+			lf = usageIndex(p, i, '\n')
+		}
+		if cr < i {
+			cr = usageIndex(p, i, '\r')
+		}
+		end := min(lf, cr)
+		if end > i {
+			u.linePart(p[i:end])
+		}
+		if end == len(p) {
+			return
+		}
+		u.lineEnd()
+		i = end + 1
+		if p[end] == '\r' {
+			if i == len(p) {
+				u.cr = true
+			} else if p[i] == '\n' {
+				i++
+			}
+		}
+	}
+}
+
+// usageIndex is the index of the first c in p from i, or len(p).
+func usageIndex(p []byte, i int, c byte) int {
+	if j := bytes.IndexByte(p[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(p)
+}
+
+// linePart reads a non-empty piece of the current line.
+func (u *usageScanner) linePart(s []byte) {
+	switch u.st {
+	case sseStart:
+		if s[0] == ':' {
+			u.st = sseSkip // a comment
+			return
+		}
+		u.st = sseName
+		fallthrough
+	case sseName:
+		for k, c := range s {
+			if c == ':' {
+				if !u.isData() {
+					u.st = sseSkip
+					return
+				}
+				u.st = sseSpace
+				u.dataPart(s[k+1:])
+				return
+			}
+			if int(u.nameLen) == len(u.name) {
+				u.st = sseSkip // too long for "data"
+				return
+			}
+			u.name[u.nameLen] = c
+			u.nameLen++
+		}
+	case sseSpace, sseData:
+		u.dataPart(s)
+	}
+}
+
+// dataPart reads a piece of a data line's value, dropping one leading space.
+func (u *usageScanner) dataPart(s []byte) {
+	if u.st == sseSpace && len(s) > 0 {
+		if s[0] == ' ' {
+			s = s[1:]
+		}
+		u.st = sseData
+	}
+	u.appendData(s)
+}
+
+var usageNewline = []byte{'\n'}
+
+func (u *usageScanner) appendData(s []byte) {
+	if u.over {
+		return
+	}
+	if len(u.buf)+len(s) > usageMaxEvent {
+		u.over = true
+		return
+	}
+	u.buf = usageAppend(u.buf, s, usageMaxEvent)
+}
+
+// lineEnd ends the current line: a blank line ends the event.
+func (u *usageScanner) lineEnd() {
+	switch u.st {
+	case sseStart:
+		u.dispatch()
+	case sseName: // no ':', the whole line is the name
+		if u.isData() {
+			u.appendData(usageNewline)
+		}
+	case sseSpace, sseData:
+		u.appendData(usageNewline)
+	}
+	u.st, u.nameLen, u.first = sseStart, 0, false
+}
+
+// isData reports whether the field name read is "data".
+func (u *usageScanner) isData() bool {
+	name := u.name[:u.nameLen]
+	if u.first && bytes.HasPrefix(name, []byte(utf8BOM)) {
+		name = name[len(utf8BOM):]
+	}
+	return string(name) == "data"
+}
+
+// dispatch reads the event that just ended, then forgets it.
+func (u *usageScanner) dispatch() {
+	data, over := u.buf, u.over
+	u.buf, u.over = u.buf[:0], false
+	if over || len(data) == 0 {
+		return
+	}
+	s := bytesString(data[:len(data)-1]) // the last '\n' is not data
+	if u.gate != "" && !strings.Contains(s, u.gate) {
+		return
+	}
+	checked := false
+	for k, p := range u.f.sse {
+		if n := u.needles[k]; n != "" && !strings.Contains(s, n) {
+			continue
+		}
+		if !checked {
+			if !gjson.Valid(s) {
+				return
+			}
+			checked = true
+		}
+		if v, ok := usageInt(gjson.Get(s, p)); ok {
+			u.vals[k] = v
+		}
+	}
+}
