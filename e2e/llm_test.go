@@ -419,3 +419,22 @@ func concurrentNative(t *testing.T, config string, up *llmUpstream, headers map[
 	}
 	return len(open)
 }
+
+// A reservation read from the request body (max_tokens). The host holds
+// the body behind paused headers, as Envoy does without
+// allow_on_headers_stop_iteration, so the filter decides after bodyWait
+// with the estimate's default, and the request is never left paused.
+func TestLLMReserveFromBodyWithoutBodyDelivery(t *testing.T) {
+	for _, kind := range []string{"higress", "stock"} {
+		t.Run(kind, func(t *testing.T) {
+			up := newLLMUpstream(t)
+			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+
+				`"limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],`+
+				`"response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":100}}}`), up)
+			r := tg.call(t, "/v1/chat/completions", map[string]string{"x-api-key": "k", "x-usage-in": "100", "x-usage-out": "0"})
+			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=900;") {
+				t.Fatalf("status %d, ratelimit %q; want 200 with r=900 (the default estimate of 100)", r.status, r.headers["ratelimit"])
+			}
+		})
+	}
+}

@@ -42,7 +42,10 @@ type StatusRange struct{ From, To int }
 // request is admitted while at least one unit is left, and charged nothing
 // until the response.
 type Estimate struct {
-	Header  string
+	Header string
+	// Body is a field of the request's JSON body, such as max_tokens: the
+	// decision then waits for the whole body (see Stream.OnRequestBody).
+	Body    string
 	Default int64
 }
 
@@ -190,20 +193,28 @@ func parseEstimate(v gjson.Result, path string) (Estimate, error) {
 	case v.Type == gjson.Number:
 		e.Default, err = integer(v, path, 0, 0, maxResponseCost)
 	case v.IsObject():
-		o, ferr := fields(v, path, "header", "default")
+		o, ferr := fields(v, path, "header", "body", "default")
 		if ferr != nil {
 			return e, ferr
 		}
 		if e.Header, err = str(o["header"], path+".header", ""); err != nil {
 			return e, err
 		}
-		if e.Header == "" {
-			return e, errAt(path+".header", "required")
+		if e.Body, err = str(o["body"], path+".body", ""); err != nil {
+			return e, err
+		}
+		switch {
+		case e.Header != "" && e.Body != "":
+			return e, errAt(path, "header and body are exclusive: the estimate comes from one place")
+		case e.Header == "" && e.Body == "":
+			return e, errAt(path, "needs header or body: where the estimate comes from")
+		case e.Body != "" && strings.ContainsAny(e.Body, "#*?|@"):
+			return e, errAt(path+".body", "must be a dotted field path such as max_tokens")
 		}
 		e.Header = strings.ToLower(e.Header)
 		e.Default, err = integer(o["default"], path+".default", 0, 0, maxResponseCost)
 	default:
-		err = errAt(path, "must be a number, or an object with header and default")
+		err = errAt(path, "must be a number, or an object with header or body, and default")
 	}
 	return e, err
 }

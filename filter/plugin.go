@@ -36,6 +36,10 @@ type Plugin struct {
 
 	freeStreams []*Stream
 	live        int // streams handed out and not yet done
+	// bodyRules: a rule reserves from the request body; waiting are the
+	// streams waiting for theirs (on the top-level Plugin).
+	bodyRules bool
+	waiting   []*Stream
 	// Header pieces, rendered once: per rule the RateLimit-Policy value
 	// of its limits; per rule and limit the quoted name and the quota.
 	policies []string
@@ -68,6 +72,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p.link = newRedisLink(cfg, host, p.send)
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	for _, r := range cfg.Rules {
+		p.bodyRules = p.bodyRules || r.Response != nil && r.Response.Reserve.Body != ""
 		var policy []string
 		var names, quotas []string
 		for _, l := range r.Limits {
@@ -224,6 +229,7 @@ func (p *Plugin) OnTick() {
 	p.link.onTick(now)
 	defer p.showPending()
 	p.sweepSettles(now)
+	p.sweepBodyWaits(now)
 	for _, c := range p.pending {
 		c.stream.now = now
 		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {

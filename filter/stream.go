@@ -39,6 +39,13 @@ type Stream struct {
 	// response is then followed (resp) to settle its cost.
 	charged bool
 	resp    responseState
+	// bodyFollows: the request has a body (set by the proxy before the
+	// headers). body is the request's body when a rule's reservation
+	// reads it; waitingSince is when the stream began to wait for it.
+	bodyFollows  bool
+	waitingBody  bool
+	waitingSince time.Time
+	body         []byte
 }
 
 // call is one script call: the limits of one or more rules that share it.
@@ -125,6 +132,16 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	if len(s.p.routed) > 0 {
 		s.p = s.p.pick(&s.req)
 	}
+	if s.bodyFollows && s.p.bodyRules && s.needsBody() {
+		s.awaitBody(true)
+		return Pause
+	}
+	return s.evaluate()
+}
+
+// evaluate matches the rules, builds the keys and sends the calls; it
+// returns Pause until every call has answered.
+func (s *Stream) evaluate() Action {
 	cfg := s.p.cfg
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
@@ -248,16 +265,21 @@ func (s *Stream) add(ri int, cost int64, checkOnly bool) {
 // cost is its reservation; a reservation of 0 checks only, decided as a
 // cost of 1 (so its denials are cached as cost 1).
 func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
-	header, def := rule.Cost.Header, rule.Cost.Default
+	header, body, def := rule.Cost.Header, "", rule.Cost.Default
 	if rc := rule.Response; rc != nil {
-		header, def = rc.Reserve.Header, rc.Reserve.Default
+		header, body, def = rc.Reserve.Header, rc.Reserve.Body, rc.Reserve.Default
 	}
 	cost = def
-	if header != "" {
+	switch {
+	case header != "":
 		if v, ok := s.req.header(header); ok {
-			if n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64); err == nil && n >= 0 {
+			if n, ok := parseCostValue(v); ok {
 				cost = n
 			}
+		}
+	case body != "":
+		if n, ok := bodyInteger(s.body, body); ok {
+			cost = n
 		}
 	}
 	if rule.Response != nil && cost == 0 {
@@ -315,7 +337,10 @@ func (s *Stream) OnDone() {
 	if s.resp.watching {
 		s.endResponse(false)
 	}
-	s.charged = false
+	if s.waitingBody {
+		s.awaitBody(false)
+	}
+	s.charged, s.bodyFollows, s.body = false, false, s.body[:0]
 	for _, c := range s.calls {
 		s.p.untrack(c)
 		c.stream = nil

@@ -26,6 +26,8 @@ const utf8BOM = "\xEF\xBB\xBF"
 // events") into lines, ended by "\r\n", "\n" or "\r", even when split
 // across chunks. It finds line ends with bytes.IndexByte, remembering the
 // next '\n' and '\r' of the chunk so that each byte is scanned once for each.
+// A whole line is read inline; a line split across chunks, or the first
+// one (which may start with a BOM), goes through linePart and lineEnd.
 func (u *usageScanner) writeSSE(p []byte) {
 	if len(p) == 0 {
 		return
@@ -46,13 +48,31 @@ func (u *usageScanner) writeSSE(p []byte) {
 			cr = usageIndex(p, i, '\r')
 		}
 		end := min(lf, cr)
-		if end > i {
-			u.linePart(p[i:end])
-		}
-		if end == len(p) {
+		if end == len(p) { // the line goes on in the next chunk
+			if end > i {
+				u.linePart(p[i:end])
+			}
 			return
 		}
-		u.lineEnd()
+		if line := p[i:end]; u.st == sseStart && !u.first { // a whole line, read inline
+			switch {
+			case len(line) == 0:
+				u.dispatch()
+			case line[0] != 'd': // not data
+			case len(line) >= 5 && string(line[:5]) == "data:":
+				if line = line[5:]; len(line) > 0 && line[0] == ' ' {
+					line = line[1:]
+				}
+				u.appendLine(line)
+			case string(line) == "data":
+				u.appendLine(nil)
+			}
+		} else {
+			if len(line) > 0 {
+				u.linePart(line)
+			}
+			u.lineEnd()
+		}
 		i = end + 1
 		if p[end] == '\r' {
 			if i == len(p) {
@@ -117,6 +137,16 @@ func (u *usageScanner) dataPart(s []byte) {
 }
 
 var usageNewline = []byte{'\n'}
+
+// appendLine appends a data line's value and its '\n'.
+func (u *usageScanner) appendLine(v []byte) {
+	if n := len(u.buf) + len(v) + 1; n <= cap(u.buf) && n <= usageMaxEvent && !u.over {
+		u.buf = append(append(u.buf, v...), '\n')
+		return
+	}
+	u.appendData(v)
+	u.appendData(usageNewline)
+}
 
 func (u *usageScanner) appendData(s []byte) {
 	if u.over {

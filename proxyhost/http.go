@@ -20,10 +20,11 @@ type httpContext struct {
 	gone   bool // the proxy no longer knows the context
 }
 
-func (h *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
+func (h *httpContext) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
+	h.stream.SetBodyFollows(!endOfStream)
 	return action(onRequestHeaders(h.stream))
 }
 
@@ -31,11 +32,24 @@ func (h *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 // delivers none while the headers are paused (StopAllIterationAndWatermark,
 // the default for ABI 0.2); with allow_on_headers_stop_iteration it would,
 // and Continue from them would release the paused headers undecided.
-func (h *httpContext) OnHttpRequestBody(int, bool) types.Action {
+//
+// A stream that reserves from the body buffers it (Pause), and takes it
+// whole at its end.
+func (h *httpContext) OnHttpRequestBody(size int, endOfStream bool) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
-	return action(h.stream.HoldUntilAdmitted())
+	if !h.stream.WantsRequestBody() {
+		return action(h.stream.HoldUntilAdmitted())
+	}
+	if !endOfStream {
+		return types.ActionPause
+	}
+	var body []byte
+	if size > 0 {
+		body, _ = proxywasm.GetHttpRequestBody(0, size)
+	}
+	return action(h.stream.OnRequestBody(body))
 }
 
 func (h *httpContext) OnHttpRequestTrailers(int) types.Action {

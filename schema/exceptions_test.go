@@ -129,6 +129,32 @@ var exceptions = []exception{
 		example: exampleConfig("", oneLog, "6"),
 	},
 	{
+		name:    "reserve-above-capacity",
+		why:     "as cost-above-capacity: response_cost.reserve (or its default) compared with each limit's limit or capacity needs $data",
+		message: regexp.MustCompile(`^rules\[\d+\]\.response_cost\.reserve(\.default)?: must be <= \d+, the limit's capacity of limits\[\d+\]$`),
+		applies: func(_ []byte, doc map[string]any) bool {
+			for _, r := range objects(doc["rules"]) {
+				rc, _ := r["response_cost"].(map[string]any)
+				reserve, ok := integer(rc["reserve"])
+				if o, isObj := rc["reserve"].(map[string]any); isObj {
+					reserve, ok = integer(o["default"])
+				}
+				for _, l := range objects(r["limits"]) {
+					capacity, found := integer(l["limit"])
+					if !found {
+						capacity, found = integer(l["capacity"])
+					}
+					if ok && found && reserve > capacity {
+						return true
+					}
+				}
+			}
+			return false
+		},
+		example: `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"client_ip"}],"limits":` + oneLog +
+			`,"response_cost":{"usage":"openai_chat","reserve":6}}]}`,
+	},
+	{
 		name:    "funnel-bounds",
 		why:     "period / rate >= 1us and capacity * period / rate <= 2^48us are arithmetic on a duration string",
 		message: regexp.MustCompile(`^rules\[\d+\]\.limits\[\d+\]\.(rate|refill|capacity): .*(period / (rate|refill) must be >= 1us|must be <= 2\^48us)$`),

@@ -40,6 +40,10 @@ func kindOf(path []string) string {
 		return "match"
 	case n == 3 && path[2] == "cost":
 		return "cost"
+	case n == 3 && path[2] == "response_cost":
+		return "responseCost"
+	case n == 4 && path[2] == "response_cost" && path[3] == "reserve":
+		return "reserve"
 	case n == 4 && path[2] == "key":
 		return "keyPart"
 	case n == 4 && path[2] == "limits":
@@ -50,14 +54,16 @@ func kindOf(path []string) string {
 
 // optionalFields are the fields addField may add to each kind of object.
 var optionalFields = map[string][]string{
-	"root":    {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker"},
-	"breaker": {"failures", "backoff"},
-	"redis":   {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
-	"rule":    {"match", "on_missing_key", "cost", "shadow", "manual_block"},
-	"match":   {"path", "path_prefix", "methods", "hosts"},
-	"keyPart": {"name", "value"},
-	"limit":   {"name", "limit", "window", "capacity", "rate", "refill", "period"},
-	"cost":    {"header", "default"},
+	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker"},
+	"breaker":      {"failures", "backoff"},
+	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
+	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block"},
+	"match":        {"path", "path_prefix", "methods", "hosts"},
+	"keyPart":      {"name", "value"},
+	"limit":        {"name", "limit", "window", "capacity", "rate", "refill", "period"},
+	"cost":         {"header", "default"},
+	"responseCost": {"header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes"},
+	"reserve":      {"header", "default"},
 }
 
 var (
@@ -124,6 +130,23 @@ var pools = map[string][]string{
 	"limit.period":      windows,
 	"cost.header":       {`"x-cost"`, `""`, `5`},
 	"cost.default":      {`0`, `1`, `2`, `-1`, `1.5`},
+	"rule.response_cost": {`{"usage":"openai_chat"}`, `{"statuses":[401,403]}`, `{"header":"x-usage","reserve":1}`,
+		`{"json":["usage.total_tokens"],"on_missing":"default","default":5}`, `{}`, `{"reserve":1}`, `{"header":"x","usage":"anthropic"}`,
+		`{"usage":"anthropic","json":["a"]}`, `{"usage":"anthropic","on_reset":"default"}`, `"openai_chat"`, `null`},
+	"responseCost.header": {`"x-usage-tokens"`, `"X-Usage"`, `""`, `5`},
+	"responseCost.usage":  {`"openai_chat"`, `"openai_responses"`, `"anthropic"`, `"openai"`, `""`, `1`},
+	"responseCost.json": {`["usage.total_tokens"]`, `["usage.input_tokens","usage.output_tokens"]`, `["a\\.b"]`, `[]`, `[""]`,
+		`["usage.#"]`, `["a|b"]`, `["@this"]`, `"usage.total_tokens"`, `[1]`, `[` + strings.Repeat(`"a",`, 8) + `"b"]`},
+	"responseCost.statuses": {`[401]`, `[401,403]`, `["5xx"]`, `["5XX",429]`, `[100,599]`, `[]`, `[99]`, `[600]`, `["6xx"]`,
+		`["5x"]`, `["0xx"]`, `[401.5]`, `["401"]`, `"5xx"`, `[null]`},
+	"responseCost.reserve": {`0`, `1`, `2`, `-1`, `1.5`, `"1"`, `{"header":"x-max-tokens"}`, `{"header":"x-max-tokens","default":1}`,
+		`{"header":""}`, `{"default":1}`, `{"header":"x","extra":1}`, `1099511627777`, `null`, `[]`},
+	"responseCost.on_missing":     {`"reserved"`, `"default"`, `"nothing"`, `"charge"`, `""`, `1`},
+	"responseCost.on_reset":       {`"reserved"`, `"default"`, `"nothing"`, `"refund"`, `""`, `null`},
+	"responseCost.default":        {`0`, `1`, `4096`, `1099511627776`, `1099511627777`, `-1`, `1.5`, `"1"`},
+	"responseCost.max_body_bytes": {`1`, `1048576`, `67108864`, `67108865`, `0`, `-1`, `1.5`, `"1"`},
+	"reserve.header":              {`"x-max-tokens"`, `""`, `5`},
+	"reserve.default":             {`0`, `1`, `2`, `-1`, `1.5`, `1099511627777`},
 }
 
 // anyValues replace a value by one of another JSON type.

@@ -21,47 +21,64 @@ type upstreamRequest struct {
 	trailers [][2]string
 }
 
+// upstreamResult is the start of a response: the upstream's headers with
+// its body still to read (body), or a response the router makes itself
+// (whole, in data).
 type upstreamResult struct {
-	headers  [][2]string // with :status
-	body     []byte
-	trailers [][2]string
-	addr     string
-	details  string // response.code_details
+	headers [][2]string // with :status
+	data    []byte      // the whole body of a router-made response
+	body    *upstreamBody
+	addr    string
+	details string // response.code_details
 }
 
 // forward sends the request to Config.Upstream, keeping the guest's
-// :method, :path (with query) and :authority. A failure becomes the
-// response Envoy's router would make: 504 on timeout, 503 otherwise.
+// :method, :path (with query) and :authority, and returns once the
+// response headers arrive; the body is read later, chunk by chunk, as the
+// stream asks for it. A failure before the headers becomes the response
+// Envoy's router would make: 504 on timeout, 503 otherwise.
+//
+// UpstreamTimeout bounds the wait for the response headers only, so that a
+// long streamed body (server-sent events) is never cut. Envoy's route
+// timeout (15 s by default) runs until the end of the response instead;
+// Istio disables it by default (timeout 0), which is what this models once
+// the headers are in.
 func (h *Host) forward(req *upstreamRequest) *upstreamResult {
-	ctx, cancel := context.WithTimeout(req.ctx, h.cfg.UpstreamTimeout)
-	defer cancel()
+	ctx, cancel := context.WithCancel(req.ctx)
+	headersTimer := time.AfterFunc(h.cfg.UpstreamTimeout, cancel)
 	m := &headerMap{pairs: req.headers}
 	method, _ := m.get(":method")
 	path, _ := m.get(":path")
 	authority, _ := m.get(":authority")
 	if !strings.HasPrefix(path, "/") {
+		cancel()
 		return localResult(400, "host: invalid :path "+strconv.Quote(path), "invalid_path")
 	}
 	r, err := newOutgoingRequest(ctx, method, h.upstream.Scheme+"://"+h.upstream.Host+path, authority,
 		req.headers, req.body, req.trailers)
 	if err != nil {
+		cancel()
 		return localResult(400, "host: invalid request: "+err.Error(), "invalid_request")
 	}
 	resp, err := h.client.Do(r)
+	if !headersTimer.Stop() {
+		err = context.DeadlineExceeded // the headers came too late, if at all
+	}
 	if err != nil {
+		if resp != nil {
+			resp.Body.Close()
+		}
+		cancel()
 		return upstreamFailure(err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, h.cfg.MaxBodyBytes+1))
-	if err != nil {
-		return upstreamFailure(err)
-	}
-	if int64(len(body)) > h.cfg.MaxBodyBytes {
-		return localResult(502, "host: upstream response body too large", "response_too_large")
-	}
-	res := &upstreamResult{addr: h.upstream.Host, body: body, details: "via_upstream"}
+	res := &upstreamResult{addr: h.upstream.Host, details: "via_upstream"}
 	res.headers = append([][2]string{{":status", strconv.Itoa(resp.StatusCode)}}, sortedHeader(resp.Header)...)
-	res.trailers = sortedHeader(resp.Trailer)
+	if resp.Body == http.NoBody { // Content-Length 0, HEAD, 204, 304: the headers end the stream
+		resp.Body.Close()
+		cancel()
+		return res
+	}
+	res.body = &upstreamBody{resp: resp, cancel: cancel, want: make(chan struct{}, 1)}
 	return res
 }
 
@@ -101,10 +118,13 @@ func upstreamFailure(err error) *upstreamResult {
 	return localResult(503, "upstream connect error or disconnect/reset before headers. reset reason: connection failure", "upstream_reset_before_response_started")
 }
 
+// localResult is a response the router makes, with the content-type and
+// content-length Envoy's local replies carry.
 func localResult(status int, body, details string) *upstreamResult {
 	return &upstreamResult{
-		headers: [][2]string{{":status", strconv.Itoa(status)}, {"content-type", "text/plain"}},
-		body:    []byte(body),
+		headers: [][2]string{{":status", strconv.Itoa(status)}, {"content-type", "text/plain"},
+			{"content-length", strconv.Itoa(len(body))}},
+		data:    []byte(body),
 		details: details,
 	}
 }
@@ -134,7 +154,7 @@ func (h *Host) doHTTPCall(ctx context.Context, req httpCallRequest) *calloutResp
 	resp, err := h.client.Do(r)
 	if err != nil {
 		lr := upstreamFailure(err)
-		return &calloutResponse{headers: newHeaderMap(lr.headers), body: lr.body, trailers: newHeaderMap(nil)}
+		return &calloutResponse{headers: newHeaderMap(lr.headers), body: lr.data, trailers: newHeaderMap(nil)}
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, h.cfg.MaxBodyBytes+1))

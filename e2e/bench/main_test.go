@@ -43,6 +43,7 @@ func redisServer(b *testing.B) *redistest.Server {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	printRedisCosts(os.Stdout)
+	printSettleCosts(os.Stdout)
 	printRequestSummary(os.Stdout)
 	printThroughputSummary(os.Stdout)
 	if mods != nil {

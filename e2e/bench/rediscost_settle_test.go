@@ -1,0 +1,167 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// settleCase is one response_cost pattern: each request is decided, then
+// settled once its response's cost is known. reserve is what the decision
+// charges (0: it checks only); cost is the real cost the settle brings.
+type settleCase struct {
+	name          string
+	limit         algorithms.Limit
+	reserve, cost int64
+}
+
+// settleCost is what one settleCase costs Redis per call, in µs of EVALSHA
+// (INFO commandstats): the decision with its reservation, and the settle.
+type settleCost struct {
+	decideUsec, settleUsec float64
+	applied                int64 // what each settle applied: < 0 refunded, > 0 charged
+}
+
+var (
+	settleCostsMu sync.Mutex
+	settleCosts   = map[string]settleCost{}
+	settleOrder   []string
+)
+
+// BenchmarkRedisCostSettle measures the settle script call a response_cost
+// rule adds (one per request whose real cost differs from its reservation)
+// against the decision that precedes it, on the same keys, side by side:
+// in each round every case decides a batch of requests (one block key, as
+// the filter sends by default), then settles the same batch, each phase
+// timed with INFO commandstats. Run it with -benchtime 1x.
+func BenchmarkRedisCostSettle(b *testing.B) {
+	server := redisServer(b)
+	c, err := redistest.Dial(server.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	funnel, _ := algorithms.NewFunnel(100, 100, time.Second)
+	log, _ := algorithms.NewSlidingLog(100, time.Minute)
+	counter, _ := algorithms.NewSlidingCounter(100, time.Minute)
+	cases := []settleCase{
+		{"funnel reserve 10, settle 3", funnel, 10, 3},
+		{"funnel check, settle 3", funnel, 0, 3},
+		{"sliding_log reserve 10, settle 3", log, 10, 3},
+		{"sliding_log check, settle 3", log, 0, 3},
+		{"sliding_counter reserve 10, settle 3", counter, 10, 3},
+	}
+	type admitted struct {
+		key string
+		at  int64
+	}
+	batch := make([]admitted, benchRound)
+	for range b.N {
+		prefix := redistest.Prefix(b)
+		decideUsec := make([]float64, len(cases))
+		decideCalls := make([]int64, len(cases))
+		settleUsec := make([]float64, len(cases))
+		settleCalls := make([]int64, len(cases))
+		applied := make([]int64, len(cases))
+		for round := range benchRounds {
+			for ci, sc := range cases {
+				checks := []algorithms.Check{{Limit: sc.limit, Cost: sc.reserve, CheckOnly: sc.reserve == 0}}
+				before, beforeCalls := evalshaUsec(b, server)
+				for i := range benchRound {
+					n := round*benchRound + i
+					key := fmt.Sprintf("%ssettle%d:{k%d}", prefix, ci, n%benchKeys)
+					checks[0].Key = key
+					d := decideOnce(b, c, []string{key + ":block"}, checks)
+					if !d.Allowed() {
+						b.Fatalf("%s: request %d denied; the settles measured would not be the filter's", sc.name, n)
+					}
+					batch[i] = admitted{key, d.Now}
+				}
+				mid, midCalls := evalshaUsec(b, server)
+				settles := []algorithms.Settle{{Limit: sc.limit, Reserved: sc.reserve, Cost: sc.cost}}
+				for i := range benchRound {
+					settles[0].Key, settles[0].At = batch[i].key, batch[i].at
+					s := settleOnce(b, c, settles)
+					applied[ci] = s.Results[0].Applied
+				}
+				after, afterCalls := evalshaUsec(b, server)
+				decideUsec[ci] += mid - before
+				decideCalls[ci] += midCalls - beforeCalls
+				settleUsec[ci] += after - mid
+				settleCalls[ci] += afterCalls - midCalls
+			}
+		}
+		for ci, sc := range cases {
+			r := settleCost{decideUsec[ci] / float64(decideCalls[ci]), settleUsec[ci] / float64(settleCalls[ci]), applied[ci]}
+			metric := strings.NewReplacer(" ", "_", ",", "").Replace(sc.name)
+			b.ReportMetric(r.settleUsec/r.decideUsec, metric+"-settle/decide")
+			settleCostsMu.Lock()
+			if _, ok := settleCosts[sc.name]; !ok {
+				settleOrder = append(settleOrder, sc.name)
+			}
+			settleCosts[sc.name] = r
+			settleCostsMu.Unlock()
+		}
+	}
+}
+
+// decideOnce sends one decision, loading the script on -NOSCRIPT.
+func decideOnce(b *testing.B, c *redistest.Conn, blocks []string, checks []algorithms.Check) algorithms.Decision {
+	b.Helper()
+	v, err := c.Decode(c.RoundTrip(algorithms.AppendEvalSHA(nil, blocks, checks)))
+	var rerr *redisproto.Error
+	if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
+		v, err = c.Decode(c.RoundTrip(algorithms.AppendEval(nil, blocks, checks)))
+	}
+	var d algorithms.Decision
+	if err == nil {
+		err = d.Parse(v, len(blocks), len(checks))
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
+}
+
+// settleOnce sends one settle call, as the filter frames it for Redis.
+func settleOnce(b *testing.B, c *redistest.Conn, settles []algorithms.Settle) algorithms.Settlement {
+	b.Helper()
+	v, err := c.Decode(c.RoundTrip(algorithms.AppendSettle(nil, algorithms.RESP, false, settles)))
+	var rerr *redisproto.Error
+	if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
+		v, err = c.Decode(c.RoundTrip(algorithms.AppendSettle(nil, algorithms.RESP, true, settles)))
+	}
+	var s algorithms.Settlement
+	if err == nil {
+		err = s.Parse(v, len(settles))
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	return s
+}
+
+// printSettleCosts prints BenchmarkRedisCostSettle's table, if it ran.
+func printSettleCosts(w io.Writer) {
+	settleCostsMu.Lock()
+	defer settleCostsMu.Unlock()
+	if len(settleOrder) == 0 {
+		return
+	}
+	var sb strings.Builder
+	sb.WriteString("\nRedis cost of a response_cost settle against its decision (1 limit, 1 block key), one run, side by side:\n")
+	fmt.Fprintf(&sb, "%-38s %14s %14s %14s %9s\n", "case", "decide us/call", "settle us/call", "settle/decide", "applied")
+	for _, n := range settleOrder {
+		c := settleCosts[n]
+		fmt.Fprintf(&sb, "%-38s %14.2f %14.2f %13.2fx %9d\n", n, c.decideUsec, c.settleUsec, c.settleUsec/c.decideUsec, c.applied)
+	}
+	io.WriteString(w, sb.String())
+}
