@@ -95,26 +95,6 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	}
 }
 
-// Members are unique even when one call admits several in one microsecond.
-func TestSlidingLogMembersUniqueWithinOneMicrosecond(t *testing.T) {
-	c := dial(t)
-	p := redistest.Prefix(t)
-	l := mustLimit(t)(NewSlidingLog(10, time.Minute))
-	c.decide(p+"b", []Check{{Key: p + "log", Limit: l, Cost: 4}})
-	members, err := c.do("ZRANGE", p+"log", "0", "-1", "WITHSCORES").Array()
-	if err != nil || len(members) != 8 {
-		t.Fatalf("ZRANGE: %v, %v", members, err)
-	}
-	seen := map[string]bool{}
-	for i := 0; i < 8; i += 2 {
-		m, _ := members[i].Text()
-		if seen[m] || members[1].String() != members[i+1].String() {
-			t.Fatalf("members %v: want 4 distinct members at one score", members)
-		}
-		seen[m] = true
-	}
-}
-
 func TestNoScriptThenEval(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
@@ -149,6 +129,36 @@ func TestBadArgumentsAreErrors(t *testing.T) {
 		"unknown algorithm":   {"1", p + "{u}:0", "0", "z", "5", "1000", "1"},
 		"second of two":       {"2", p + "{u}:0", p + "{u}:1", "0", "f", "5", "1000", "1", "c", "5", "x", "1"},
 		"funnel after blocks": {"2", p + "{u}:block", p + "{u}:0", "1", "f", "5", "1000", "-"},
+	} {
+		v := c.roundTrip(redisproto.AppendCommand(nil, append([]string{"EVAL", Script.Source}, args...)...))
+		var rerr *redisproto.Error
+		if !errors.As(v.Err(), &rerr) || !strings.Contains(rerr.Error(), "ratelimit: bad") {
+			t.Errorf("%s: %v, want an error reply", name, v)
+		}
+	}
+	if keys, _ := c.do("KEYS", p+"*").Array(); len(keys) != 0 {
+		t.Fatalf("keys written: %v", keys)
+	}
+}
+
+// A cost below -1 is an error on every path of a decision; a bad settle
+// is an error, and its call writes nothing, not even its good settles.
+func TestBadCostsAndSettlesAreErrors(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	k0, k1 := p+"{u}:0", p+"{u}:1"
+	good := []string{"l", "5", "1000000", "1", "0", "3"}
+	for name, args := range map[string][]string{
+		"one funnel, cost -2":    {"1", k0, "0", "f", "5", "1000", "-2"},
+		"one log, cost -2":       {"1", k0, "0", "l", "5", "1000", "-2"},
+		"two limits, cost -2":    {"2", k0, k1, "0", "f", "5", "1000", "1", "c", "5", "1000", "-2"},
+		"settle count":           {"1", k0, "s", "f", "5", "1000", "1", "0"},
+		"settle algorithm":       {"1", k0, "s", "z", "5", "1000", "1", "0", "3"},
+		"settle negative cost":   {"1", k0, "s", "f", "5", "1000", "1", "0", "-1"},
+		"settle negative amount": {"1", k0, "s", "c", "5", "1000", "1", "-1", "3"},
+		"settle time":            {"1", k0, "s", "l", "5", "1000", "x", "0", "3"},
+		"settle zero interval":   {"1", k0, "s", "f", "5", "0", "1", "0", "3"},
+		"second settle":          append(append([]string{"2", k0, k1, "s"}, good...), "f", "5", "1000", "1", "0", ""),
 	} {
 		v := c.roundTrip(redisproto.AppendCommand(nil, append([]string{"EVAL", Script.Source}, args...)...))
 		var rerr *redisproto.Error

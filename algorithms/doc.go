@@ -4,8 +4,9 @@
 //
 // Three algorithms are offered:
 //
-//   - SlidingLog: an exact sliding window kept as a sorted set of admission
-//     times. Memory is O(limit) per key.
+//   - SlidingLog: an exact sliding window kept as a sorted set with one
+//     member per admission, carrying its weight (its cost). Memory is
+//     O(admissions in the window) per key.
 //   - SlidingCounter: an approximate sliding window from two weighted fixed
 //     windows. Memory is O(1) per key; for limits such as 1,000,000/minute.
 //   - Funnel: a leaky bucket computed as GCRA, with the semantics of
@@ -15,4 +16,13 @@
 // any limit denies, nothing is charged. Time comes from Redis TIME inside the
 // script, so every proxy shares one clock, and the reply carries that time so
 // a test can replay the same sequence through the Model.
+//
+// Costs known only once the response ends (LLM tokens) take two calls. At
+// admission each limit either reserves an estimate (Check.Cost) or checks
+// only (Check.CheckOnly: decided as a cost of 1, charged nothing). Once the
+// real cost is known, one more call of the same script settles every limit
+// (Settle, AppendSettle): it charges what the reservation missed or refunds
+// what it overcharged. A settle never denies and may overdraw: the debt
+// denies later requests until it clears, and decisions report it as no
+// Remaining and the true RetryAfter.
 package algorithms

@@ -57,7 +57,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 const (
 	maxScaled   = 1 << 50 // SlidingCounter: Rate * Period in ms
 	maxTau      = 1 << 48 // Funnel: Burst * emission interval in us (~8.9 years)
-	maxLogLimit = 1 << 20 // SlidingLog: entries per key
+	maxLogLimit = 1 << 20 // SlidingLog: units per window
 )
 
 // Limit is one rate limit. Build it with NewSlidingLog, NewSlidingCounter,
@@ -76,7 +76,7 @@ type Limit struct {
 }
 
 // NewSlidingLog admits at most limit requests in any window of length window.
-// Memory is about 20 bytes per admitted request within the window.
+// Memory is about 20 bytes per admission within the window, whatever its cost.
 func NewSlidingLog(limit int64, window time.Duration) (Limit, error) {
 	l := Limit{Algorithm: SlidingLog, Rate: limit, Period: window, Burst: limit}
 	return l, l.Validate()
@@ -154,7 +154,8 @@ func (l Limit) Validate() error {
 
 // CheckCost reports whether a request may cost n under this limit:
 // 0 <= n <= Burst. A cost of 0 peeks: it is decided like any other and
-// charges nothing, whatever the algorithm. A bad cost is a *ParamError
+// charges nothing, whatever the algorithm (Check.CheckOnly ignores the
+// cost; CheckSettleCost bounds a settle's). A bad cost is a *ParamError
 // for ParamCost.
 func (l Limit) CheckCost(n int64) error {
 	if n < 0 {

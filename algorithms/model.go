@@ -2,8 +2,8 @@ package algorithms
 
 import "time"
 
-// Model is the pure Go reference of the script: the same decisions and the
-// same numbers, with the time passed in. Property tests replay a real
+// Model is the pure Go reference of the script: the same decisions,
+// settlements and numbers, with the time passed in. Property tests replay a real
 // script's calls through it, at the times the script reported, and demand
 // exact agreement.
 //

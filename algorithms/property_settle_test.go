@@ -50,16 +50,25 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 			model := NewModel()
 			cases := settleCases{}
 			var pending []admission
-			for step := range 600 {
+			// Long enough for every record to age out (a counter's takes
+			// two windows).
+			var ageOut time.Duration
+			for _, l := range limits {
+				if l.Algorithm == SlidingCounter {
+					ageOut = max(ageOut, 2*l.Period)
+				}
+				ageOut = max(ageOut, l.Period)
+			}
+			for step := range 400 {
 				// Right after a long sleep, settle what has aged out.
-				if len(pending) > 0 && (rng.IntN(3) == 0 || step%50 == 0) {
+				if len(pending) > 0 && (rng.IntN(3) == 0 || step%40 == 0) {
 					pending = settleStep(t, rng, c, model, pending, cases)
 				} else {
 					pending = decideStep(t, rng, c, model, p, limits, pending, cases)
 				}
 				switch {
-				case step%50 == 49: // long enough for records to age out and debts to clear
-					time.Sleep(time.Duration(60+rng.IntN(20)) * time.Millisecond)
+				case step%40 == 39:
+					time.Sleep(ageOut + time.Millisecond)
 				case rng.IntN(4) == 0:
 					time.Sleep(time.Duration(rng.IntN(8000)) * time.Microsecond)
 				}

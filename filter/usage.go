@@ -60,9 +60,11 @@ const usageMaxValue = 1 << 53
 type usageScanner struct {
 	f    *usageFields
 	sse  bool
-	max  int    // JSON: the body's cap
-	over bool   // JSON: the body passed max; SSE: the event passed usageMaxEvent
-	buf  []byte // JSON: the body; SSE: the event's data lines, each ending in '\n'
+	max  int  // JSON: the body's cap
+	over bool // JSON: the body passed max; SSE: the event passed eventMax
+	// eventMax bounds one event of a stream: max(usageMaxEvent, maxBytes).
+	eventMax int
+	buf      []byte // JSON: the body; SSE: the event's data lines, each ending in '\n'
 
 	// SSE only.
 	vals    []int64  // per path, its last value, or -1
@@ -76,13 +78,14 @@ type usageScanner struct {
 }
 
 // start readies u for a response of this kind: an event stream if sse,
-// else a JSON body of at most maxBytes. maxBytes bounds only a JSON body:
-// each event of a stream is bounded by usageMaxEvent.
+// else a JSON body of at most maxBytes. Each event of a stream is bounded
+// by maxBytes too, or usageMaxEvent when that is more.
 func (u *usageScanner) start(f *usageFields, sse bool, maxBytes int) {
 	u.f, u.sse, u.max, u.over = f, sse, maxBytes, false
+	u.eventMax = max(usageMaxEvent, maxBytes)
 	u.buf = u.buf[:0]
 	u.vals, u.needles, u.gate = u.vals[:0], u.needles[:0], ""
-	u.st, u.nameLen, u.first, u.cr = sseStart, 0, true, false
+	u.st, u.nameLen, u.first, u.cr = usageLineStart, 0, true, false
 	if f == nil || !sse {
 		return
 	}

@@ -43,7 +43,7 @@ func usageRefInt(r gjson.Result) (int64, bool) {
 // usageRefSSE reads a whole event stream the simple way: lines first,
 // then events.
 func usageRefSSE(paths []string, in []byte) (int64, bool) {
-	s := strings.TrimPrefix(string(in), utf8BOM)
+	s := strings.TrimPrefix(string(in), usageBOM)
 	var lines []string
 	for {
 		i := strings.IndexAny(s, "\r\n")
@@ -94,7 +94,7 @@ func usageRefSSE(paths []string, in []byte) (int64, bool) {
 func FuzzUsageSSE(f *testing.F) {
 	for _, s := range []string{usageChatSSE, usageResponsesSSE, usageAnthropicSSE,
 		strings.ReplaceAll(usageAnthropicSSE, "\n", "\r\n"), strings.ReplaceAll(usageChatSSE, "\n", "\r"),
-		"\xEF\xBB\xBFdata: {\"n\":5}\n\n", "data: {\"a\":\ndata\ndata: {\"n\":2}, \"b\":3}\r\n\r\n: c\n\n"} {
+		"\xEF\xBB\xBFdata: {\"n\":5}\n\n", "data: {\"a\":\ndata\ndata: {\"n\":2}, \"b\":3}\r\n\r\n: c\n\n", "data: {\"n\":\r\ndata: 1}\r\n\r\n"} {
 		f.Add([]byte(s), uint8(0), uint64(1))
 		f.Add([]byte(s), uint8(3), uint64(2))
 		f.Add([]byte(s), uint8(4), uint64(3))
@@ -102,10 +102,14 @@ func FuzzUsageSSE(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, which uint8, seed uint64) {
 		fields := usageFuzzFields[int(which)%len(usageFuzzFields)]
 		want, wantFound := usageRefSSE(fields.sse, in)
-		var u usageScanner
-		for i := range uint64(3) { // the scanner is reused
-			if got, found := usageScan(&u, fields, true, 0, usageRandomChunks(in, seed+i)...); got != want || found != wantFound {
-				t.Fatalf("fields %v: got %d, %v; the reference %d, %v", fields.sse, got, found, want, wantFound)
+		bytewise := make([][]byte, len(in))
+		for i := range in {
+			bytewise[i] = in[i : i+1]
+		}
+		var u usageScanner // reused
+		for i, chunks := range [][][]byte{{in}, bytewise, usageRandomChunks(in, seed), usageRandomChunks(in, seed+1)} {
+			if got, found := usageScan(&u, fields, true, 0, chunks...); got != want || found != wantFound {
+				t.Fatalf("chunking %d, fields %v: got %d, %v; the reference %d, %v", i, fields.sse, got, found, want, wantFound)
 			}
 		}
 	})

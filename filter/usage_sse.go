@@ -7,20 +7,22 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// usageMaxEvent bounds an event's data, each line counted with its '\n':
-// a larger event is skipped whole, and never held beyond this.
+// usageMaxEvent is the least bound on an event's data, each line counted
+// with its '\n'; max_body_bytes raises it (an OpenAI Responses stream's
+// response.completed repeats the whole output). A larger event is skipped
+// whole, and never held beyond the bound.
 const usageMaxEvent = 64 << 10
 
 // Where the scanner is in a line of an event stream.
 const (
-	sseStart uint8 = iota // at the line's start
-	sseName               // in the field name, before any ':'
-	sseSpace              // in a data line, just after the ':'
-	sseData               // in a data line's value
-	sseSkip               // in a line to ignore
+	usageLineStart uint8 = iota // at the line's start
+	usageLineName               // in the field name, before any ':'
+	usageLineSpace              // in a data line, just after the ':'
+	usageLineData               // in a data line's value
+	usageLineSkip               // in a line to ignore
 )
 
-const utf8BOM = "\xEF\xBB\xBF"
+const usageBOM = "\xEF\xBB\xBF"
 
 // writeSSE splits a chunk of an event stream (WHATWG HTML, "Server-sent
 // events") into lines, ended by "\r\n", "\n" or "\r", even when split
@@ -54,7 +56,7 @@ func (u *usageScanner) writeSSE(p []byte) {
 			}
 			return
 		}
-		if line := p[i:end]; u.st == sseStart && !u.first { // a whole line, read inline
+		if line := p[i:end]; u.st == usageLineStart && !u.first { // a whole line, read inline
 			switch {
 			case len(line) == 0:
 				u.dispatch()
@@ -95,43 +97,43 @@ func usageIndex(p []byte, i int, c byte) int {
 // linePart reads a non-empty piece of the current line.
 func (u *usageScanner) linePart(s []byte) {
 	switch u.st {
-	case sseStart:
+	case usageLineStart:
 		if s[0] == ':' {
-			u.st = sseSkip // a comment
+			u.st = usageLineSkip // a comment
 			return
 		}
-		u.st = sseName
+		u.st = usageLineName
 		fallthrough
-	case sseName:
+	case usageLineName:
 		for k, c := range s {
 			if c == ':' {
 				if !u.isData() {
-					u.st = sseSkip
+					u.st = usageLineSkip
 					return
 				}
-				u.st = sseSpace
+				u.st = usageLineSpace
 				u.dataPart(s[k+1:])
 				return
 			}
 			if int(u.nameLen) == len(u.name) {
-				u.st = sseSkip // too long for "data"
+				u.st = usageLineSkip // too long for "data"
 				return
 			}
 			u.name[u.nameLen] = c
 			u.nameLen++
 		}
-	case sseSpace, sseData:
+	case usageLineSpace, usageLineData:
 		u.dataPart(s)
 	}
 }
 
 // dataPart reads a piece of a data line's value, dropping one leading space.
 func (u *usageScanner) dataPart(s []byte) {
-	if u.st == sseSpace && len(s) > 0 {
+	if u.st == usageLineSpace && len(s) > 0 {
 		if s[0] == ' ' {
 			s = s[1:]
 		}
-		u.st = sseData
+		u.st = usageLineData
 	}
 	u.appendData(s)
 }
@@ -140,7 +142,7 @@ var usageNewline = []byte{'\n'}
 
 // appendLine appends a data line's value and its '\n'.
 func (u *usageScanner) appendLine(v []byte) {
-	if n := len(u.buf) + len(v) + 1; n <= cap(u.buf) && n <= usageMaxEvent && !u.over {
+	if n := len(u.buf) + len(v) + 1; n <= cap(u.buf) && n <= u.eventMax && !u.over {
 		u.buf = append(append(u.buf, v...), '\n')
 		return
 	}
@@ -152,33 +154,33 @@ func (u *usageScanner) appendData(s []byte) {
 	if u.over {
 		return
 	}
-	if len(u.buf)+len(s) > usageMaxEvent {
+	if len(u.buf)+len(s) > u.eventMax {
 		u.over = true
 		return
 	}
-	u.buf = usageAppend(u.buf, s, usageMaxEvent)
+	u.buf = usageAppend(u.buf, s, u.eventMax)
 }
 
 // lineEnd ends the current line: a blank line ends the event.
 func (u *usageScanner) lineEnd() {
 	switch u.st {
-	case sseStart:
+	case usageLineStart:
 		u.dispatch()
-	case sseName: // no ':', the whole line is the name
+	case usageLineName: // no ':', the whole line is the name
 		if u.isData() {
 			u.appendData(usageNewline)
 		}
-	case sseSpace, sseData:
+	case usageLineSpace, usageLineData:
 		u.appendData(usageNewline)
 	}
-	u.st, u.nameLen, u.first = sseStart, 0, false
+	u.st, u.nameLen, u.first = usageLineStart, 0, false
 }
 
 // isData reports whether the field name read is "data".
 func (u *usageScanner) isData() bool {
 	name := u.name[:u.nameLen]
-	if u.first && bytes.HasPrefix(name, []byte(utf8BOM)) {
-		name = name[len(utf8BOM):]
+	if u.first && bytes.HasPrefix(name, []byte(usageBOM)) {
+		name = name[len(usageBOM):]
 	}
 	return string(name) == "data"
 }

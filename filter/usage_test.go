@@ -157,6 +157,8 @@ func TestUsageSSE(t *testing.T) {
 		{"comments and other fields", n, ": keep-alive\nevent: x\nid: 7\nretry: 10\ndata: {\"n\":5}\n: more\n\n", 5, true},
 		{"comment alone is no blank line", n, "data: {\"n\":5}\n:\n", 0, false},
 		{"multi-line data", n, "data: {\"u\":1,\ndata:\ndata: \"n\": 6}\n\n", 6, true},
+		{"multi-line data with CRLF", n, "data: {\"u\":1,\r\ndata: \"n\": 6}\r\n\r\n", 6, true},
+		{"multi-line data with CR", n, "data: {\"u\":1,\rdata: \"n\": 6}\r\r", 6, true},
 		{"data without colon", n, "data: {\"n\":\ndata\ndata: 7}\n\n", 7, true},
 		{"data is case-sensitive", n, "Data: {\"n\":5}\n\n", 0, false},
 		{"longer field name", n, "datax: {\"n\":5}\n\n", 0, false},
@@ -194,6 +196,27 @@ func TestUsageSSE(t *testing.T) {
 			}
 			usageCheckChunkings(t, tc.f, true, 0, tc.body, tc.want, tc.found)
 		})
+	}
+}
+
+// The data lines of an event, as held before the blank line ends it.
+func TestUsageSSEData(t *testing.T) {
+	f := &usageFields{sse: []string{"n"}}
+	for body, want := range map[string]string{
+		"data: a\ndata\ndata:b\r\ndata:  c\r":     "a\n\nb\n c\n",
+		"\xEF\xBB\xBFdata\nevent: data\n: data\n": "\n",
+		"data:\ndatum: x\nDATA: y\ndat\n":         "\n",
+		"data: a\n\ndata: b\ndata: c":             "b\nc", // c's line is not ended yet
+	} {
+		var u usageScanner
+		for i := 0; i <= len(body); i++ {
+			u.start(f, true, 0)
+			u.write([]byte(body[:i]))
+			u.write([]byte(body[i:]))
+			if string(u.buf) != want {
+				t.Fatalf("%q split at %d: data %q, want %q", body, i, u.buf, want)
+			}
+		}
 	}
 }
 

@@ -63,7 +63,7 @@ var optionalFields = map[string][]string{
 	"limit":        {"name", "limit", "window", "capacity", "rate", "refill", "period"},
 	"cost":         {"header", "default"},
 	"responseCost": {"header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes"},
-	"reserve":      {"header", "default"},
+	"reserve":      {"header", "body", "default"},
 }
 
 var (
@@ -140,12 +140,14 @@ var pools = map[string][]string{
 	"responseCost.statuses": {`[401]`, `[401,403]`, `["5xx"]`, `["5XX",429]`, `[100,599]`, `[]`, `[99]`, `[600]`, `["6xx"]`,
 		`["5x"]`, `["0xx"]`, `[401.5]`, `["401"]`, `"5xx"`, `[null]`},
 	"responseCost.reserve": {`0`, `1`, `2`, `-1`, `1.5`, `"1"`, `{"header":"x-max-tokens"}`, `{"header":"x-max-tokens","default":1}`,
+		`{"body":"max_tokens","default":1}`, `{"body":"max_tokens","header":""}`, `{"body":"a.#"}`, `{"header":"x","body":"y"}`,
 		`{"header":""}`, `{"default":1}`, `{"header":"x","extra":1}`, `1099511627777`, `null`, `[]`},
 	"responseCost.on_missing":     {`"reserved"`, `"default"`, `"nothing"`, `"charge"`, `""`, `1`},
 	"responseCost.on_reset":       {`"reserved"`, `"default"`, `"nothing"`, `"refund"`, `""`, `null`},
 	"responseCost.default":        {`0`, `1`, `4096`, `1099511627776`, `1099511627777`, `-1`, `1.5`, `"1"`},
 	"responseCost.max_body_bytes": {`1`, `1048576`, `67108864`, `67108865`, `0`, `-1`, `1.5`, `"1"`},
 	"reserve.header":              {`"x-max-tokens"`, `""`, `5`},
+	"reserve.body":                {`"max_tokens"`, `"max_output_tokens"`, `""`, `"messages.#"`, `"a@b"`, `5`},
 	"reserve.default":             {`0`, `1`, `2`, `-1`, `1.5`, `1099511627777`},
 }
 

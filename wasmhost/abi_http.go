@@ -51,7 +51,7 @@ func (v *vm) headerMapFor(t uint32) (m *headerMap, mutable bool) {
 			return s.respHeaders, true
 		}
 	case mapResponseTrailers:
-		if s.phase == phaseResponseTrailers || (s.phase == phaseResponseBody && !s.upstreamTrailer) {
+		if s.phase == phaseResponseTrailers || (s.phase == phaseResponseBody && s.lastBodyCall()) {
 			if s.respTrailers == nil {
 				s.respTrailers = newHeaderMap(nil)
 			}

@@ -118,6 +118,7 @@ func (b *BenchVM) Request(headers [][2]string, redisReply []byte) (int, error) {
 		finished:       make(chan struct{}),
 	}
 	v.begin(s)
+	status := 0
 	for {
 		if len(b.pending) > 0 {
 			c := b.pending[0]
@@ -130,25 +131,33 @@ func (b *BenchVM) Request(headers [][2]string, redisReply []byte) (int, error) {
 			switch {
 			case m.forward != nil:
 				res := &upstreamResult{headers: append([][2]string(nil), b.UpstreamHeaders...), addr: "127.0.0.1:1", details: "via_upstream"}
-				v.upstreamDone(s, m.forward.seq, res)
+				v.upstreamHeaders(s, m.forward.seq, res)
+			case m.headers != nil:
+				status = m.headers.status
+			case m.end:
+				return b.done(s, status)
+			case m.data != nil:
+				v.written(s)
 			case m.reply != nil:
-				v.finish(s)
-				if v.failed != nil {
-					return m.reply.status, v.failed
-				}
-				return m.reply.status, nil
+				return b.done(s, m.reply.status)
 			case m.reset:
-				v.finish(s)
+				v.finish(s, false)
 				return 0, errors.New("host: bench stream reset by the guest")
 			}
 		default:
-			v.finish(s)
+			v.finish(s, false)
 			if v.failed != nil {
 				return 0, v.failed
 			}
 			return 0, fmt.Errorf("host: bench stream left paused in %s with no Redis call to answer", s.phase)
 		}
 	}
+}
+
+// done finishes a stream answered with status.
+func (b *BenchVM) done(s *stream, status int) (int, error) {
+	b.v.finish(s, false)
+	return status, b.v.failed
 }
 
 // RedisCalls returns how many proxy_redis_call calls the VM made.
@@ -323,7 +332,28 @@ func (h *Host) servePassThrough(w http.ResponseWriter, r *http.Request) {
 	}
 	res := h.forward(req)
 	status, _ := strconv.Atoi(firstValue(&headerMap{pairs: res.headers}, ":status"))
-	writeResponse(w, &finalResponse{status: status, headers: res.headers, body: res.body, trailers: res.trailers})
+	out := newClientWriter(w, r, func(string, ...any) {})
+	out.start(&finalResponse{status: status, headers: res.headers})
+	if res.body == nil {
+		out.end(res.data, nil)
+		return
+	}
+	defer res.body.close()
+	out.flush()
+	for {
+		c := res.body.next()
+		switch {
+		case c.err != nil:
+			out.write(c.data)
+			out.flush()
+			panic(http.ErrAbortHandler)
+		case c.end:
+			out.end(c.data, c.trailers)
+			return
+		}
+		out.write(c.data)
+		out.flush()
+	}
 }
 
 // MemoryBytes is the size of the guest's linear memory.

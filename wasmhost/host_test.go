@@ -117,9 +117,12 @@ func TestGuestChangesReachUpstreamAndClient(t *testing.T) {
 		t.Errorf("replaced request header: upstream saw %q", got)
 	}
 
+	// The probe drops the upstream's content-length, as a filter that
+	// changes the body must in Envoy: the body goes out chunked, or with
+	// the length of what was written if it all fits before the first flush.
 	r = do(t, "GET", h.URL()+"/r", "", map[string]string{"x-probe-mode": "rewrite-body"})
-	if r.body != "rewritten by probe" || r.header.Get("Content-Length") != "18" {
-		t.Errorf("response body %q (Content-Length %s), want the guest's replacement", r.body, r.header.Get("Content-Length"))
+	if cl := r.header.Get("Content-Length"); r.body != "rewritten by probe" || (cl != "" && cl != "18") {
+		t.Errorf("response body %q (Content-Length %s), want the guest's replacement", r.body, cl)
 	}
 }
 

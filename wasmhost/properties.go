@@ -200,10 +200,10 @@ func (s *stream) responseAttribute(name string) ([]byte, bool) {
 			return encodePairs(nil), true
 		}
 		return encodePairs(s.respTrailers.pairs), true
-	case "size":
-		return u64(uint64(len(s.respBody))), true
+	case "size": // as Envoy's bytesSent: the body sent to the client so far
+		return u64(uint64(s.respSent)), true
 	case "total_size":
-		return u64(uint64(len(s.respBody) + s.respHeaders.byteSize())), true
+		return u64(uint64(s.respSent) + uint64(s.respHeaders.byteSize())), true
 	}
 	return nil, false
 }

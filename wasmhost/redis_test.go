@@ -250,7 +250,7 @@ func TestWorkersRunConcurrently(t *testing.T) {
 	eventually(t, "on_log for every stream", func() bool { return len(h.GuestLogs(wasmhost.LogInfo)) >= 2*n })
 	done := 0
 	for _, msg := range h.GuestLogs(wasmhost.LogInfo) {
-		if strings.HasPrefix(msg, "probe done") && strings.HasSuffix(msg, "status=200 err=<nil>") {
+		if strings.HasPrefix(msg, "probe done") && strings.Contains(msg, " status=200 err=<nil> ") {
 			done++
 		}
 	}

@@ -23,47 +23,40 @@ func (v *vm) forward(s *stream) {
 	v.send(s, handlerMsg{forward: req})
 }
 
-// upstreamDone starts the response callbacks with the upstream's response.
-func (v *vm) upstreamDone(s *stream, seq int, res *upstreamResult) {
-	if s.phase != phaseUpstream || seq != s.upstreamSeq {
-		return // a local reply or a reset overtook the upstream
-	}
-	s.cancelUpstream = nil
-	s.respHeaders = newHeaderMap(res.headers)
-	s.respBody = res.body
-	s.upstreamTrailer = len(res.trailers) > 0
-	if s.upstreamTrailer {
-		s.respTrailers = newHeaderMap(res.trailers)
-	}
-	s.upstreamAddr = res.addr
-	s.codeDetails = res.details
-	s.phase = phaseResponseHeaders
-	s.needCall = true
-	v.advance(s)
-}
-
-// startLocalReply sends the guest's local reply. Before the response has
-// started, it goes through the stream's response callbacks, as Envoy sends
-// a local reply through the encoder filter chain (a second local reply is
-// refused meanwhile). Once the response callbacks have started, it replaces
-// the response directly.
+// startLocalReply sends the guest's local reply, as Envoy's filter manager
+// does (sendLocalReply). Before the response callbacks, it goes through
+// them, as through the encoder filter chain (a second local reply is
+// refused meanwhile). Once they have started but before the headers went
+// to the client, it replaces the response directly. After that, a new
+// response is impossible: the stream is reset.
 func (v *vm) startLocalReply(s *stream, lr *localReply) {
+	details := lr.details
+	if details == "" {
+		details = "wasm_local_reply"
+	}
+	if s.headersSent {
+		v.h.hostLog(v.index, LogWarn, "stream %d: local reply %d after the response started: resetting the stream", s.id, lr.status)
+		s.codeDetails = details
+		v.reset(s)
+		return
+	}
 	v.unpause(s)
 	v.stopUpstream(s)
 	s.respHeaders = newHeaderMap([][2]string{{":status", strconv.Itoa(lr.status)}})
 	for _, h := range lr.headers {
 		s.respHeaders.add(h[0], h[1])
 	}
-	if _, ok := s.respHeaders.get("content-type"); !ok && len(lr.body) > 0 {
-		s.respHeaders.add("content-type", "text/plain")
+	if len(lr.body) > 0 {
+		if _, ok := s.respHeaders.get("content-type"); !ok {
+			s.respHeaders.add("content-type", "text/plain")
+		}
+		s.respHeaders.replace("content-length", strconv.Itoa(len(lr.body)))
 	}
 	s.respBody = lr.body
 	s.respTrailers = nil
 	s.upstreamTrailer = false
-	s.codeDetails = lr.details
-	if s.codeDetails == "" {
-		s.codeDetails = "wasm_local_reply"
-	}
+	s.respEnded = true
+	s.codeDetails = details
 	s.continueDir = [2]bool{}
 	s.resultPending = false
 	if s.phase >= phaseResponseHeaders {
@@ -74,10 +67,15 @@ func (v *vm) startLocalReply(s *stream, lr *localReply) {
 	s.needCall = true
 }
 
-// replyDirect answers the stream with a host-generated response, skipping
-// the guest.
-func (v *vm) replyDirect(s *stream, status int, body string) {
+// replyDirect answers the stream with a response the guest does not see,
+// or resets it if its response has started.
+func (v *vm) replyDirect(s *stream, status int, body, details string) {
 	if s.phase >= phaseReplied {
+		return
+	}
+	s.codeDetails = details
+	if s.headersSent {
+		v.reset(s)
 		return
 	}
 	v.unpause(s)
@@ -85,7 +83,6 @@ func (v *vm) replyDirect(s *stream, status int, body string) {
 	s.respHeaders = newHeaderMap([][2]string{{":status", strconv.Itoa(status)}, {"content-type", "text/plain"}})
 	s.respBody = []byte(body)
 	s.respTrailers = nil
-	s.codeDetails = "host"
 	v.reply(s)
 }
 
@@ -94,12 +91,9 @@ func (v *vm) reply(s *stream) {
 	v.unpause(s)
 	v.stopUpstream(s)
 	s.phase = phaseReplied
-	status, err := strconv.Atoi(firstValue(s.respHeaders, ":status"))
-	if err != nil || status < 200 || status > 999 {
-		v.h.hostLog(v.index, LogError, "stream %d: invalid :status %q, answering 502", s.id, firstValue(s.respHeaders, ":status"))
-		status = 502
-	}
-	r := &finalResponse{status: status, body: s.respBody}
+	r := &finalResponse{status: v.responseStatus(s), body: s.respBody}
+	s.respSent = int64(len(s.respBody))
+	s.respBody = nil
 	r.headers = append(r.headers, s.respHeaders.pairs...)
 	if s.respTrailers != nil {
 		r.trailers = append(r.trailers, s.respTrailers.pairs...)
@@ -117,17 +111,35 @@ func (v *vm) reset(s *stream) {
 	v.send(s, handlerMsg{reset: true})
 }
 
+// stopUpstream cancels the upstream request; what it still delivers is
+// ignored (a new sequence number).
 func (v *vm) stopUpstream(s *stream) {
 	if s.cancelUpstream != nil {
 		s.cancelUpstream()
 		s.cancelUpstream = nil
+		s.upstreamSeq++
+		s.upBody = nil
+		s.reading = false
 	}
+}
+
+// responseStatus is the :status the guest left, or 502 if it is not one.
+func (v *vm) responseStatus(s *stream) int {
+	status, err := strconv.Atoi(firstValue(s.respHeaders, ":status"))
+	if err != nil || status < 200 || status > 999 {
+		v.h.hostLog(v.index, LogError, "stream %d: invalid :status %q, answering 502", s.id, firstValue(s.respHeaders, ":status"))
+		return 502
+	}
+	return status
 }
 
 // finish ends the stream after the handler wrote the response (or the client
 // went away): proxy_on_log, proxy_on_done, proxy_on_delete.
-func (v *vm) finish(s *stream) {
+func (v *vm) finish(s *stream, clientGone bool) {
 	defer close(s.finished)
+	if clientGone && s.phase < phaseReplied {
+		s.codeDetails = "downstream_remote_disconnect" // as Envoy's connection manager sets it
+	}
 	v.unpause(s)
 	v.stopUpstream(s)
 	if s.phase == phaseFinished {

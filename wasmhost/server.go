@@ -41,36 +41,61 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "host: shutting down", http.StatusServiceUnavailable)
 		return
 	}
+	out := newClientWriter(w, r, func(format string, a ...any) { h.hostLog(v.index, LogWarn, format, a...) })
 	for {
 		select {
 		case m := <-s.toHandler:
 			switch {
 			case m.forward != nil:
-				res := h.forward(m.forward)
-				seq := m.forward.seq
-				v.post(func() { v.upstreamDone(s, seq, res) })
+				h.startUpstream(v, s, m.forward)
+			case m.headers != nil:
+				out.start(m.headers)
+				out.flushIfIdle(s.toHandler)
+			case m.end:
+				out.end(m.data, m.trailers) // the client sees the end after finish
+				h.finish(v, s, false)
+				return
+			case m.data != nil:
+				out.write(m.data)
+				out.flushIfIdle(s.toHandler)
+				v.post(func() { v.written(s) })
 			case m.reply != nil:
 				writeResponse(w, m.reply)
-				h.finish(v, s)
+				h.finish(v, s, false)
 				return
 			case m.reset:
-				h.finish(v, s)
+				out.flush() // what was sent before the reset reaches the client
+				h.finish(v, s, false)
 				panic(http.ErrAbortHandler) // closes the client's connection
 			}
 		case <-r.Context().Done():
-			h.finish(v, s)
+			h.finish(v, s, true)
 			return
 		case <-v.loopDone:
+			if out.started {
+				panic(http.ErrAbortHandler) // a truncated response must not look whole
+			}
 			http.Error(w, "host: shutting down", http.StatusServiceUnavailable)
 			return
 		}
 	}
 }
 
+// startUpstream forwards the request and hands the response headers to the
+// VM; the body is read on its own goroutine, a chunk each time the VM asks.
+func (h *Host) startUpstream(v *vm, s *stream, req *upstreamRequest) {
+	res := h.forward(req)
+	seq := req.seq
+	if b := res.body; b != nil {
+		go b.run(func(c upstreamChunk) { v.post(func() { v.upstreamData(s, seq, c) }) })
+	}
+	v.post(func() { v.upstreamHeaders(s, seq, res) })
+}
+
 // finish runs the stream's last callbacks and waits for them, so that what
 // they log or count is visible once the client has the response.
-func (h *Host) finish(v *vm, s *stream) {
-	if !v.post(func() { v.finish(s) }) {
+func (h *Host) finish(v *vm, s *stream, clientGone bool) {
+	if !v.post(func() { v.finish(s, clientGone) }) {
 		return
 	}
 	select {
@@ -137,17 +162,12 @@ func sortedHeader(h http.Header) [][2]string {
 	return out
 }
 
-// writeResponse writes the response as the guest left it. Content-Length is
-// recomputed (the guest may have changed the body) unless there are
-// trailers, which need chunked encoding.
+// writeResponse writes a whole response as the guest left it, when none has
+// started. Content-Length is recomputed (the guest may have changed the
+// body) unless there are trailers, which need chunked encoding.
 func writeResponse(w http.ResponseWriter, r *finalResponse) {
 	hdr := w.Header()
-	for _, p := range r.headers {
-		if strings.HasPrefix(p[0], ":") || p[0] == "content-length" || hopByHop[p[0]] {
-			continue
-		}
-		hdr.Add(p[0], p[1])
-	}
+	copyHeaders(hdr, r.headers, true)
 	if len(r.trailers) == 0 {
 		hdr.Set("Content-Length", strconv.Itoa(len(r.body)))
 	}
@@ -158,6 +178,17 @@ func writeResponse(w http.ResponseWriter, r *finalResponse) {
 	w.Write(r.body)
 	for _, t := range r.trailers {
 		hdr.Add(t[0], t[1])
+	}
+}
+
+// copyHeaders adds proxy-wasm headers to hdr, without pseudo-headers,
+// hop-by-hop headers and, if dropLength, content-length.
+func copyHeaders(hdr http.Header, pairs [][2]string, dropLength bool) {
+	for _, p := range pairs {
+		if strings.HasPrefix(p[0], ":") || hopByHop[p[0]] || (dropLength && p[0] == "content-length") {
+			continue
+		}
+		hdr.Add(p[0], p[1])
 	}
 }
 

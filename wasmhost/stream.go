@@ -55,9 +55,15 @@ type stream struct {
 	reqTrailers     *headerMap // nil until the client sends or the guest adds trailers
 	clientTrailers  bool
 	respHeaders     *headerMap
-	respBody        []byte
+	respBody        []byte // arrived and not yet sent to the client
 	respTrailers    *headerMap
 	upstreamTrailer bool
+	respEnded       bool          // no more response body will arrive
+	upBody          *upstreamBody // the upstream's body being read, if any
+	reading         bool          // a chunk of upBody was asked for
+	writing         bool          // a chunk is being written to the client
+	headersSent     bool          // the response started: headers went to the client
+	respSent        int64         // body bytes sent to the client
 	upstreamAddr    string
 	codeDetails     string
 	props           map[string][]byte // set with proxy_set_property
@@ -91,9 +97,13 @@ type localReply struct {
 
 // handlerMsg asks the HTTP handler goroutine to do I/O for the stream.
 type handlerMsg struct {
-	forward *upstreamRequest
-	reply   *finalResponse
-	reset   bool
+	forward  *upstreamRequest
+	headers  *finalResponse // start the response: status and headers
+	data     []byte         // body bytes to write
+	end      bool           // the response is complete (after data, with trailers)
+	trailers [][2]string
+	reply    *finalResponse // a whole response, when none has started
+	reset    bool
 }
 
 type finalResponse struct {
@@ -107,8 +117,9 @@ func (v *vm) send(s *stream, m handlerMsg) {
 	select {
 	case s.toHandler <- m:
 	default:
-		// Cannot happen: at most a forward and then a reply or reset are
-		// ever outstanding, and the channel holds more.
+		// Cannot happen: at most a forward, or headers, one data write
+		// (the next waits for written) and an end or reset are ever
+		// outstanding, and the channel holds more.
 		v.h.hostLog(v.index, LogCritical, "stream %d: handler channel full", s.id)
 	}
 }
@@ -117,7 +128,7 @@ func (v *vm) send(s *stream, m handlerMsg) {
 func (v *vm) begin(s *stream) {
 	v.served.Add(1)
 	if v.failed != nil {
-		v.replyDirect(s, 500, "host: wasm vm failed: "+v.failed.Error())
+		v.replyDirect(s, 500, "host: wasm vm failed: "+v.failed.Error(), "host")
 		return
 	}
 	v.lastID++
@@ -152,15 +163,22 @@ func (v *vm) advance(s *stream) {
 			v.invoke(s)
 		case s.resultPending:
 			s.resultPending = false
-			if s.continues() {
+			switch {
+			case s.continues():
 				v.next(s)
-			} else {
+			case s.phase == phaseResponseBody && s.respEnded && s.upstreamTrailer:
+				// Envoy delivers trailers to a filter that returned
+				// StopIterationAndBuffer; the body waits for them.
+				s.phase = phaseResponseTrailers
+				s.needCall = true
+			default:
 				v.pause(s)
 			}
 		case s.paused && s.continueRequested():
 			v.unpause(s)
 			v.next(s)
 		default:
+			v.pump(s)
 			return
 		}
 	}
@@ -171,6 +189,7 @@ func (v *vm) invoke(s *stream) {
 	id := uint64(s.id)
 	var res uint64
 	var ok bool
+	s.continueDir = [2]bool{} // a continue_stream before the callback is void
 	switch s.phase {
 	case phaseRequestHeaders:
 		eos := len(s.reqBody) == 0 && !s.clientTrailers
@@ -180,10 +199,10 @@ func (v *vm) invoke(s *stream) {
 	case phaseRequestTrailers:
 		res, ok = v.call("proxy_on_request_trailers", v.fn.requestTrailers, s.id, id, uint64(s.reqTrailers.len()))
 	case phaseResponseHeaders:
-		eos := len(s.respBody) == 0 && !s.upstreamTrailer
+		eos := s.respEnded && len(s.respBody) == 0 && !s.upstreamTrailer
 		res, ok = v.call("proxy_on_response_headers", v.fn.responseHeaders, s.id, id, uint64(s.respHeaders.len()), b2u(eos))
 	case phaseResponseBody:
-		res, ok = v.call("proxy_on_response_body", v.fn.responseBody, s.id, id, uint64(len(s.respBody)), b2u(!s.upstreamTrailer))
+		res, ok = v.call("proxy_on_response_body", v.fn.responseBody, s.id, id, uint64(len(s.respBody)), b2u(s.lastBodyCall()))
 	case phaseResponseTrailers:
 		res, ok = v.call("proxy_on_response_trailers", v.fn.responseTrailers, s.id, id, uint64(s.respTrailers.len()))
 	}
@@ -196,9 +215,10 @@ func (v *vm) invoke(s *stream) {
 // continues reports whether the callback that just returned lets the stream
 // go on: it returned Continue (or ContinueAndEndStream for headers, whose
 // "end stream" part this host ignores), or the guest called continue_stream
-// during the callback. A body callback that stops while trailers are still
-// to come also goes on to the trailers, as Envoy delivers trailers to a
-// filter that returned StopIterationAndBuffer.
+// during the callback. A request body callback that stops while trailers
+// are still to come also goes on to the trailers, as Envoy delivers
+// trailers to a filter that returned StopIterationAndBuffer (advance does
+// the same for the response, keeping the body).
 func (s *stream) continues() bool {
 	if s.result == actionContinue || s.continueRequested() {
 		return true
@@ -208,11 +228,13 @@ func (s *stream) continues() bool {
 		return s.result == actionContinueAndEndStream
 	case phaseRequestBody:
 		return s.clientTrailers
-	case phaseResponseBody:
-		return s.upstreamTrailer
 	}
 	return false
 }
+
+// lastBodyCall reports whether the response body callback about to run is
+// the last, its end_of_stream: no body will follow, nor trailers.
+func (s *stream) lastBodyCall() bool { return s.respEnded && !s.upstreamTrailer }
 
 func (s *stream) continueRequested() bool {
 	dir, ok := s.phase.direction()
@@ -239,24 +261,24 @@ func (v *vm) next(s *stream) {
 		s.needCall = true
 	case phaseRequestTrailers:
 		v.forward(s)
-	case phaseResponseHeaders, phaseResponseBody:
-		switch {
-		case s.phase == phaseResponseHeaders && len(s.respBody) > 0:
-			s.phase = phaseResponseBody
-		case s.upstreamTrailer && s.phase != phaseResponseTrailers:
-			s.phase = phaseResponseTrailers
-		default:
-			v.reply(s)
-			return
-		}
-		s.needCall = true
+	case phaseResponseHeaders:
+		v.sendHeaders(s)
+		v.afterResponseHeaders(s)
+	case phaseResponseBody:
+		v.afterResponseBody(s)
 	case phaseResponseTrailers:
-		v.reply(s)
+		v.end(s)
 	}
 }
 
+// pause stops the stream until continue_stream. The timer that catches a
+// stream left paused runs unless the guest buffers a body still arriving:
+// each chunk calls it again.
 func (v *vm) pause(s *stream) {
 	s.paused = true
+	if s.phase == phaseResponseBody && !s.respEnded {
+		return
+	}
 	s.pauseSeq++
 	seq := s.pauseSeq
 	s.pauseTimer = time.AfterFunc(v.h.cfg.PauseTimeout, func() {
@@ -279,7 +301,7 @@ func (v *vm) pauseExpired(s *stream, seq int) {
 	}
 	v.h.stuck.Add(1)
 	v.h.hostLog(v.index, LogError, "stream %d left paused in %s for %v", s.id, s.phase, v.h.cfg.PauseTimeout)
-	v.replyDirect(s, 504, "host: stream left paused")
+	v.replyDirect(s, 504, "host: stream left paused", "host")
 }
 
 func firstValue(m *headerMap, key string) string {

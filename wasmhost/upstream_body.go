@@ -42,6 +42,9 @@ func (b *upstreamBody) run(deliver func(upstreamChunk)) {
 			return
 		}
 		c := b.next()
+		if c.err != nil && ctx.Err() != nil {
+			return // the stream ended or the client left: no upstream reset
+		}
 		deliver(c)
 		if c.end || c.err != nil {
 			return

@@ -277,7 +277,7 @@ func (v *vm) fail(err error) {
 	v.h.traps.Add(1)
 	v.h.hostLog(v.index, LogCritical, "guest trapped, vm failed: %v", err)
 	for _, s := range v.streams {
-		v.replyDirect(s, 500, "host: wasm vm failed: "+err.Error())
+		v.replyDirect(s, 500, "host: wasm vm failed: "+err.Error(), "host")
 	}
 }
 

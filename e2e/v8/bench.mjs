@@ -5,18 +5,39 @@
 //   node --no-liftoff --wasm-max-mem-pages=16384 --stack-trace-limit=20 bench.mjs SPEC.json
 //
 // SPEC: { modules: [{ name, wasm, redis_abi, redis_clusters, http_clusters,
-//   configs: { <scenario>: plugin config } }], headers: [[name, value]],
-//   requests: per turn, rounds, warmup, memory_requests, startup_vms,
+//   configs: { <scenario>: plugin config, llm_plain: plugin config } }],
+//   headers: [[name, value]], requests: per turn, rounds, warmup,
+//   memory_requests, startup_vms,
+//   streams: { <scenario>: { events, chunk, prompt_tokens, completion_tokens } },
+//   scan: { bytes, chunks: [size], requests, rounds, warmup, prompt_tokens,
+//     completion_tokens },
 //   startup_only: a module's name, to time only its start-up }
 //
 // Each module gets one VM per scenario. The scenario's Redis (or Webdis)
-// reply is first recorded from the real server: the first reply for
-// "admitted", the first denial for the others. Then every call is answered
-// at once with that reply, so the figures are the module's and the host's
+// replies are first recorded from the real server: the first reply for
+// "admitted", the first denial for "denied" and "cached", and for a
+// scenario with a stream, the decision that admits it and the settle that
+// follows its response (when its cost differs from the reservation). Then
+// every call is answered at once with the recorded reply of its phase
+// (decision or settle), so the figures are the module's and the host's
 // work, not the network's. In each round, for each scenario, the modules
 // take turns of `requests` requests; the medians are reported. A module
 // without configs (the no-op) runs its one VM in every scenario; one
 // without a config for a scenario skips it.
+//
+// A scenario with a stream (streams.<scenario>) answers each admitted
+// request with a text/event-stream response: OpenAI chat completion chunk
+// events, then the usage event and [DONE], in proxy_on_response_body calls
+// of `chunk` bytes, the last with end_of_stream.
+//
+// scan measures what reading such a stream costs per MiB of body: each
+// module's "llm" config (a response_cost rule: the filter reads every
+// chunk) against its "llm_plain" config (the same rule without
+// response_cost: the stream is released at the response headers, and a
+// chunk costs the callback only), for each chunk size, with requests of
+// `bytes` of stream whose usage equals the reservation (no settle). CPU is
+// the process's over the body callbacks only; guest µs, from a timed VM,
+// is the guest's own part of it.
 //
 // Start-up is timed in a process of its own (startup_only): V8 caches a
 // module's compiled code for the life of the process.
@@ -28,31 +49,44 @@ import { VM } from "./vm.mjs";
 import { RedisCluster, httpCallout, closeCallouts } from "./callouts.mjs";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const SCENARIOS = ["admitted", "denied", "cached"];
+const SCENARIOS = ["admitted", "denied", "cached", "llm", "llm_exact"];
+const STREAMS = spec.streams ?? {};
 const say = (line) => process.stderr.write(line + "\n");
 
 // Transport answers the module's calls: from the real servers while
-// recording, then from the recorded reply, queued until the request's
-// callback returns (as a real proxy answers in a later event).
+// recording, then from the recorded reply of the call's phase ("decide"
+// during the request, "settle" during the response), queued until the
+// callback in progress returns (as a real proxy answers in a later event).
+// What the VM posts (proxy_on_queue_ready) waits in the same queue.
 class Transport {
   constructor(m) {
     this.real = Object.fromEntries(Object.entries(m.redis_clusters ?? {}).map(([n, a]) => [n, new RedisCluster(a)]));
     this.recording = true;
-    this.last = null; // the last reply: { redis: Buffer } or { http: response }
+    this.phase = "decide";
+    this.replies = {}; // phase -> the phase's last reply: { redis: Buffer } or { http: response }
     this.queue = [];
     this.inFlight = 0;
     this.settled = null; // resolves when a recorded call completes
     this.calls = 0;
     const self = this;
+    const recorded = () => {
+      const r = self.replies[self.phase];
+      if (!r) throw new Error(`a ${self.phase} call, but no ${self.phase} reply was recorded`);
+      return r;
+    };
     this.redisClusters = Object.fromEntries(Object.keys(this.real).map((name) => [name, {
       init: (...a) => self.real[name].init(...a),
       call(query, done) {
         self.calls++;
-        if (!self.recording) return self.queue.push(() => done(null, self.last.redis));
+        if (!self.recording) {
+          const r = recorded();
+          return self.queue.push(() => done(null, r.redis));
+        }
+        const phase = self.phase;
         self.inFlight++;
         self.real[name].call(query, (err, reply) => {
           self.inFlight--;
-          if (reply) self.last = { redis: reply };
+          if (reply) self.replies[phase] = { redis: reply };
           done(err, reply);
           self.settled?.();
         });
@@ -60,15 +94,23 @@ class Transport {
     }]));
     this.httpCall = (addr, headers, body, timeoutMs, done) => {
       self.calls++;
-      if (!self.recording) return self.queue.push(() => done(self.last.http));
+      if (!self.recording) {
+        const r = recorded();
+        return self.queue.push(() => done(r.http));
+      }
+      const phase = self.phase;
       self.inFlight++;
       httpCallout(addr, headers, body, timeoutMs, (res) => {
         self.inFlight--;
-        if (res) self.last = { http: res };
+        if (res) self.replies[phase] = { http: res };
         done(res);
         self.settled?.();
       });
     };
+  }
+
+  drain() {
+    while (this.queue.length) this.queue.shift()();
   }
 
   close() {
@@ -84,6 +126,7 @@ function newVM(module, m, transport, timing = false) {
     onOutput: (fd, line) => say(`${m.name}: wasm fd${fd}: ${line}`),
     onHostLog: (msg) => say(`${m.name}: ${msg}`),
     onTickPeriod: () => {}, // no ticks: calls never go overdue here
+    post: (task) => transport.queue.push(task),
     calloutStarted: () => {},
     calloutDone: (name, ...args) => vm_call(transport.vm, name, ...args),
   });
@@ -91,51 +134,131 @@ function newVM(module, m, transport, timing = false) {
 
 const vm_call = (vm, name, ...args) => vm.call(name, vm.rootID, ...args);
 
-// request runs one stream through vm: request headers, any calls answered
-// from the queue, then the response headers unless it was answered
-// locally. It returns the status.
-function request(vm, transport, headers) {
+// sseStream is a chat completion streamed as OpenAI sends it with
+// stream_options.include_usage: a chunk event per token (~230 bytes), the
+// finish event, the usage event (choices empty) and [DONE]. It has `events`
+// token events, or as many as make it at least `bytes` long.
+function sseStream({ events = Infinity, bytes = 0, prompt_tokens, completion_tokens }) {
+  const head = '{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,' +
+    '"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[';
+  const words = [" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", ",", " and", " then", " it", " rests", "."];
+  const ev = (choices, usage = "null") => `data: ${head}${choices}],"usage":${usage}}\n\n`;
+  const usage = JSON.stringify({
+    prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens,
+    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
+    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
+  });
+  const tail = ev('{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}') + ev("", usage) + "data: [DONE]\n\n";
+  const parts = [ev('{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}')];
+  let size = parts[0].length + tail.length;
+  for (let i = 0; bytes > 0 ? size < bytes : i < events; i++) {
+    const e = ev(`{"index":0,"delta":{"content":${JSON.stringify(words[i % words.length])}},"logprobs":null,"finish_reason":null}`);
+    parts.push(e);
+    size += e.length;
+  }
+  parts.push(tail);
+  return Buffer.from(parts.join(""));
+}
+
+// response is what an admitted request of a scenario gets: its headers
+// and body chunks (views of one buffer), or null for headers only.
+function streamResponse(def, chunk) {
+  const body = sseStream(def);
+  const chunks = [];
+  for (let i = 0; i < body.length; i += chunk) chunks.push(body.subarray(i, Math.min(body.length, i + chunk)));
+  return { headers: [[":status", "200"], ["content-type", "text/event-stream"]], chunks, bytes: body.length };
+}
+
+const RESPONSES = Object.fromEntries(Object.entries(STREAMS).map(([sc, def]) => [sc, streamResponse(def, def.chunk)]));
+
+// respond runs an admitted stream's response: headers only, or headers
+// and body chunks. meter, if given, adds the body callbacks' CPU (µs),
+// guest and in-host time (ms, from a timed VM) and chunks.
+function respond(vm, transport, s, response, meter) {
+  const id = s.id;
+  transport.phase = "settle";
+  if (!response) {
+    s.response = [[":status", "200"], ["content-type", "text/plain"]];
+    vm.call("proxy_on_response_headers", id, id, s.response.length, 1);
+    return;
+  }
+  s.response = response.headers.slice();
+  vm.call("proxy_on_response_headers", id, id, s.response.length, 0);
+  const n = response.chunks.length;
+  const c0 = meter && process.cpuUsage(), g0 = vm.guestMs, h0 = vm.hostMs, k0 = vm.hostCalls;
+  for (let i = 0; i < n; i++) {
+    s.responseBody = response.chunks[i];
+    vm.call("proxy_on_response_body", id, id, s.responseBody.length, i === n - 1 ? 1 : 0);
+  }
+  s.responseBody = null;
+  if (meter) {
+    const c = process.cpuUsage(c0);
+    meter.cpu_us += c.user + c.system;
+    meter.guest_ms += vm.guestMs - g0;
+    meter.host_ms += vm.hostMs - h0;
+    meter.host_calls += vm.hostCalls - k0;
+    meter.chunks += n;
+    meter.bytes += response.bytes;
+  }
+}
+
+function newStream(vm, headers) {
   const id = vm.nextID++;
-  const s = { id, continued: false, local: null, response: null, request: headers, properties: { "source.address": "10.0.0.1:40000" } };
+  const s = { id, continued: false, local: null, response: null, responseBody: null, request: headers, properties: { "source.address": "10.0.0.1:40000" } };
   vm.streams.set(id, s);
   vm.call("proxy_on_context_create", id, id, vm.rootID);
-  const action = vm.call("proxy_on_request_headers", id, id, headers.length, 1);
-  while (transport.queue.length) transport.queue.shift()();
+  return s;
+}
+
+function endStream(vm, s) {
+  for (const cb of ["proxy_on_log", "proxy_on_done", "proxy_on_delete"]) vm.call(cb, s.id, s.id);
+  vm.streams.delete(s.id);
+}
+
+// request runs one stream through vm: request headers, any calls answered
+// from the queue, then the response unless it was answered locally, and
+// any calls (settles) it caused. It returns the status.
+function request(vm, transport, headers, response = null, meter = null) {
+  const s = newStream(vm, headers);
+  transport.phase = "decide";
+  const action = vm.call("proxy_on_request_headers", s.id, s.id, headers.length, 1);
+  transport.drain();
   let status = 200;
   if (s.local) {
     status = s.local.status;
   } else {
-    if (action !== 0 && !s.continued) throw vm.fail(`stream ${id} left paused`);
-    s.response = [[":status", "200"], ["content-type", "text/plain"]];
-    vm.call("proxy_on_response_headers", id, id, s.response.length, 1);
+    if (action !== 0 && !s.continued) throw vm.fail(`stream ${s.id} left paused`);
+    respond(vm, transport, s, response, meter);
+    transport.drain();
   }
-  vm.call("proxy_on_log", id, id);
-  vm.call("proxy_on_done", id, id);
-  vm.call("proxy_on_delete", id, id);
-  vm.streams.delete(id);
+  endStream(vm, s);
   return status;
 }
 
 // record sends requests through the real server until one gets the
-// scenario's outcome, so that its reply is the one replayed.
-async function record(vm, transport, scenario) {
-  for (let i = 0; i < 10; i++) {
-    transport.last = null;
-    const id = vm.nextID++;
-    const s = { id, continued: false, local: null, response: null, request: spec.headers, properties: { "source.address": "10.0.0.1:40000" } };
-    vm.streams.set(id, s);
-    vm.call("proxy_on_context_create", id, id, vm.rootID);
-    vm.call("proxy_on_request_headers", id, id, spec.headers.length, 1);
+// scenario's outcome, so that its replies are the ones replayed.
+async function record(vm, transport, scenario, response = null) {
+  const wait = async () => {
     // A -NOSCRIPT reply is followed by the EVAL: wait for the last call.
-    while (transport.inFlight > 0) await new Promise((resolve) => (transport.settled = resolve));
-    if (!s.local) {
-      s.response = [[":status", "200"]];
-      vm.call("proxy_on_response_headers", id, id, 1, 1);
+    for (;;) {
+      transport.drain();
+      if (transport.inFlight === 0) return;
+      await new Promise((resolve) => (transport.settled = resolve));
     }
-    for (const cb of ["proxy_on_log", "proxy_on_done", "proxy_on_delete"]) vm.call(cb, id, id);
-    vm.streams.delete(id);
+  };
+  for (let i = 0; i < 10; i++) {
+    transport.replies = {};
+    const s = newStream(vm, spec.headers);
+    transport.phase = "decide";
+    vm.call("proxy_on_request_headers", s.id, s.id, spec.headers.length, 1);
+    await wait();
+    if (!s.local) {
+      respond(vm, transport, s, response);
+      await wait();
+    }
+    endStream(vm, s);
     const admitted = !s.local;
-    if (transport.last && (scenario === "admitted") === admitted) return;
+    if (transport.replies.decide && (scenario === "admitted" || response !== null) === admitted) return;
   }
   throw new Error(`${scenario}: no recorded reply gave the scenario's outcome`);
 }
@@ -175,26 +298,37 @@ async function main() {
     process.stdout.write(JSON.stringify({ startup: startup(m, m.configs?.admitted) }) + "\n");
     return;
   }
-  const results = { v8: process.versions.v8, node: process.versions.node, flags: process.execArgv, modules: {} };
+  const results = { v8: process.versions.v8, node: process.versions.node, flags: process.execArgv, modules: {}, streams: {} };
+  for (const [sc, r] of Object.entries(RESPONSES)) results.streams[sc] = { bytes: r.bytes, chunks: r.chunks.length, chunk: STREAMS[sc].chunk };
   const runs = []; // { m, scenario, vm, transport }
+  const compiled = new Map(); // module name -> WebAssembly.Module
+  // ready makes a VM for config, records its replies and warms it up.
+  const ready = async (m, scenario, config, response, warmup, timing = false) => {
+    const transport = new Transport(m);
+    const vm = newVM(compiled.get(m.name), m, transport, timing);
+    transport.vm = vm;
+    if (!vm.start(config ?? "")) throw new Error(`${m.name} ${scenario}: plugin start failed`);
+    const afterStart = vm.memory.buffer.byteLength;
+    if (config !== undefined) await record(vm, transport, scenario, response);
+    transport.recording = false;
+    for (let i = 0; i < warmup; i++) request(vm, transport, spec.headers, response);
+    return { vm, transport, afterStart };
+  };
   for (const m of spec.modules) {
-    const module = new WebAssembly.Module(readFileSync(m.wasm));
-    const r = (results.modules[m.name] = { scenarios: {}, memory: {}, startup: null });
+    compiled.set(m.name, new WebAssembly.Module(readFileSync(m.wasm)));
+    const r = (results.modules[m.name] = { scenarios: {}, memory: {}, startup: null, scan: [] });
     for (const scenario of SCENARIOS) {
       const config = m.configs?.[scenario];
+      if (scenario.startsWith("llm") && STREAMS[scenario] === undefined) continue;
       if (config === undefined && scenario !== "admitted") {
         if (!m.configs) runs.push({ m, scenario, shared: runs.find((x) => x.m === m) });
         continue;
       }
-      const transport = new Transport(m);
-      const vm = newVM(module, m, transport);
-      transport.vm = vm;
-      if (!vm.start(config ?? "")) throw new Error(`${m.name} ${scenario}: plugin start failed`);
-      if (scenario === "admitted") r.memory.after_start = vm.memory.buffer.byteLength;
-      if (config !== undefined) await record(vm, transport, scenario);
-      transport.recording = false;
-      for (let i = 0; i < spec.warmup; i++) request(vm, transport, spec.headers);
-      if (scenario === "admitted") r.memory.after_warmup = vm.memory.buffer.byteLength;
+      const { vm, transport, afterStart } = await ready(m, scenario, config, RESPONSES[scenario] ?? null, spec.warmup);
+      if (scenario === "admitted") {
+        r.memory.after_start = afterStart;
+        r.memory.after_warmup = vm.memory.buffer.byteLength;
+      }
       runs.push({ m, scenario, vm, transport, served: spec.warmup });
     }
   }
@@ -203,6 +337,7 @@ async function main() {
   const samples = new Map(); // run -> [{cpu_us, host, guest, statuses}]
   for (let round = 0; round < spec.rounds; round++) {
     for (const scenario of SCENARIOS) {
+      const response = RESPONSES[scenario] ?? null;
       for (const run of runs.filter((x) => x.scenario === scenario)) {
         const { vm, transport } = run.shared ?? run;
         const statuses = {};
@@ -210,7 +345,7 @@ async function main() {
         const cpu0 = process.cpuUsage();
         const wall0 = performance.now();
         for (let i = 0; i < spec.requests; i++) {
-          const st = request(vm, transport, spec.headers);
+          const st = request(vm, transport, spec.headers, response);
           statuses[st] = (statuses[st] ?? 0) + 1;
         }
         const wallMs = performance.now() - wall0;
@@ -225,35 +360,51 @@ async function main() {
       }
     }
   }
+  const metricsOf = (vm) => Object.fromEntries([...vm.metrics.values()].map((x) => [x.name, x.type === 2 ? x.count : x.value]));
   for (const [run, s] of samples) {
     const statuses = {};
     for (const x of s) for (const [k, v] of Object.entries(x.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
+    const own = run.shared ?? run;
     results.modules[run.m.name].scenarios[run.scenario] = {
       cpu_us: median(s.map((x) => x.cpu_us)), cpu_us_rounds: s.map((x) => x.cpu_us),
       wall_us: median(s.map((x) => x.wall_us)),
       host_calls: median(s.map((x) => x.host_calls)), guest_calls: median(s.map((x) => x.guest_calls)),
       redis_calls: median(s.map((x) => x.redis_calls)), statuses,
+      ...(run.scenario.startsWith("llm") && !run.shared ? { served: own.served, metrics: metricsOf(own.vm) } : {}),
     };
   }
 
-  // The guest's own part: a timed VM per module, admitted requests.
-  for (const run of runs.filter((x) => x.scenario === "admitted")) {
-    const { m } = run;
-    const transport = new Transport(m);
-    const vm = newVM(new WebAssembly.Module(readFileSync(m.wasm)), m, transport, true);
-    transport.vm = vm;
-    vm.start(m.configs?.admitted ?? "");
-    if (m.configs?.admitted !== undefined) await record(vm, transport, "admitted");
-    transport.recording = false;
-    for (let i = 0; i < spec.warmup; i++) request(vm, transport, spec.headers);
+  // The guest's own part: a timed VM per module and scenario, for
+  // admitted requests and streams.
+  for (const run of runs.filter((x) => (x.scenario === "admitted" || RESPONSES[x.scenario]) && x.m.configs)) {
+    const { m, scenario } = run;
+    const response = RESPONSES[scenario] ?? null;
+    const { vm, transport } = await ready(m, scenario, m.configs?.[scenario], response, spec.warmup, true);
     vm.guestMs = vm.hostMs = 0;
-    for (let i = 0; i < spec.requests; i++) request(vm, transport, spec.headers);
+    for (let i = 0; i < spec.requests; i++) request(vm, transport, spec.headers, response);
     const n = spec.requests;
-    Object.assign(results.modules[m.name].scenarios.admitted, {
+    Object.assign(results.modules[m.name].scenarios[scenario], {
       guest_us: ((vm.guestMs - vm.hostMs) * 1000) / n, in_host_us: (vm.hostMs * 1000) / n,
     });
     transport.close();
   }
+  // The no-op module's one VM: its timed VM serves every scenario.
+  for (const run of runs.filter((x) => x.scenario === "admitted" && !x.m.configs)) {
+    const { m } = run;
+    const { vm, transport } = await ready(m, "admitted", undefined, null, spec.warmup, true);
+    for (const scenario of SCENARIOS) {
+      const r = results.modules[m.name].scenarios[scenario];
+      if (!r || (scenario !== "admitted" && !RESPONSES[scenario])) continue;
+      const response = RESPONSES[scenario] ?? null;
+      for (let i = 0; i < spec.warmup; i++) request(vm, transport, spec.headers, response);
+      vm.guestMs = vm.hostMs = 0;
+      for (let i = 0; i < spec.requests; i++) request(vm, transport, spec.headers, response);
+      Object.assign(r, { guest_us: ((vm.guestMs - vm.hostMs) * 1000) / spec.requests, in_host_us: (vm.hostMs * 1000) / spec.requests });
+    }
+    transport.close();
+  }
+
+  if (spec.scan) await scan(results);
 
   // Memory: the admitted VM serves up to memory_requests in all.
   for (const run of runs.filter((x) => x.scenario === "admitted")) {
@@ -263,13 +414,62 @@ async function main() {
     mem.requests = run.served;
     mem.after_requests = run.vm.memory.buffer.byteLength;
     mem.wall_ms = performance.now() - t;
-    mem.metrics = Object.fromEntries([...run.vm.metrics.values()].map((x) => [x.name, x.type === 2 ? x.count : x.value]));
-    for (const f of run.vm.failures) throw new Error(`${run.m.name}: ${f}`);
+    mem.metrics = metricsOf(run.vm);
   }
+  for (const run of runs) for (const f of run.vm?.failures ?? []) throw new Error(`${run.m.name} ${run.scenario}: ${f}`);
 
   for (const run of runs) run.transport?.close();
   closeCallouts();
   process.stdout.write(JSON.stringify(results) + "\n");
+
+  // scan: per module and chunk size, the stream through the "llm" config
+  // (read and scanned) and the "llm_plain" config (callbacks only; the
+  // no-op module's one VM too), taking turns in rounds; CPU from untimed
+  // VMs, the guest's own part from timed ones.
+  async function scan(results) {
+    const sc = spec.scan;
+    const jobs = [];
+    for (const chunk of sc.chunks) {
+      const response = streamResponse(sc, chunk);
+      for (const m of spec.modules) {
+        const kinds = m.configs ? [["scan", "llm"], ["plain", "llm_plain"]] : [["plain", undefined]];
+        for (const [kind, name] of kinds) {
+          if (m.configs && m.configs[name] === undefined) continue;
+          const config = name && m.configs[name];
+          const plain = await ready(m, "llm_exact", config, response, sc.warmup);
+          const timed = await ready(m, "llm_exact", config, response, sc.warmup, true);
+          jobs.push({ m, kind, chunk, response, plain, timed, samples: [], calls0: plain.transport.calls });
+        }
+      }
+    }
+    const fresh = () => ({ cpu_us: 0, guest_ms: 0, host_ms: 0, host_calls: 0, chunks: 0, bytes: 0 });
+    for (let round = 0; round < sc.rounds; round++) {
+      for (const j of jobs) {
+        const meter = fresh();
+        for (let i = 0; i < sc.requests; i++) {
+          if (request(j.plain.vm, j.plain.transport, spec.headers, j.response, meter) !== 200) throw new Error(`${j.m.name} scan: not admitted`);
+        }
+        j.samples.push((meter.cpu_us * (1 << 20)) / meter.bytes);
+        j.hostCallsPerChunk = meter.host_calls / meter.chunks;
+      }
+    }
+    for (const j of jobs) {
+      const meter = fresh();
+      for (let i = 0; i < sc.requests; i++) request(j.timed.vm, j.timed.transport, spec.headers, j.response, meter);
+      const perMiB = (1 << 20) / meter.bytes;
+      results.modules[j.m.name].scan.push({
+        kind: j.kind, chunk: j.chunk, bytes: j.response.bytes, chunks: j.response.chunks.length,
+        cpu_us_per_mib: median(j.samples), cpu_us_per_mib_rounds: j.samples,
+        guest_us_per_mib: (meter.guest_ms - meter.host_ms) * 1000 * perMiB, in_host_us_per_mib: meter.host_ms * 1000 * perMiB,
+        host_calls_per_chunk: j.hostCallsPerChunk,
+        redis_calls_per_request: (j.plain.transport.calls - j.calls0) / (sc.rounds * sc.requests),
+      });
+      for (const x of [j.plain, j.timed]) {
+        for (const f of x.vm.failures) throw new Error(`${j.m.name} scan: ${f}`);
+        x.transport.close();
+      }
+    }
+  }
 }
 
 main().then(() => process.exit(0), (err) => {

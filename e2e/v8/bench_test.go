@@ -29,6 +29,30 @@ type benchSpec struct {
 	MemoryRequests int           `json:"memory_requests"`
 	StartupVMs     int           `json:"startup_vms"`
 	StartupOnly    string        `json:"startup_only,omitempty"`
+	// Streams: per scenario with a streamed response, the stream.
+	Streams map[string]sseSpec `json:"streams,omitempty"`
+	Scan    *scanSpec          `json:"scan,omitempty"`
+}
+
+// sseSpec is a chat completion streamed as OpenAI sends it (sseStream in
+// bench.mjs): Events token events, or Bytes of them, then the usage event,
+// in chunks of Chunk bytes.
+type sseSpec struct {
+	Events           int   `json:"events,omitempty"`
+	Bytes            int   `json:"bytes,omitempty"`
+	Chunk            int   `json:"chunk,omitempty"`
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+// scanSpec measures the cost of reading a stream per MiB: requests of
+// Bytes of stream, for each chunk size, taking turns in Rounds.
+type scanSpec struct {
+	sseSpec
+	Chunks   []int `json:"chunks"`
+	Requests int   `json:"requests"`
+	Rounds   int   `json:"rounds"`
+	Warmup   int   `json:"warmup"`
 }
 
 type benchModule struct {
@@ -47,10 +71,17 @@ type benchResults struct {
 	Node    string                  `json:"node"`
 	Flags   []string                `json:"flags"`
 	Modules map[string]*benchResult `json:"modules"`
+	// Streams: per scenario with a streamed response, its size.
+	Streams map[string]struct {
+		Bytes  int `json:"bytes"`
+		Chunks int `json:"chunks"`
+		Chunk  int `json:"chunk"`
+	} `json:"streams"`
 }
 
 type benchResult struct {
 	Scenarios map[string]*scenarioResult `json:"scenarios"`
+	Scan      []scanResult               `json:"scan"`
 	Startup   startupResult              `json:"startup"`
 	Memory    struct {
 		AfterStart    int     `json:"after_start"`
@@ -84,13 +115,56 @@ type scenarioResult struct {
 	GuestUs     float64        `json:"guest_us"`
 	InHostUs    float64        `json:"in_host_us"`
 	Statuses    map[string]int `json:"statuses"`
+	// Streamed scenarios: the requests the VM served in all (recording
+	// aside) and its metrics at the end.
+	Served  int              `json:"served"`
+	Metrics map[string]int64 `json:"metrics"`
 }
 
-// The scenarios, as bench.mjs names them, and what each must answer.
-var benchScenarios = []struct{ name, status, what string }{
-	{"admitted", "200", "admitted (canned Redis reply)"},
-	{"denied", "429", "denied by Redis"},
-	{"cached", "429", "denied from the deny cache"},
+// scanResult is one module's stream of one chunk size through one
+// config: "scan" (response_cost: every chunk read) or "plain" (callbacks
+// only).
+type scanResult struct {
+	Kind                 string    `json:"kind"`
+	Chunk                int       `json:"chunk"`
+	Bytes                int       `json:"bytes"`
+	Chunks               int       `json:"chunks"`
+	CPUUsPerMiB          float64   `json:"cpu_us_per_mib"`
+	CPUUsPerMiBRounds    []float64 `json:"cpu_us_per_mib_rounds"`
+	GuestUsPerMiB        float64   `json:"guest_us_per_mib"`
+	InHostUsPerMiB       float64   `json:"in_host_us_per_mib"`
+	HostCallsPerChunk    float64   `json:"host_calls_per_chunk"`
+	RedisCallsPerRequest float64   `json:"redis_calls_per_request"`
+}
+
+// The scenarios, as bench.mjs names them, what each must answer and the
+// Redis calls each request makes.
+var benchScenarios = []struct {
+	name, status, what string
+	redisCalls         float64
+}{
+	{"admitted", "200", "admitted (canned Redis reply)", 1},
+	{"denied", "429", "denied by Redis", 1},
+	{"cached", "429", "denied from the deny cache", 0},
+	{"llm", "200", "LLM stream, response_cost: settles (refund)", 2},
+	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
+}
+
+// The LLM streams: 100 token events in 4 KiB chunks, whose usage (prompt
+// plus completion tokens) is 250 for "llm", half the reservation of 500,
+// so that each request settles a refund, and 500 for "llm_exact", so that
+// none does. The scan streams Bytes of events with the usage of
+// "llm_exact": reading them sends nothing.
+const llmReserve = 500
+
+var benchStreams = map[string]sseSpec{
+	"llm":       {Events: 100, Chunk: 4096, PromptTokens: 150, CompletionTokens: 100},
+	"llm_exact": {Events: 100, Chunk: 4096, PromptTokens: 400, CompletionTokens: 100},
+}
+
+func benchScan(bytes, requests, rounds, warmup int) *scanSpec {
+	return &scanSpec{sseSpec: sseSpec{Bytes: bytes, PromptTokens: 400, CompletionTokens: 100},
+		Chunks: []int{4 << 10, 16 << 10}, Requests: requests, Rounds: rounds, Warmup: warmup}
 }
 
 // benchConfig is one rule of two limits keyed by x-user, as a gateway
@@ -112,11 +186,30 @@ func benchConfig(redis, prefix string, tight, cache bool) string {
 		{"name":"per-hour","algorithm":"sliding_counter","limit":%d,"window":"1h"}]}]}`, redis, prefix, dc, hourly)
 }
 
+// llmConfig is an LLM gateway's rule: tokens per user, a funnel per
+// minute and a sliding counter per day, charged what the response's usage
+// says (OpenAI chat completions), reserving llmReserve at the request.
+// Without responseCost, the same rule charges 1 per request and ignores
+// the response.
+func llmConfig(redis, prefix string, responseCost bool) string {
+	rc := ""
+	if responseCost {
+		rc = fmt.Sprintf(`,"response_cost":{"usage":"openai_chat","reserve":%d}`, llmReserve)
+	}
+	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q},
+		"rules":[{"name":"llm","key":[{"source":"header","name":"x-user"}],
+		"limits":[{"name":"tokens-per-minute","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1m"},
+		{"name":"tokens-per-day","algorithm":"sliding_counter","limit":10000000,"window":"24h"}]%s}]}`, redis, prefix, rc)
+}
+
 func benchConfigs(redis, prefix string) map[string]string {
 	return map[string]string{
-		"admitted": benchConfig(redis, prefix+"a:", false, true),
-		"denied":   benchConfig(redis, prefix+"d:", true, false),
-		"cached":   benchConfig(redis, prefix+"c:", true, true),
+		"admitted":  benchConfig(redis, prefix+"a:", false, true),
+		"denied":    benchConfig(redis, prefix+"d:", true, false),
+		"cached":    benchConfig(redis, prefix+"c:", true, true),
+		"llm":       llmConfig(redis, prefix+"l:", true),
+		"llm_exact": llmConfig(redis, prefix+"e:", true),
+		"llm_plain": llmConfig(redis, prefix+"p:", false),
 	}
 }
 
@@ -160,9 +253,11 @@ func baselineModules(mods []benchModule) []benchModule {
 	for _, m := range mods[1:3] {
 		m.Name += "@base"
 		m.Wasm = filepath.Join(dir, filepath.Base(m.Wasm))
-		for k, c := range m.Configs {
-			m.Configs[k] = strings.Replace(c, `"key_prefix":"`, `"key_prefix":"base`, 1)
+		configs := map[string]string{} // the baseline may predate response_cost: no LLM scenario
+		for _, k := range []string{"admitted", "denied", "cached"} {
+			configs[k] = strings.Replace(m.Configs[k], `"key_prefix":"`, `"key_prefix":"base`, 1)
 		}
+		m.Configs = configs
 		mods = append(mods, m)
 	}
 	return mods
@@ -225,10 +320,18 @@ var benchHeaders = [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":
 
 // The benchmark's harness measures what it says: with few requests, every
 // module answers each scenario as it must, the deny cache spares Redis
-// every call, and the no-op module makes no host call.
+// every call, a streamed response whose usage differs from the
+// reservation adds one settle call (whose reply the filter reads: the
+// refund is counted) and one whose usage equals it adds none, the scan
+// reads every chunk only under response_cost, and the no-op module makes
+// no host call.
 func TestV8BenchScenarios(t *testing.T) {
 	r := runBench(t, benchSpec{Modules: benchModules(t), Headers: benchHeaders,
-		Requests: 200, Rounds: 2, Warmup: 100, MemoryRequests: 1000, StartupVMs: 1}, hostTimeout)
+		Requests: 200, Rounds: 2, Warmup: 100, MemoryRequests: 1000, StartupVMs: 1,
+		Streams: benchStreams, Scan: benchScan(128<<10, 2, 2, 1)}, hostTimeout)
+	var table strings.Builder
+	printBench(&table, r)
+	t.Log(table.String())
 	for name, m := range r.Modules {
 		for _, sc := range benchScenarios {
 			got := m.Scenarios[sc.name]
@@ -242,7 +345,7 @@ func TestV8BenchScenarios(t *testing.T) {
 			if got.Statuses[want] != 400 || len(got.Statuses) != 1 {
 				t.Errorf("%s %s: statuses %v, want 400 × %s", name, sc.name, got.Statuses, want)
 			}
-			wantCalls := map[string]float64{"admitted": 1, "denied": 1, "cached": 0}[sc.name]
+			wantCalls := sc.redisCalls
 			if name == "no-op" {
 				wantCalls = 0
 			}
@@ -256,6 +359,32 @@ func TestV8BenchScenarios(t *testing.T) {
 		if m.Memory.Requests < 1000 || m.Memory.AfterRequests < m.Memory.AfterStart || len(m.Startup.VMs) != 1 {
 			t.Errorf("%s: memory %+v, %d start-ups; want 1000 requests served and a start-up timed", name, m.Memory, len(m.Startup.VMs))
 		}
+		if name == "no-op" {
+			continue
+		}
+		// The settle replies were read: every request refunded (the
+		// recorded reply's refund, at least a unit), none charged more,
+		// none failed; with the cost equal to the reservation, nothing.
+		llm, exact := m.Scenarios["llm"], m.Scenarios["llm_exact"]
+		metric := func(s *scenarioResult, event string) int64 { return s.Metrics["ratelimit.rule.llm."+event] }
+		if metric(llm, "units_refunded") < int64(llm.Served) || metric(llm, "units_charged") != 0 ||
+			llm.Metrics["ratelimit.settle.errors"] != 0 || metric(llm, "usage_missing") != 0 {
+			t.Errorf("%s llm: %d requests served, metrics %v; want units_refunded >= the requests, no charge, no settle error, no usage missing",
+				name, llm.Served, llm.Metrics)
+		}
+		if metric(exact, "units_refunded") != 0 || metric(exact, "units_charged") != 0 || metric(exact, "usage_missing") != 0 {
+			t.Errorf("%s llm_exact: metrics %v; want nothing refunded or charged, no usage missing", name, exact.Metrics)
+		}
+		if len(m.Scan) != 4 {
+			t.Fatalf("%s: %d scan results, want scan and plain for 2 chunk sizes", name, len(m.Scan))
+		}
+		for _, s := range m.Scan {
+			reads := map[string]bool{"scan": true, "plain": false}[s.Kind]
+			if s.CPUUsPerMiB <= 0 || s.GuestUsPerMiB <= 0 || (s.HostCallsPerChunk >= 1) != reads || s.RedisCallsPerRequest != 1 {
+				t.Errorf("%s scan %+v: want CPU and guest time measured, %s, and 1 Redis call per request (no settle)",
+					name, s, map[bool]string{true: "the chunks read (a host call per chunk at least)", false: "no host call per chunk"}[reads])
+			}
+		}
 	}
 	if got := r.Modules["no-op"].Scenarios["admitted"].HostCalls; got != 0 {
 		t.Errorf("no-op module: %.1f host calls per request, want 0", got)
@@ -268,15 +397,31 @@ func TestV8BenchScenarios(t *testing.T) {
 func BenchmarkV8(b *testing.B) {
 	for range b.N {
 		r := runBench(b, benchSpec{Modules: baselineModules(benchModules(b)), Headers: benchHeaders,
-			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: 1_000_000, StartupVMs: 3}, 30*time.Minute)
+			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: 1_000_000, StartupVMs: 3,
+			Streams: benchStreams, Scan: benchScan(1<<20, 10, 7, 5)}, 30*time.Minute)
 		printBench(os.Stdout, r)
-		noop := r.Modules["no-op"].Scenarios["admitted"].CPUUs
+		noop := r.Modules["no-op"].Scenarios
 		for _, name := range []string{"higress", "stock"} {
 			for _, sc := range benchScenarios {
-				b.ReportMetric(r.Modules[name].Scenarios[sc.name].CPUUs/noop, name+"-"+sc.name+"-x-noop")
+				b.ReportMetric(r.Modules[name].Scenarios[sc.name].CPUUs/noop[sc.name].CPUUs, name+"-"+sc.name+"-x-noop")
+			}
+			for chunk, s := range scanCosts(r.Modules[name]) {
+				b.ReportMetric(s[0]-s[1], fmt.Sprintf("%s-scan-%dKiB-us/MiB", name, chunk>>10))
 			}
 		}
 	}
+}
+
+// scanCosts returns, per chunk size, a module's CPU µs per MiB of stream
+// with response_cost (scan) and without (plain).
+func scanCosts(m *benchResult) map[int][2]float64 {
+	out := map[int][2]float64{}
+	for _, s := range m.Scan {
+		v := out[s.Chunk]
+		v[map[string]int{"scan": 0, "plain": 1}[s.Kind]] = s.CPUUsPerMiB
+		out[s.Chunk] = v
+	}
+	return out
 }
 
 // printBench writes the V8 table as BENCHMARKS.md shows it.
@@ -292,8 +437,13 @@ func printBench(w io.Writer, r benchResults) {
 	}
 	sort.Strings(others)
 	names = append(names, others...)
-	fmt.Fprintf(w, "\nV8 %s (Node %s), flags %s; CPU is the median of the rounds.\n\n", r.V8, r.Node, strings.Join(r.Flags, " "))
-	fmt.Fprintln(w, "| module | scenario | CPU µs/request | ÷ no-op | guest µs | host calls / guest calls | Redis calls |")
+	fmt.Fprintf(w, "\nV8 %s (Node %s), flags %s; CPU is the median of the rounds.\n", r.V8, r.Node, strings.Join(r.Flags, " "))
+	for _, sc := range benchScenarios {
+		if s, ok := r.Streams[sc.name]; ok {
+			fmt.Fprintf(w, "%s: a %d-byte text/event-stream response in %d chunks of %d bytes.\n", sc.name, s.Bytes, s.Chunks, s.Chunk)
+		}
+	}
+	fmt.Fprintln(w, "\n| module | scenario | CPU µs/request | ÷ no-op | guest µs | host calls / guest calls | Redis calls |")
 	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---:|")
 	for _, sc := range benchScenarios {
 		for _, n := range names {
@@ -305,12 +455,21 @@ func printBench(w io.Writer, r benchResults) {
 			if s.GuestUs > 0 {
 				guest = fmt.Sprintf("%.1f", s.GuestUs)
 			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f× | %s | %.0f / %.0f | %.0f |\n", n, sc.what, s.CPUUs,
+			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f× | %s | %.0f / %.0f | %.1f |\n", n, sc.what, s.CPUUs,
 				s.CPUUs/noop.Scenarios[sc.name].CPUUs, guest, s.HostCalls, s.GuestCalls, s.RedisCalls)
 		}
 	}
-	cpu := func(n string) float64 { return r.Modules[n].Scenarios["admitted"].CPUUs }
-	fmt.Fprintf(w, "\nstock ÷ higress, admitted: %.2f×\n", cpu("stock")/cpu("higress"))
+	cpu := func(n, sc string) float64 { return r.Modules[n].Scenarios[sc].CPUUs }
+	fmt.Fprintf(w, "\nstock ÷ higress, admitted: %.2f×\n", cpu("stock", "admitted")/cpu("higress", "admitted"))
+	for _, n := range []string{"higress", "stock"} {
+		if r.Modules[n].Scenarios["llm"] == nil {
+			continue
+		}
+		llm, exact, ad := r.Modules[n].Scenarios["llm"], r.Modules[n].Scenarios["llm_exact"], r.Modules[n].Scenarios["admitted"]
+		fmt.Fprintf(w, "%s: LLM stream with a settle ÷ admitted: %.2f× CPU, %.1f Redis calls per request against %.1f; the settle alone (llm - llm_exact): %.1f µs, %.0f host calls, %.0f guest calls\n",
+			n, llm.CPUUs/ad.CPUUs, llm.RedisCalls, ad.RedisCalls, llm.CPUUs-exact.CPUUs, llm.HostCalls-exact.HostCalls, llm.GuestCalls-exact.GuestCalls)
+	}
+	printScan(w, r, names)
 	fmt.Fprintln(w, "\n| module | memory after start | after warm-up | after N requests | start-up per VM: first (compile + start) | next VMs | _initialize | configure |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, n := range names {
@@ -328,5 +487,51 @@ func printBench(w io.Writer, r benchResults) {
 		fmt.Fprintf(w, "| %s | %s MiB | %s MiB | %s MiB (N = %d) | %.0f ms | %s | %.0f ms | %.0f ms |\n", n,
 			mib(m.Memory.AfterStart), mib(m.Memory.AfterWarmup), mib(m.Memory.AfterRequests), m.Memory.Requests,
 			m.Startup.CompileMs+vms[0].InstantiateMs+vms[0].StartMs, nextMs, vms[0].Initialize, vms[0].Configure)
+	}
+}
+
+// printScan writes the stream reading table: per module and chunk size,
+// CPU and guest µs per MiB with response_cost (every chunk read and
+// scanned) and without (the callback only), and the difference.
+func printScan(w io.Writer, r benchResults, names []string) {
+	type key struct {
+		module string
+		chunk  int
+	}
+	rows := map[key]map[string]scanResult{}
+	var keys []key
+	for _, n := range names {
+		for _, s := range r.Modules[n].Scan {
+			k := key{n, s.Chunk}
+			if rows[k] == nil {
+				rows[k] = map[string]scanResult{}
+				keys = append(keys, k)
+			}
+			rows[k][s.Kind] = s
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return keys[i].chunk < keys[j].chunk })
+	var bytes int
+	for _, k := range keys {
+		bytes = rows[k]["plain"].Bytes
+	}
+	fmt.Fprintf(w, "\nReading a text/event-stream response (%d bytes of OpenAI chat chunk events, then usage), per MiB of body: with response_cost (scan) and without (plain: the callback only). CPU: the process's in the body callbacks, median of the rounds; guest: the guest's own part, from a timed VM.\n\n", bytes)
+	fmt.Fprintln(w, "| module | chunk | chunks/MiB | scan CPU µs/MiB | plain CPU µs/MiB | scan adds µs/MiB | scan guest µs/MiB | plain guest µs/MiB | host calls/chunk: scan / plain |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, k := range keys {
+		p := rows[k]["plain"]
+		perMiB := float64(p.Chunks) * (1 << 20) / float64(p.Bytes)
+		sc, ok := rows[k]["scan"]
+		if !ok {
+			fmt.Fprintf(w, "| %s | %d KiB | %.0f | – | %.0f | – | – | %.0f | – / %.1f |\n", k.module, k.chunk>>10, perMiB,
+				p.CPUUsPerMiB, p.GuestUsPerMiB, p.HostCallsPerChunk)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %d KiB | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f / %.1f |\n", k.module, k.chunk>>10, perMiB,
+			sc.CPUUsPerMiB, p.CPUUsPerMiB, sc.CPUUsPerMiB-p.CPUUsPerMiB, sc.GuestUsPerMiB, p.GuestUsPerMiB,
+			sc.HostCallsPerChunk, p.HostCallsPerChunk)
 	}
 }

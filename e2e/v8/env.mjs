@@ -30,7 +30,7 @@ export const ABI_FUNCTIONS = {
 // source/extensions/common/wasm/context.cc).
 export const REDIS_FUNCTIONS = ["proxy_redis_init", "proxy_redis_call"];
 
-const OK = 0, NOT_FOUND = 1, BAD_ARGUMENT = 2, INVALID_MEMORY_ACCESS = 6;
+const OK = 0, NOT_FOUND = 1, BAD_ARGUMENT = 2, INVALID_MEMORY_ACCESS = 6, EMPTY = 7;
 const REDIS_STATUS_FAILED = 1;
 
 export function envImports(vm) {
@@ -52,6 +52,20 @@ export function envImports(vm) {
     if (type === 2) return s.response;
     return null;
   };
+  // buffer returns the bytes of a buffer type, or null: a stream's body
+  // chunk (0 request, 1 response: the chunk of the proxy_on_*_body call in
+  // progress, as Envoy hands a filter that does not buffer), else what the
+  // callback in progress owns (vm.buffers).
+  const buffer = (type) => {
+    if (type > 1) return vm.buffers.get(type) ?? null;
+    const s = vm.stream();
+    return (type === 0 ? s?.requestBody : s?.responseBody) ?? null;
+  };
+  // Shared queues (cpp-host's SharedQueue), of this VM only: a queue
+  // belongs to the root context that registered it, and each enqueue posts
+  // proxy_on_queue_ready(root, token) to run after the callback in progress.
+  const queues = new Map(); // name -> { token, root, items }
+  const byToken = new Map();
   const copyPairs = (pairs, ptrPtr, sizePtr) => (vm.copyOut(encodePairs(pairs), ptrPtr, sizePtr) ? OK : INVALID_MEMORY_ACCESS);
   const lower = (ptr, len) => vm.readString(ptr, len).toLowerCase();
 
@@ -88,14 +102,14 @@ export function envImports(vm) {
       return vm.copyOut(Buffer.from(value), ptrPtr, sizePtr) ? OK : INVALID_MEMORY_ACCESS;
     },
     proxy_get_buffer_status(type, lenPtr, flagsPtr) {
-      const b = vm.buffers.get(type);
+      const b = buffer(type);
       if (!b) return NOT_FOUND;
       vm.setU32(lenPtr, b.length);
       vm.setU32(flagsPtr, 0);
       return OK;
     },
     proxy_get_buffer_bytes(type, start, length, ptrPtr, sizePtr) {
-      const b = vm.buffers.get(type);
+      const b = buffer(type);
       if (!b) return NOT_FOUND;
       start >>>= 0;
       length >>>= 0;
@@ -103,6 +117,39 @@ export function envImports(vm) {
       const out = b.subarray(start, Math.min(b.length, start + length));
       if (out.length === 0) return OK;
       return vm.copyOut(out, ptrPtr, sizePtr) ? OK : INVALID_MEMORY_ACCESS;
+    },
+    proxy_register_shared_queue(namePtr, nameLen, tokenPtr) {
+      const name = vm.readString(namePtr, nameLen);
+      const root = vm.streams.has(vm.ctx()) ? vm.rootID : vm.ctx();
+      let q = queues.get(name);
+      if (!q) {
+        q = { token: queues.size + 1, root, items: [] };
+        queues.set(name, q);
+        byToken.set(q.token, q);
+      }
+      q.root = root;
+      vm.setU32(tokenPtr, q.token);
+      return OK;
+    },
+    proxy_resolve_shared_queue(_vPtr, _vLen, namePtr, nameLen, tokenPtr) {
+      const q = queues.get(vm.readString(namePtr, nameLen));
+      if (!q) return NOT_FOUND;
+      vm.setU32(tokenPtr, q.token);
+      return OK;
+    },
+    proxy_enqueue_shared_queue(token, dataPtr, dataLen) {
+      const q = byToken.get(token >>> 0);
+      if (!q) return NOT_FOUND;
+      q.items.push(vm.read(dataPtr, dataLen));
+      if (!o.post) throw vm.fail("proxy_enqueue_shared_queue: this driver posts no proxy_on_queue_ready");
+      o.post(() => vm.call("proxy_on_queue_ready", q.root, q.root, q.token));
+      return OK;
+    },
+    proxy_dequeue_shared_queue(token, ptrPtr, sizePtr) {
+      const q = byToken.get(token >>> 0);
+      if (!q) return NOT_FOUND;
+      if (q.items.length === 0) return EMPTY;
+      return vm.copyOut(q.items.shift(), ptrPtr, sizePtr) ? OK : INVALID_MEMORY_ACCESS;
     },
     proxy_get_header_map_pairs(type, ptrPtr, sizePtr) {
       const m = headerMap(type);

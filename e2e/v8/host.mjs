@@ -8,7 +8,13 @@
 // Higress's Redis callout), redis_clusters: {name: "host:port"},
 // http_clusters: {name: "host:port"}, env: {NAME: value},
 // properties: {"a.b": value}, concurrency: n,
-// requests: [{headers: [[name, value]], source_address: "ip:port"}] }
+// requests: [{headers: [[name, value]], source_address: "ip:port",
+//   response: {headers: [[name, value]], chunks: [string]}}] }
+//
+// An admitted request gets a response: by default a 200 of headers only;
+// with response, its headers and then each chunk of its body in
+// proxy_on_response_body, the last with end_of_stream. The run ends once
+// every callout has been answered (settles of response costs included).
 //
 // stdout: one JSON object per line: {event: "start"}, one {event:
 // "response"} per request, then {event: "end"}. stderr: the module's logs
@@ -57,6 +63,13 @@ const hooks = {
   onTickPeriod(ms) {
     clearInterval(ticker);
     if (ms > 0) ticker = setInterval(() => guarded(() => vm.call("proxy_on_tick", vm.rootID, vm.rootID)), ms);
+  },
+  post(task) {
+    pendingCallouts++;
+    setImmediate(() => {
+      pendingCallouts--;
+      guarded(task);
+    });
   },
   calloutStarted: () => pendingCallouts++,
   calloutDone(name, ...args) {
@@ -110,10 +123,18 @@ async function request(r) {
   if (s.local) {
     result = { status: s.local.status, local: true, headers: s.local.headers, body: s.local.body };
   } else {
-    s.response = [[":status", "200"], ["content-type", "text/plain"]];
-    const a = vm.call("proxy_on_response_headers", id, id, s.response.length, 1);
+    const chunks = (r.response?.chunks ?? []).map((c) => Buffer.from(c));
+    s.response = r.response?.headers?.map(([k, v]) => [k.toLowerCase(), v]) ?? [[":status", "200"], ["content-type", "text/plain"]];
+    const a = vm.call("proxy_on_response_headers", id, id, s.response.length, chunks.length ? 0 : 1);
     if (a !== 0) throw vm.fail(`proxy_on_response_headers returned ${a}, not Continue`);
-    result = { status: 200, local: false, headers: s.response };
+    chunks.forEach((c, i) => {
+      s.responseBody = c;
+      const b = vm.call("proxy_on_response_body", id, id, c.length, i === chunks.length - 1 ? 1 : 0);
+      if (b !== 0) throw vm.fail(`proxy_on_response_body returned ${b}, not Continue`);
+    });
+    s.responseBody = null;
+    const status = Number(s.response.find(([k]) => k === ":status")?.[1] ?? 200);
+    result = { status, local: false, headers: s.response };
   }
   vm.call("proxy_on_log", id, id);
   vm.call("proxy_on_done", id, id);
@@ -155,6 +176,8 @@ async function main() {
   };
   await Promise.all(Array.from({ length: spec.concurrency ?? 1 }, worker));
   const t3 = performance.now();
+  // Settles outlive their streams: wait for their replies.
+  while (pendingCallouts > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   vm.flushOutput();
   emit({
     event: "end", requests: requests.length, requests_ms: t3 - t2, gc_cycles: gcCycles,

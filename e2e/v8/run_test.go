@@ -60,7 +60,15 @@ type spec struct {
 }
 
 type request struct {
+	Headers  [][2]string `json:"headers"`
+	Response *response   `json:"response,omitempty"`
+}
+
+// response is what the upstream answers an admitted request: its headers,
+// then its body in chunks, each in a proxy_on_response_body call.
+type response struct {
 	Headers [][2]string `json:"headers"`
+	Chunks  []string    `json:"chunks"`
 }
 
 // event is one line of host.mjs's output.

@@ -120,6 +120,47 @@ func TestV8ManyRequestsGC(t *testing.T) {
 	}
 }
 
+// In V8, each build follows a streamed response and settles its cost:
+// the request reserves 500 tokens, the server-sent events (cut mid-event
+// across chunks) end with usage of 40 + 60 tokens, and one settle call
+// refunds 400, which Redis's log and the filter's metric show. The stock
+// build sends its settle from the root context through a shared queue.
+func TestV8ResponseCost(t *testing.T) {
+	event := func(data string) string { return "data: " + data + "\n\n" }
+	body := event(`{"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null}`) +
+		event(`{"choices":[{"index":0,"delta":{"content":"Hello"}}],"usage":null}`) +
+		event(`{"choices":[],"usage":{"prompt_tokens":40,"completion_tokens":60,"total_tokens":100}}`) + event("[DONE]")
+	third := len(body) / 3
+	sse := &response{Headers: [][2]string{{":status", "200"}, {"content-type", "text/event-stream; charset=utf-8"}},
+		Chunks: []string{body[:third], body[third : 2*third], body[2*third:]}}
+	for _, m := range modules {
+		t.Run(m.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			prefix := redistest.Prefix(t)
+			var s spec
+			m.setup(t, &s, srv.Addr, prefix, "1m")
+			s.PluginConfig = strings.Replace(s.PluginConfig, `"limit":1,`, `"limit":1000,`, 1)
+			s.PluginConfig = strings.Replace(s.PluginConfig, `}]}]}`, `}],"response_cost":{"usage":"openai_chat","reserve":500}}]}`, 1)
+			req := get("alice")
+			req.Response = sse
+			s.Requests = []request{req}
+			r := runHost(t, s)
+			mustSucceed(t, r)
+			if len(r.responses) != 1 || r.responses[0].Status != 200 || r.responses[0].header("ratelimit") != `"v8";r=500;t=60` {
+				t.Fatalf("responses %+v; want one 200 with RateLimit: \"v8\";r=500;t=60 (1000 less the reservation)", r.responses)
+			}
+			if got := r.end.Metrics["ratelimit.rule.v8.units_refunded"]; got != 400 {
+				t.Errorf("units_refunded = %v, want 400 (500 reserved, 100 used); metrics %v", got, r.end.Metrics)
+			}
+			// The log holds the request's entry, now of weight 100, and the
+			// total: 100.
+			if total, err := srv.Do("ZSCORE", prefix+"{v8|alice}:0", "s"); err != nil || total != "-100" {
+				t.Errorf("ZSCORE of the log's total = %v (%v), want -100", total, err)
+			}
+		})
+	}
+}
+
 // The checks can fail: a Go module that sleeps makes the runtime wait in
 // poll_oneoff, which answers ENOSYS as in Envoy up to 1.38, and the
 // runtime throws.

@@ -23,7 +23,9 @@ const ALLOCATE_ALLOWED = new Set([
 
 export class VM {
   // opts: { env: [[k, v]], redisABI: bool (Higress's Envoy build),
-  //         onLog(level, msg), onOutput(fd, line) }
+  //         onLog(level, msg), onOutput(fd, line),
+  //         post(task): run task after the VM call in progress, as Envoy's
+  //         dispatcher runs what is posted to it (proxy_on_queue_ready) }
   constructor(module, opts) {
     this.module = module;
     this.opts = opts;
@@ -33,7 +35,10 @@ export class VM {
     this.effective = 0; // set by proxy_set_effective_context, 0 if none
     this.rootID = 1;
     this.nextID = 2;
-    this.streams = new Map(); // id -> stream (see request in host.mjs)
+    // id -> stream (see request in host.mjs): { request, response: header
+    // pairs; responseBody: the chunk of the proxy_on_response_body call in
+    // progress; properties, continued, local }
+    this.streams = new Map();
     this.buffers = new Map(); // buffer type -> bytes, during the callback that owns them
     this.callResponse = null; // { headers, body } during proxy_on_http_call_response
     this.metrics = new Map(); // id -> { name, type, value }

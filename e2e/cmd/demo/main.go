@@ -1,6 +1,9 @@
 // Command demo is `make demo`: it runs the built filter in the local wasm
 // host (the wasmhost command) with Redis, sends a burst from two users, and
 // prints per second what was allowed and denied, and one 429's headers.
+// Then an API key sends chat requests to the demo's LLM-like upstream until
+// its token limit denies (tokens.go): per request what it reserved, used
+// and had left, and at the end the token rule's metrics.
 //
 // Redis is REDIS_ADDR if set; else a redis-server started on a free port if
 // one is installed; else an embedded Redis-compatible server (miniredis),
@@ -46,7 +49,12 @@ func run(wasm, config string, seconds int) error {
 	}
 	defer stopRedis()
 
-	url, stopHost, err := startHost(wasm, config, addr)
+	upstream, stopUpstream, err := startUpstream()
+	if err != nil {
+		return err
+	}
+	defer stopUpstream()
+	url, stopHost, err := startHost(wasm, config, addr, upstream)
 	if err != nil {
 		return err
 	}
@@ -77,6 +85,12 @@ func run(wasm, config string, seconds int) error {
 	}
 	wg.Wait()
 	tally.print(seconds)
+
+	sum, err := tokenPhase(url, addr)
+	if err != nil {
+		return err
+	}
+	printTokenMetrics(stopHost(), sum)
 	return nil
 }
 
@@ -184,8 +198,10 @@ func findRedis() (string, func(), error) {
 	return m.Addr(), m.Close, nil
 }
 
-// startHost builds and runs the wasmhost command, returning its URL.
-func startHost(wasm, config, redisAddr string) (string, func(), error) {
+// startHost builds and runs the wasmhost command in front of upstream,
+// returning its URL and how to stop it; stopping returns what it logged,
+// ending with its metrics.
+func startHost(wasm, config, redisAddr, upstream string) (string, func() string, error) {
 	dir, err := os.MkdirTemp("", "demo")
 	if err != nil {
 		return "", nil, err
@@ -195,7 +211,7 @@ func startHost(wasm, config, redisAddr string) (string, func(), error) {
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("building wasmhost: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-wasm", wasm, "-config", config, "-redis", redisAddr, "-listen", "127.0.0.1:0")
+	cmd := exec.Command(bin, "-wasm", wasm, "-config", config, "-redis", redisAddr, "-upstream", upstream, "-listen", "127.0.0.1:0")
 	logs, err := os.Create(filepath.Join(dir, "wasmhost.log"))
 	if err != nil {
 		return "", nil, err
@@ -205,22 +221,29 @@ func startHost(wasm, config, redisAddr string) (string, func(), error) {
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop := func() {
-		cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			cmd.Process.Kill()
-		}
-		os.RemoveAll(dir)
+	var once sync.Once
+	var logged string
+	stop := func() string {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+			logs.Close()
+			b, _ := os.ReadFile(logs.Name())
+			logged = string(b)
+			os.RemoveAll(dir)
+		})
+		return logged
 	}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		stop()
-		b, _ := os.ReadFile(logs.Name())
-		return "", nil, fmt.Errorf("wasmhost did not start: %v\n%s", err, b)
+		return "", nil, fmt.Errorf("wasmhost did not start: %v\n%s", err, stop())
 	}
 	return strings.TrimSpace(line), stop, nil
 }

@@ -29,13 +29,26 @@
 //	x-probe-mode: shared          increment shared data "probe_counter" (CAS)
 //	x-probe-mode: queue           enqueue the path on shared queue "probe_q"
 //	x-probe-mode: append-body     append "+probe" to the request body
-//	x-probe-mode: rewrite-body    replace the response body
+//	x-probe-mode: rewrite-body    replace the response body (dropping
+//	                              content-length, as a filter must)
+//	x-probe-body: log             log each response body and trailers
+//	                              callback: "probe response body id=N
+//	                              size=N eos=B body=Q" (body Go-quoted),
+//	                              "probe response trailers id=N n=N"
+//	x-probe-body: hold            log, and pause each body callback until
+//	                              the body holds "RELEASE"; then make the
+//	                              x-probe-mode: http callout and continue
+//	                              the response (continue_stream) when it
+//	                              answers
+//	x-probe-body: reply           log, and answer a local 500 from the
+//	                              first body callback
 //	x-probe-mode: sleep | gc | timer-gc | rand-gc   Go runtime paths (runtime.go)
 //
 // It always adds x-probe-added to the request, removes x-probe-remove,
 // suffixes x-probe-replace, adds x-prop-* response headers with properties
 // and x-probe-now / x-probe-nonce with the guest's clock and randomness,
-// counts requests in probe_requests and logs "probe done <id>" in on_log.
+// counts requests in probe_requests and logs "probe done <id> ... details=
+// <response.code_details>" in on_log.
 package main
 
 import (
@@ -144,6 +157,8 @@ type httpContext struct {
 	types.DefaultHttpContext
 	id       uint32
 	mode     string
+	bodyMode string
+	hold     int // x-probe-body: hold: holding, releasing (callout sent), released
 	replyMod string
 	extra    [][2]string // response headers to add
 }
@@ -156,6 +171,7 @@ func (c *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 	requests.Increment(1)
 	c.mode, _ = proxywasm.GetHttpRequestHeader("x-probe-mode")
 	c.replyMod, _ = proxywasm.GetHttpRequestHeader("x-redis-reply-mode")
+	c.bodyMode, _ = proxywasm.GetHttpRequestHeader("x-probe-body")
 	for _, p := range props {
 		c.extra = append(c.extra, [2]string{"x-prop-" + strings.ReplaceAll(p, ".", "-"), property(p)})
 	}
@@ -289,6 +305,9 @@ func (c *httpContext) OnHttpRequestBody(size int, eos bool) types.Action {
 
 func (c *httpContext) OnHttpResponseHeaders(int, bool) types.Action {
 	proxywasm.AddHttpResponseHeader("x-probe-response", "1")
+	if c.mode == "rewrite-body" {
+		proxywasm.RemoveHttpResponseHeader("content-length")
+	}
 	for _, h := range c.extra {
 		proxywasm.AddHttpResponseHeader(h[0], h[1])
 	}
@@ -299,12 +318,51 @@ func (c *httpContext) OnHttpResponseBody(size int, eos bool) types.Action {
 	if c.mode == "rewrite-body" && eos {
 		proxywasm.ReplaceHttpResponseBody([]byte("rewritten by probe"))
 	}
+	if c.bodyMode == "" {
+		return types.ActionContinue
+	}
+	body, err := proxywasm.GetHttpResponseBody(0, size)
+	if err != nil && size > 0 {
+		proxywasm.LogErrorf("reading the response body: %v", err)
+	}
+	proxywasm.LogInfof("probe response body id=%d size=%d eos=%v body=%q", c.id, size, eos, body)
+	switch {
+	case c.bodyMode == "reply":
+		proxywasm.SendHttpResponse(500, nil, []byte("too late"), -1)
+		return types.ActionPause
+	case c.bodyMode != "hold" || c.hold == released:
+		return types.ActionContinue
+	case c.hold == holding && strings.Contains(string(body), "RELEASE"):
+		c.hold = releasing
+		hdrs := [][2]string{{":method", "GET"}, {":path", "/release"}, {":authority", "callout.local"}}
+		if _, err := proxywasm.DispatchHttpCall(cfg.HTTPCluster, hdrs, nil, nil, 5000, func(int, int, int) {
+			proxywasm.LogInfof("probe release id=%d", c.id)
+			c.hold = released
+			proxywasm.ResumeHttpResponse()
+		}); err != nil {
+			proxywasm.LogErrorf("release callout: %v", err)
+		}
+	}
+	return types.ActionPause
+}
+
+const (
+	holding = iota
+	releasing
+	released
+)
+
+func (c *httpContext) OnHttpResponseTrailers(n int) types.Action {
+	if c.bodyMode != "" {
+		proxywasm.LogInfof("probe response trailers id=%d n=%d", c.id, n)
+	}
 	return types.ActionContinue
 }
 
 func (c *httpContext) OnHttpStreamDone() {
 	status, err := proxywasm.GetHttpResponseHeader(":status")
-	proxywasm.LogInfof("probe done %d status=%s err=%v", c.id, status, err)
+	details, _ := proxywasm.GetProperty([]string{"response", "code_details"})
+	proxywasm.LogInfof("probe done %d status=%s err=%v details=%s", c.id, status, err, details)
 }
 
 // property renders a property for a header: strings as they are, 8-byte
