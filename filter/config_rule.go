@@ -47,9 +47,13 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		if o["cost"].Exists() {
 			return r, errAt(path+".cost", "cost and response_cost are exclusive: the request's share is response_cost.reserve")
 		}
+		at := path + ".response_cost.reserve"
+		if o["response_cost"].Get("reserve").IsObject() {
+			at += ".default"
+		}
 		for i, l := range r.Limits {
 			if err := l.Limit.CheckCost(r.Response.Reserve.Default); err != nil {
-				return r, costError(path+".response_cost.reserve", i, err)
+				return r, costError(at, i, err)
 			}
 		}
 	}

@@ -12,6 +12,7 @@ type ResponseReader interface {
 // a response_cost rule, until its end settles the charges.
 type responseState struct {
 	watching bool // admitted with a response_cost rule, not yet settled
+	started  bool // the rules were listed: at the response, or at the end
 	status   int
 	rules    []responseRule
 	scanners []usageScanner // recycled with the stream
@@ -40,26 +41,11 @@ func (s *Stream) WantsResponseBody() bool {
 // startResponse reads, at the response headers, what the response_cost
 // rules need of them, and readies the body scanners.
 func (s *Stream) startResponse() {
-	r := &s.resp
-	r.rules, r.scanners = r.rules[:0], r.scanners[:0]
 	rr, _ := s.host.(ResponseReader)
-	if rr == nil {
+	if rr == nil || !s.followRules() {
 		return
 	}
-	cfg := s.p.cfg
-	for _, c := range s.calls {
-		for i := range c.owners {
-			ri := c.owners[i].rule
-			if cfg.Rules[ri].Response == nil || r.has(ri) {
-				continue
-			}
-			r.rules = append(r.rules, responseRule{rule: ri, scanner: -1})
-		}
-	}
-	if len(r.rules) == 0 {
-		return
-	}
-	r.watching = true
+	r, cfg := &s.resp, s.p.cfg
 	r.status = 0
 	if v := rr.ResponseHeader(":status"); v != "" {
 		if n, ok := parseCostValue(v); ok && n < 1000 {
@@ -90,6 +76,28 @@ func (s *Stream) startResponse() {
 			x.cost, x.found = 1, true
 		}
 	}
+}
+
+// followRules lists the request's response_cost rules, once: it reports
+// whether there are any to follow.
+func (s *Stream) followRules() bool {
+	r, cfg := &s.resp, s.p.cfg
+	if r.started {
+		return false
+	}
+	r.started = true
+	r.rules, r.scanners = r.rules[:0], r.scanners[:0]
+	for _, c := range s.calls {
+		for i := range c.owners {
+			ri := c.owners[i].rule
+			if cfg.Rules[ri].Response == nil || r.has(ri) {
+				continue
+			}
+			r.rules = append(r.rules, responseRule{rule: ri, scanner: -1})
+		}
+	}
+	r.watching = len(r.rules) > 0
+	return r.watching
 }
 
 func (r *responseState) has(rule int) bool {

@@ -334,9 +334,10 @@ func (s *Stream) Abandon() {
 // OnDone ends the stream: replies still in flight will be ignored, and the
 // stream goes back to the plugin for reuse. Call it once per NewStream.
 func (s *Stream) OnDone() {
-	if s.resp.watching {
-		s.endResponse(false)
+	if s.resp.watching || s.allowed && s.charged && s.followRules() {
+		s.endResponse(false) // no response, or not all of it
 	}
+	s.resp.started = false
 	if s.waitingBody {
 		s.awaitBody(false)
 	}

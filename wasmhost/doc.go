@@ -52,9 +52,48 @@
 //     Config.DeferredLog, as with HTTP/3's deferred access logging,
 //     proxy_on_log comes after proxy_on_delete, when the guest's context is
 //     gone.
+//   - The response streams, as in Envoy (respstream.go). Its headers go
+//     through proxy_on_response_headers (end_of_stream only when the
+//     upstream said there is no body: Content-Length 0, HEAD, 204, 304)
+//     and, if the guest continues, to the client at once. Each chunk of
+//     the body, as a read of the upstream returns it (16 KiB at most), is
+//     one proxy_on_response_body(size, false); what the guest lets through
+//     is written and flushed before the next chunk is read. The upstream's
+//     end is a last proxy_on_response_body(size, true), size possibly 0,
+//     or, when it sent trailers, proxy_on_response_trailers instead.
+//   - A body callback that returns Pause buffers (StopIterationAndBuffer):
+//     the next callback sees the bytes so far and the new ones (Envoy >=
+//     1.32, PR #36411), and continue_stream(Response) sends them on. A
+//     guest that buffers more than MaxBodyBytes gets its stream reset
+//     (response_payload_too_large). While proxy_on_response_headers is
+//     paused, no body callback runs; the body waits, up to MaxBodyBytes,
+//     then the upstream is no longer read (watermarks).
+//   - An upstream that fails after its headers (connection dropped
+//     mid-body) ends the stream with response.code_details
+//     upstream_reset_after_response_started{connection_termination}: once
+//     the headers went out, the client's stream is reset (a truncated
+//     response; for HTTP/1.1, no terminating chunk) and the guest never
+//     sees end_of_stream; while the guest still held the headers, the
+//     client gets a 503 the guest does not see. proxy_on_log, _done and
+//     _delete follow as for any stream.
+//   - A client that goes away cancels the upstream request and ends the
+//     stream (code_details downstream_remote_disconnect).
 //   - A local reply sent before the response started goes through the
 //     filter's own response callbacks, as Envoy sends it through the encoder
-//     filter chain.
+//     filter chain, with content-type and content-length set. Sent while
+//     the response headers are still held (in or after
+//     proxy_on_response_headers), it replaces the response without
+//     callbacks; once they went out, it resets the stream, as a stream
+//     left paused past PauseTimeout or a failed VM does.
+//   - Content-length is passed to the client as the guest left it: a guest
+//     that changes the body's length must remove it in
+//     proxy_on_response_headers, or the client gets a broken response, as
+//     from Envoy (the host logs a warning).
+//   - UpstreamTimeout bounds the wait for the upstream's response headers
+//     only; a body may stream for as long as it takes. Envoy's route
+//     timeout (15 s by default) runs to the end of the response and would
+//     reset a longer stream; Istio turns it off by default (timeout 0),
+//     which is what this models once the headers are in.
 //   - Callouts are made from the root context and answered on it; the guest
 //     switches to a stream with proxy_set_effective_context, which fails
 //     (BadArgument) once the stream is gone.
@@ -123,9 +162,18 @@
 //
 // # Deviations
 //
-//   - Bodies are not streamed: the whole request body is read first and
-//     delivered in one proxy_on_request_body call (end of stream set); the
-//     same holds for the response body. Bodies are capped (MaxBodyBytes).
+//   - The request body is not streamed: it is read whole first and
+//     delivered in one proxy_on_request_body call (end of stream set), and
+//     capped (MaxBodyBytes). The response body is streamed.
+//   - Response streaming is a model of Envoy's, not its timing: a chunk is
+//     what one read returns (Envoy's HTTP/1 codec may merge or split them
+//     otherwise), the next chunk is read only once the last was written
+//     to the client (Envoy reads ahead up to its buffer limits), and
+//     headers and a first chunk that arrive together still go out in two
+//     writes. Envoy's stream idle timeout (5 min) is not modelled: an
+//     upstream that stalls mid-body holds the stream until the client
+//     leaves. Trailers reach an HTTP/1.1 client, where Envoy drops them
+//     unless enable_trailers is set.
 //   - Header order: pseudo-headers first, then the client's headers sorted by
 //     name (net/http does not keep the wire order), then x-forwarded-for,
 //     x-forwarded-proto and x-request-id when the connection manager adds
@@ -152,8 +200,11 @@
 //     Higress's cpp-host fork (cde187a, Higress >= 2.1.1) is taken to
 //     behave as CppHost94091cd, unchecked. A WASI command's _start is not
 //     run.
-//   - A stream left paused for Config.PauseTimeout is answered with 504 and
-//     counted (Host.StuckStreams); Envoy would wait for its stream timeouts.
+//   - A stream left paused for Config.PauseTimeout is answered with 504, or
+//     reset if its response started, and counted (Host.StuckStreams);
+//     Envoy would wait for its stream timeouts. A body callback that
+//     pauses while more body is still to come is not timed: the next chunk
+//     calls the guest again.
 //   - A continue_stream made during the very callback that returns Pause
 //     counts as Continue.
 //   - proxy_close_stream closes the client's connection without a response.

@@ -32,8 +32,10 @@ type Config struct {
 	// Upstream is the URL ("http://host:port") allowed requests are
 	// forwarded to, with the request's own path and query. Required.
 	Upstream string
-	// UpstreamTimeout bounds an upstream request (Envoy's route timeout).
-	// Default 15 s; when it expires the stream gets 504.
+	// UpstreamTimeout bounds the wait for an upstream's response headers.
+	// Default 15 s; when it expires the stream gets 504. It does not bound
+	// the body, which may stream for longer (see the package doc: Envoy's
+	// route timeout would, unless set to 0 as Istio does).
 	UpstreamTimeout time.Duration
 	// Listen is the address to serve HTTP on. Default "127.0.0.1:0".
 	Listen string
@@ -88,7 +90,8 @@ type Config struct {
 	// answers 504 "host: stream left paused" and counts it in StuckStreams.
 	// Default 30 s.
 	PauseTimeout time.Duration
-	// MaxBodyBytes bounds request and response bodies. Default 1 MiB.
+	// MaxBodyBytes bounds a request body, and the response body a guest
+	// buffers (Envoy's buffer limit, 1 MiB by default). Default 1 MiB.
 	MaxBodyBytes int64
 	// Env is the guest's environment (vm_config.environment_variables),
 	// e.g. {"GOGC": "10"} for a Go guest.
