@@ -132,10 +132,13 @@ func (b *BenchVM) Request(headers [][2]string, redisReply []byte) (int, error) {
 			case m.forward != nil:
 				res := &upstreamResult{headers: append([][2]string(nil), b.UpstreamHeaders...), addr: "127.0.0.1:1", details: "via_upstream"}
 				v.upstreamHeaders(s, m.forward.seq, res)
+			case m.end:
+				if m.headers != nil {
+					status = m.headers.status
+				}
+				return b.done(s, status)
 			case m.headers != nil:
 				status = m.headers.status
-			case m.end:
-				return b.done(s, status)
 			case m.data != nil:
 				v.written(s)
 			case m.reply != nil:

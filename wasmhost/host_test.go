@@ -70,6 +70,11 @@ func TestLocalReplySkipsUpstreamAndRunsResponseCallbacks(t *testing.T) {
 	if r.header.Get("X-Probe-Local") != "yes" || r.header.Get("Retry-After") != "7" {
 		t.Errorf("local reply headers missing: %v", r.header)
 	}
+	// Envoy's local replies carry their length (e2e/bench's load
+	// generator reads nothing else).
+	if r.header.Get("Content-Length") != "15" {
+		t.Errorf("local reply Content-Length %q, want 15", r.header.Get("Content-Length"))
+	}
 	// As in Envoy, a local reply passes through the filter's own response
 	// callbacks.
 	if r.header.Get("X-Probe-Response") != "1" {

@@ -113,28 +113,32 @@ func (v *vm) written(s *stream) {
 	}
 }
 
-// sendHeaders starts the response: from now on it can only be reset.
-func (v *vm) sendHeaders(s *stream) {
+// responseHead is the response's status and headers, which start it: from
+// then on it can only be reset.
+func (v *vm) responseHead(s *stream) *finalResponse {
 	s.headersSent = true
 	r := &finalResponse{status: v.responseStatus(s)}
 	r.headers = append(r.headers, s.respHeaders.pairs...)
-	v.send(s, handlerMsg{headers: r})
+	return r
 }
 
-// afterResponseHeaders goes on once the headers are let through: to the
-// body that arrived meanwhile, to the trailers, to the end, or to waiting
-// for the body.
+// afterResponseHeaders goes on once the headers are let through: they go
+// to the client, then to the body that arrived meanwhile, the trailers or
+// waiting for the body. A response that ends with its headers goes out in
+// one message, so that its framing does not depend on timing.
 func (v *vm) afterResponseHeaders(s *stream) {
+	if s.respEnded && len(s.respBody) == 0 && !s.upstreamTrailer {
+		v.end(s)
+		return
+	}
+	v.send(s, handlerMsg{headers: v.responseHead(s)})
 	s.phase = phaseResponseBody
 	switch {
 	case len(s.respBody) > 0:
 		s.needCall = true
-	case !s.respEnded: // the next chunk calls the guest
-	case s.upstreamTrailer:
+	case s.respEnded: // trailers, and no body
 		s.phase = phaseResponseTrailers
 		s.needCall = true
-	default:
-		v.end(s)
 	}
 }
 
@@ -172,6 +176,9 @@ func (v *vm) end(s *stream) {
 	v.stopUpstream(s)
 	s.phase = phaseReplied
 	m := handlerMsg{end: true, data: s.respBody}
+	if !s.headersSent {
+		m.headers = v.responseHead(s)
+	}
 	s.respSent += int64(len(s.respBody))
 	s.respBody = nil
 	if s.respTrailers != nil {

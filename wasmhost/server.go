@@ -48,13 +48,16 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			switch {
 			case m.forward != nil:
 				h.startUpstream(v, s, m.forward)
-			case m.headers != nil:
-				out.start(m.headers)
-				out.flushIfIdle(s.toHandler)
 			case m.end:
+				if m.headers != nil {
+					out.start(m.headers)
+				}
 				out.end(m.data, m.trailers) // the client sees the end after finish
 				h.finish(v, s, false)
 				return
+			case m.headers != nil:
+				out.start(m.headers)
+				out.flushIfIdle(s.toHandler)
 			case m.data != nil:
 				out.write(m.data)
 				out.flushIfIdle(s.toHandler)

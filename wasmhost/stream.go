@@ -100,7 +100,7 @@ type handlerMsg struct {
 	forward  *upstreamRequest
 	headers  *finalResponse // start the response: status and headers
 	data     []byte         // body bytes to write
-	end      bool           // the response is complete (after data, with trailers)
+	end      bool           // the response is complete (after headers and data, with trailers)
 	trailers [][2]string
 	reply    *finalResponse // a whole response, when none has started
 	reset    bool
@@ -262,7 +262,6 @@ func (v *vm) next(s *stream) {
 	case phaseRequestTrailers:
 		v.forward(s)
 	case phaseResponseHeaders:
-		v.sendHeaders(s)
 		v.afterResponseHeaders(s)
 	case phaseResponseBody:
 		v.afterResponseBody(s)

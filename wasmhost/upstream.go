@@ -45,7 +45,6 @@ type upstreamResult struct {
 // the headers are in.
 func (h *Host) forward(req *upstreamRequest) *upstreamResult {
 	ctx, cancel := context.WithCancel(req.ctx)
-	headersTimer := time.AfterFunc(h.cfg.UpstreamTimeout, cancel)
 	m := &headerMap{pairs: req.headers}
 	method, _ := m.get(":method")
 	path, _ := m.get(":path")
@@ -60,6 +59,7 @@ func (h *Host) forward(req *upstreamRequest) *upstreamResult {
 		cancel()
 		return localResult(400, "host: invalid request: "+err.Error(), "invalid_request")
 	}
+	headersTimer := time.AfterFunc(h.cfg.UpstreamTimeout, cancel)
 	resp, err := h.client.Do(r)
 	if !headersTimer.Stop() {
 		err = context.DeadlineExceeded // the headers came too late, if at all
