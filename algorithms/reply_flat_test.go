@@ -10,7 +10,8 @@ import (
 // parseBoth parses b with ParseRESP and with the full decoder and Parse.
 func parseBoth(b []byte, nb, n int) (flat, full Decision, ok bool, errFlat, errFull error) {
 	ok, errFlat = flat.ParseRESP(b, nb, n)
-	v, used, err := redisproto.Decode(b)
+	dec := redisproto.Decoder{Limits: fuzzDecodeLimits} // no huge arrays from random input
+	v, used, err := dec.Decode(b)
 	if err == nil && used == len(b) {
 		errFull = full.Parse(v, nb, n)
 	} else if err == nil {
