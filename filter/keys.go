@@ -97,3 +97,7 @@ func appendRuleKey(dst []byte, prefix string, rule *Rule, r *request, hops int) 
 	}
 	return append(dst, '}'), true
 }
+
+// canonical is the form of a key part's value that goes into the key, as
+// a request's would: ratelimitctl passes the values an operator types.
+func (p KeyPart) canonical(v string) (string, error) { return v, nil }

@@ -1,0 +1,118 @@
+package filter
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The key space, as the filter writes it and ratelimitctl reads it. A rule
+// key ("base") is "<prefix>{<rule>|<part>|...}" (see appendRuleKey); its
+// keys extend it:
+//
+//	<base>:<i>          the state of the rule's limit at position i
+//	<base>:block        an operator's block
+//	<base>:tier         the tier an operator assigned (tiers from redis)
+//	<base>:override     an operator's limits for this key (overrides: true)
+//	<prefix>epoch       bumped on every operator change; each VM polls it
+//	                    and drops its deny cache when it moves
+const (
+	blockSuffix    = ":block"
+	tierSuffix     = ":tier"
+	overrideSuffix = ":override"
+	epochName      = "epoch"
+)
+
+// RuleKey returns a rule's key for the given key-part values, one per part
+// of the rule's key in order, encoded as the filter encodes a request's,
+// after the same normalization (a client address is grouped by its
+// configured prefix length). A part a request lacks under
+// on_missing_key: shared is the empty string.
+func (c *Config) RuleKey(rule *Rule, parts []string) (string, error) {
+	if len(parts) != len(rule.Key) {
+		return "", fmt.Errorf("rule %s: %d key parts given, its key has %d", rule.Name, len(parts), len(rule.Key))
+	}
+	b := append([]byte(c.Redis.Prefix), '{')
+	b = append(b, rule.Name...)
+	for i, p := range rule.Key {
+		v, err := p.canonical(parts[i])
+		if err != nil {
+			return "", fmt.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, sourceNames[p.Source], err)
+		}
+		b = append(b, '|')
+		b = appendKeyPart(b, v)
+	}
+	return string(append(b, '}')), nil
+}
+
+// Rule returns the rule of that name, among the top-level rules and then
+// those of each _rules_ entry.
+func (c *Config) Rule(name string) (*Rule, bool) {
+	for i := range c.Rules {
+		if c.Rules[i].Name == name {
+			return &c.Rules[i], true
+		}
+	}
+	for i := range c.MatchRules {
+		if r, ok := c.MatchRules[i].Config.Rule(name); ok {
+			return r, true
+		}
+	}
+	return nil, false
+}
+
+// StateKey is the key of the state of a rule's limit at position i.
+func StateKey(base string, i int) string { return base + ":" + strconv.Itoa(i) }
+
+// BlockKey is the key whose existence blocks base.
+func BlockKey(base string) string { return base + blockSuffix }
+
+// TierKey holds the tier an operator assigned to base.
+func TierKey(base string) string { return base + tierSuffix }
+
+// OverrideKey holds an operator's limits for base.
+func OverrideKey(base string) string { return base + overrideSuffix }
+
+// EpochKey is the counter an operator's change bumps, so that every VM
+// drops its deny cache (see Plugin.pollEpoch).
+func EpochKey(prefix string) string { return prefix + epochName }
+
+// SplitKey parses a key of the key space: its rule, its key parts (as
+// encoded: see DecodeKeyPart) and what follows the rule key (":0",
+// ":block" ...). ok is false for a key outside prefix's key space.
+func SplitKey(prefix, key string) (rule string, parts []string, suffix string, ok bool) {
+	rest, found := strings.CutPrefix(key, prefix+"{")
+	if !found {
+		return "", nil, "", false
+	}
+	end := strings.IndexByte(rest, '}')
+	if end < 0 {
+		return "", nil, "", false
+	}
+	fields := strings.Split(rest[:end], "|")
+	return fields[0], fields[1:], rest[end+1:], true
+}
+
+// DecodeKeyPart undoes appendKeyPart's percent-encoding. A hashed part
+// ("#" and 22 base64url characters) cannot be undone and is returned as
+// it is, with hashed set.
+func DecodeKeyPart(p string) (v string, hashed bool) {
+	if strings.HasPrefix(p, "#") {
+		return p, true
+	}
+	if !strings.Contains(p, "%") {
+		return p, false
+	}
+	b := make([]byte, 0, len(p))
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' && i+2 < len(p) {
+			if n, err := strconv.ParseUint(p[i+1:i+3], 16, 8); err == nil {
+				b = append(b, byte(n))
+				i += 2
+				continue
+			}
+		}
+		b = append(b, p[i])
+	}
+	return string(b), false
+}
