@@ -13,13 +13,17 @@ type Model struct {
 	tats     map[string]int64
 	logs     map[string][]logEntry
 	counters map[string]counterState
+	// Tiers and Overrides are the tier and override keys an operator set:
+	// a tier's name, an override's value (see EncodeOverride).
+	Tiers, Overrides map[string]string
 }
 
 type counterState struct{ window, cur, prev int64 }
 
 // NewModel returns a Model with every key empty.
 func NewModel() *Model {
-	return &Model{tats: map[string]int64{}, logs: map[string][]logEntry{}, counters: map[string]counterState{}}
+	return &Model{tats: map[string]int64{}, logs: map[string][]logEntry{}, counters: map[string]counterState{},
+		Tiers: map[string]string{}, Overrides: map[string]string{}}
 }
 
 // outcome is one limit's verdict, in the script's units, before commit.
@@ -32,6 +36,12 @@ type outcome struct {
 // Decide runs one script call at now (microseconds since the epoch).
 // blockPTTLs are the block keys' PTTLs in milliseconds: -2 when absent.
 func (m *Model) Decide(now int64, blockPTTLs []int64, checks []Check) Decision {
+	return m.DecideCall(now, blockPTTLs, checks, nil)
+}
+
+// DecideCall is Decide for a call with choices, picked from m.Tiers and
+// m.Overrides as the script picks them.
+func (m *Model) DecideCall(now int64, blockPTTLs []int64, checks []Check, choices []Choice) Decision {
 	d := Decision{Now: now}
 	for i, blockPTTL := range blockPTTLs {
 		if blockPTTL == -2 {
@@ -43,6 +53,8 @@ func (m *Model) Decide(now int64, blockPTTLs []int64, checks []Check) Decision {
 		}
 		return d
 	}
+	n := len(checks)
+	checks, slots := m.expand(checks, choices, &d)
 	outs := make([]outcome, len(checks))
 	all := true
 	for i, c := range checks {
@@ -71,7 +83,59 @@ func (m *Model) Decide(now int64, blockPTTLs []int64, checks []Check) Decision {
 		}
 		d.Results = append(d.Results, r)
 	}
+	if len(choices) == 0 {
+		return d
+	}
+	// Lay the choices' results out by position, unused ones included.
+	decided := d.Results
+	d.Results = append([]Result(nil), decided[:n]...)
+	for _, i := range slots {
+		if i < 0 {
+			d.Results = append(d.Results, Result{Allowed: true, RetryAfter: -1})
+		} else {
+			d.Results = append(d.Results, decided[i])
+		}
+	}
 	return d
+}
+
+// expand appends to checks the limits each choice picks, and returns, per
+// choice position, the index of its check, or -1 when unused; it fills
+// d.Picks and d.Picked.
+func (m *Model) expand(checks []Check, choices []Choice, d *Decision) ([]Check, []int) {
+	if len(choices) == 0 {
+		return checks, nil
+	}
+	checks = append([]Check(nil), checks...)
+	var slots []int
+	for _, c := range choices {
+		pick, limits := 0, c.Tiers[0].Limits
+		if v, ok := m.Overrides[c.OverrideKey]; ok && c.OverrideKey != "" {
+			if ov, err := DecodeOverride(v); err == nil && len(ov) <= len(c.Keys) {
+				pick, limits = PickOverride, ov
+			}
+		}
+		if pick != PickOverride && c.TierKey != "" {
+			for ti, t := range c.Tiers {
+				if ti > 0 && t.Name == m.Tiers[c.TierKey] {
+					pick, limits = ti, t.Limits
+					break
+				}
+			}
+		}
+		d.Picks = append(d.Picks, pick)
+		for p, key := range c.Keys {
+			if p >= len(limits) {
+				slots = append(slots, -1)
+				d.Picked = append(d.Picked, Limit{})
+				continue
+			}
+			slots = append(slots, len(checks))
+			checks = append(checks, Check{Key: key, Limit: limits[p], Cost: c.Cost, CheckOnly: c.CheckOnly})
+			d.Picked = append(d.Picked, limits[p])
+		}
+	}
+	return checks, slots
 }
 
 func (m *Model) check(c Check, now, n int64) outcome {

@@ -38,8 +38,12 @@ type Decision struct {
 	Blocked    bool
 	BlockedBy  int
 	BlockedFor time.Duration
-	// Results holds one Result per Check, in order.
+	// Results holds one Result per Check, in order, then, for a call with
+	// choices, one per position of each choice (see FromIntsCall).
 	Results []Result
+	// Picks and Picked say what each choice picked; see FromIntsCall.
+	Picks  []int
+	Picked []Limit
 }
 
 // Allowed reports whether the request is admitted: not blocked, and allowed
@@ -62,6 +66,9 @@ func (d *Decision) Allowed() bool {
 func (d *Decision) Tightest() int {
 	best := -1
 	for i := range d.Results {
+		if d.Results[i].Unused() {
+			continue
+		}
 		if best < 0 || tighter(&d.Results[i], &d.Results[best]) {
 			best = i
 		}
@@ -92,6 +99,11 @@ var ErrUnexpectedReply = errors.New("algorithms: unexpected script reply")
 // checks, reusing d.Results. A Redis error reply is returned as its
 // *redisproto.Error, so callers can tell -NOSCRIPT apart.
 func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
+	return d.ParseCall(v, nb, n, nil)
+}
+
+// ParseCall is Parse for a call with choices; see FromIntsCall.
+func (d *Decision) ParseCall(v redisproto.Value, nb, n int, choices []Choice) error {
 	var buf [smallReply]int64
 	ints, err := replyInts(v, buf[:0])
 	if err != nil {
@@ -100,7 +112,7 @@ func (d *Decision) Parse(v redisproto.Value, nb, n int) error {
 	if len(ints) < 2 {
 		return fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
 	}
-	return d.FromInts(ints, nb, n)
+	return d.FromIntsCall(ints, nb, n, choices)
 }
 
 // smallReply is the longest reply parsed without allocating: 2 + 5 per

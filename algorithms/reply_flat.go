@@ -5,12 +5,17 @@ package algorithms
 // place, with no decoded tree. ok is false for any other reply (an error,
 // another shape, trailing bytes): decode it and call Parse.
 func (d *Decision) ParseRESP(b []byte, nb, n int) (ok bool, err error) {
+	return d.ParseRESPCall(b, nb, n, nil)
+}
+
+// ParseRESPCall is ParseRESP for a call with choices; see FromIntsCall.
+func (d *Decision) ParseRESPCall(b []byte, nb, n int, choices []Choice) (ok bool, err error) {
 	var buf [smallReply]int64
 	ints, ok := flatInts(b, &buf)
 	if !ok || len(ints) < 2 {
 		return false, nil
 	}
-	return true, d.FromInts(ints, nb, n)
+	return true, d.FromIntsCall(ints, nb, n, choices)
 }
 
 // flatInts reads b, when it is exactly one RESP array of 1 to smallReply

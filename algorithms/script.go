@@ -15,7 +15,7 @@ var luaFiles embed.FS
 // the other algorithms, the settle (only a settle defines its functions)
 // and the driver for every other call. Functions cost Redis CPU per call,
 // so the commonest call never defines the others'.
-var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua", "lua/settle.lua", "lua/decide_all.lua"}
+var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua", "lua/settle.lua", "lua/choice.lua", "lua/decide_all.lua"}
 
 // Script is the one Lua program that decides every limit of a request.
 // It is built once; SHA is its SHA1 as EVALSHA wants it.

@@ -17,15 +17,20 @@
 -- which charges it.
 --
 -- The script is funnel.lua, this file, sliding_log.lua, sliding_counter.lua,
--- settle.lua and decide_all.lua, run top to bottom on every call. Each
+-- settle.lua, choice.lua and decide_all.lua, run top to bottom on every call. Each
 -- function and table it creates costs Redis CPU on every call (the other
 -- algorithms' functions 0.3-0.7us of a 7us call), so the commonest shape,
 -- one funnel limit, is decided here, before they exist.
 
+-- ARGV[1] = 'e' reads the epoch an operator's change bumps, KEYS[1]: the
+-- number, 0 when unset. ARGV[1] = 'g' is a call with choices: see
+-- choice.lua.
+if ARGV[1] == 'e' then return tonumber(redis.call('GET', KEYS[1])) or 0 end
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
 local settle = ARGV[1] == 's'
-local nb = settle and 0 or tonumber(ARGV[1])
+local grouped = ARGV[1] == 'g'
+local nb = settle and 0 or tonumber(ARGV[grouped and 2 or 1])
 if not nb or nb < 0 or nb > #KEYS then
   return redis.error_reply('ERR ratelimit: bad block key count')
 end
@@ -37,7 +42,7 @@ end
 -- One funnel: check, then charge if it allows. (decide_all.lua decides
 -- one limit of another algorithm alike; a shared function would cost a
 -- closure.)
-if #KEYS == nb + 1 and ARGV[2] == 'f' and not settle then
+if #KEYS == nb + 1 and ARGV[2] == 'f' and not settle and not grouped then
   local key, a, b, cost = KEYS[nb + 1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   if not a or not b or not cost or cost < -1 then
     return redis.error_reply('ERR ratelimit: bad arguments for limit 1')

@@ -6,10 +6,9 @@
 
 local checks = {l = log_check, c = counter_check, f = funnel_check}
 local commits = {l = log_commit, c = counter_commit, f = funnel_commit}
-local n = #KEYS - nb
 
 -- One limit: as decide.lua decides one funnel.
-if n == 1 then
+if not grouped and #KEYS == nb + 1 then
   local check, commit = checks[ARGV[2]], commits[ARGV[2]]
   local key, a, b, cost = KEYS[nb + 1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
   if not check or not a or not b or not cost or cost < -1 then
@@ -24,34 +23,64 @@ if n == 1 then
   return {now, -2, allowed and 1 or 0, a, remaining, retry, reset}
 end
 
--- Phase one writes each limit's verdict into the reply, and keeps in
--- state[i] what its check returned for its commit.
-local reply, state, all = {now, -2}, {}, true
+if not grouped then -- choice.lua filled the limits of a grouped call
+  for i = 1, #KEYS - nb do
+    local j = 4 * i - 2
+    lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[nb + i], ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
+  end
+end
+
+-- Phase one writes each limit's verdict into res, five values per limit,
+-- and keeps in state[i] what its check returned for its commit.
+local n = #lk
+local res, state, all = {}, {}, true
 for i = 1, n do
-  local j, r = 4 * i - 2, 5 * i - 2
-  local check, a, b, cost = checks[ARGV[j]], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
+  local r, check, a, b, cost = 5 * i - 4, checks[lc[i]], la[i], lb[i], ln[i]
   if not check or not a or not b or not cost or cost < -1 then
     return redis.error_reply('ERR ratelimit: bad arguments for limit ' .. i)
   end
-  local allowed, remaining, retry, reset, s1, s2 = check(KEYS[nb + i], a, b, now, cost == -1 and 1 or cost)
+  local allowed, remaining, retry, reset, s1, s2 = check(lk[i], a, b, now, cost == -1 and 1 or cost)
   if not allowed then
     all = false
   elseif cost == -1 then
-    allowed, remaining, retry, reset = check(KEYS[nb + i], a, b, now, 0)
+    allowed, remaining, retry, reset = check(lk[i], a, b, now, 0)
   end
-  reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = allowed and 1 or 0, a, remaining, retry, reset
-  state[i] = {b, cost, s1, s2}
+  res[r], res[r + 1], res[r + 2], res[r + 3], res[r + 4] = allowed and 1 or 0, a, remaining, retry, reset
+  state[i] = {s1, s2}
 end
 
 for i = 1, n do
-  local code, key, r, s = ARGV[4 * i - 2], KEYS[nb + i], 5 * i - 2, state[i]
+  local r, s = 5 * i - 4, state[i]
   if all then
-    if s[2] > 0 then commits[code](key, reply[r + 1], s[1], now, s[2], s[3], s[4]) end
-  elseif reply[r] == 1 then
+    if ln[i] > 0 then commits[lc[i]](lk[i], la[i], lb[i], now, ln[i], s[1], s[2]) end
+  elseif res[r] == 1 then
     -- Another limit denied: report what this one has left, uncharged.
     local allowed
-    allowed, reply[r + 2], reply[r + 3], reply[r + 4] = checks[code](key, reply[r + 1], s[1], now, 0)
-    reply[r] = allowed and 1 or 0
+    allowed, res[r + 2], res[r + 3], res[r + 4] = checks[lc[i]](lk[i], la[i], lb[i], now, 0)
+    res[r] = allowed and 1 or 0
+  end
+end
+
+local reply = {now, -2}
+if not grouped then
+  for i = 1, 5 * n do reply[i + 2] = res[i] end
+  return reply
+end
+local np, codes = tonumber(ARGV[3]), {l = 1, c = 2, f = 3}
+for i = 1, 5 * np do reply[i + 2] = res[i] end
+for _, c in ipairs(picks) do
+  local pick, m, first, count = c[1], c[2], c[3], c[4]
+  reply[#reply + 1] = pick
+  for p = 1, m do
+    local i = first + p - 1
+    if p <= count then
+      local r, at = 5 * i - 4, #reply
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5] = res[r], res[r + 1], res[r + 2], res[r + 3], res[r + 4]
+      reply[at + 6], reply[at + 7] = codes[lc[i]], lb[i]
+    else
+      local at = #reply
+      reply[at + 1], reply[at + 2], reply[at + 3], reply[at + 4], reply[at + 5], reply[at + 6], reply[at + 7] = 1, 0, 0, -1, 0, 0, 0
+    end
   end
 end
 return reply

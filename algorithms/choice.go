@@ -1,0 +1,252 @@
+package algorithms
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Choice is a rule key whose limits Redis picks in the call that decides
+// them: an operator's override when OverrideKey is set and holds one (see
+// EncodeOverride), else the tier TierKey names when it is set and names
+// one of Tiers, else Tiers[0], the default. The picked limits decide in
+// order on Keys, the state keys of the rule key's positions: every tier
+// shares position i's state, so a key keeps what it used when its tier
+// changes.
+type Choice struct {
+	TierKey, OverrideKey string
+	Keys                 []string
+	// Cost and CheckOnly apply to every picked limit, as in Check.
+	Cost      int64
+	CheckOnly bool
+	Tiers     []Tier
+}
+
+// Tier is a named set of limits: at most len(Choice.Keys), and at least one.
+type Tier struct {
+	Name   string
+	Limits []Limit
+}
+
+// AppendCall is AppendCommand for a call with choices besides its checks.
+// Without choices it writes exactly what AppendCommand writes. The reply
+// holds the checks' results, then each choice's positions': see
+// Decision.FromIntsCall.
+func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Check, choices []Choice) []byte {
+	if len(choices) == 0 {
+		return AppendCommand(dst, f, eval, blocks, checks)
+	}
+	keys, args := len(blocks)+len(checks), 3+4*len(checks)
+	for i := range choices {
+		c := &choices[i]
+		keys += len(c.Keys)
+		if c.TierKey != "" {
+			keys++
+		}
+		if c.OverrideKey != "" {
+			keys++
+		}
+		args += 5
+		for _, t := range c.Tiers {
+			args += 2 + 3*len(t.Limits)
+		}
+	}
+	w := argWriter{f: f, dst: dst}
+	w.script(eval, 3+keys+args, keys)
+	for _, b := range blocks {
+		w.str(b)
+	}
+	for i := range checks {
+		w.str(checks[i].Key)
+	}
+	for i := range choices {
+		c := &choices[i]
+		if c.TierKey != "" {
+			w.str(c.TierKey)
+		}
+		if c.OverrideKey != "" {
+			w.str(c.OverrideKey)
+		}
+		for _, k := range c.Keys {
+			w.str(k)
+		}
+	}
+	w.str("g")
+	w.int(int64(len(blocks)))
+	w.int(int64(len(checks)))
+	for i := range checks {
+		w.check(&checks[i])
+	}
+	for i := range choices {
+		c := &choices[i]
+		flags := int64(0)
+		if c.TierKey != "" {
+			flags |= 1
+		}
+		if c.OverrideKey != "" {
+			flags |= 2
+		}
+		w.str("x")
+		w.int(flags)
+		w.int(int64(len(c.Keys)))
+		w.int(c.wireCost())
+		w.int(int64(len(c.Tiers)))
+		for _, t := range c.Tiers {
+			w.str(t.Name)
+			w.int(int64(len(t.Limits)))
+			for _, l := range t.Limits {
+				a, b := l.args()
+				w.str(l.Algorithm.code())
+				w.int(a)
+				w.int(b)
+			}
+		}
+	}
+	return w.dst
+}
+
+func (c *Choice) wireCost() int64 {
+	if c.CheckOnly {
+		return -1
+	}
+	return c.Cost
+}
+
+// check writes a check's four arguments: algorithm, a, b, cost.
+func (w *argWriter) check(c *Check) {
+	a, b := c.Limit.args()
+	w.str(c.Limit.Algorithm.code())
+	w.int(a)
+	w.int(b)
+	if c.CheckOnly {
+		w.int(-1)
+	} else {
+		w.int(c.Cost)
+	}
+}
+
+// PickOverride is Decision.Picks' value for a choice decided by its
+// override.
+const PickOverride = -1
+
+// FromIntsCall fills d from the reply, given as its integers, to a call
+// with nb block keys, n checks and choices. After the checks' results,
+// Results holds one per position of each choice; d.Picks the tier each
+// choice picked (an index into its Tiers, or PickOverride); d.Picked the
+// limit each position decided, the zero Limit for a position the picked
+// limits leave unused, whose Result is Unused.
+func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
+	if len(choices) == 0 {
+		d.Picks, d.Picked = d.Picks[:0], d.Picked[:0]
+		return d.FromInts(f, nb, n)
+	}
+	want := 2 + 5*n
+	for i := range choices {
+		want += 1 + 7*len(choices[i].Keys)
+	}
+	if len(f) >= 2 && f[1] == -2 && len(f) != want {
+		return fmt.Errorf("%w: %d elements for %d limits and %d choices", ErrUnexpectedReply, len(f), n, len(choices))
+	}
+	if err := d.FromInts(f[:min(len(f), 2+5*n)], nb, n); err != nil || d.Blocked {
+		return err
+	}
+	d.Picks, d.Picked = d.Picks[:0], d.Picked[:0]
+	at := 2 + 5*n
+	for ci := range choices {
+		c := &choices[ci]
+		pick := int(f[at]) - 1
+		if pick < PickOverride || pick >= len(c.Tiers) || pick == PickOverride && c.OverrideKey == "" {
+			return fmt.Errorf("%w: choice %d picked %d", ErrUnexpectedReply, ci, f[at])
+		}
+		d.Picks = append(d.Picks, pick)
+		at++
+		for p := range c.Keys {
+			v := f[at : at+7]
+			at += 7
+			if v[1] == 0 {
+				d.Results = append(d.Results, Result{Allowed: true, RetryAfter: -1})
+				d.Picked = append(d.Picked, Limit{})
+				continue
+			}
+			r, err := parseResult(v[:5])
+			if err != nil {
+				return fmt.Errorf("%w: choice %d position %d: %v", ErrUnexpectedReply, ci, p, err)
+			}
+			var l Limit
+			if pick >= 0 && p < len(c.Tiers[pick].Limits) {
+				l = c.Tiers[pick].Limits[p]
+			} else if l, err = limitFromArgs(v[5], v[1], v[6]); err != nil {
+				return fmt.Errorf("%w: choice %d position %d: %v", ErrUnexpectedReply, ci, p, err)
+			}
+			d.Results = append(d.Results, r)
+			d.Picked = append(d.Picked, l)
+		}
+	}
+	return nil
+}
+
+// Unused reports a choice position the picked limits left unused.
+func (r *Result) Unused() bool { return r.Limit == 0 }
+
+// limitFromArgs rebuilds a limit from the script's algorithm number (1 l,
+// 2 c, 3 f) and its a and b. A funnel's rate and period come back as
+// 1 per its emission interval, which decides and advertises alike.
+func limitFromArgs(code, a, b int64) (Limit, error) {
+	var l Limit
+	switch code {
+	case 1:
+		l = Limit{Algorithm: SlidingLog, Rate: a, Burst: a, Period: time.Duration(b) * time.Microsecond}
+	case 2:
+		l = Limit{Algorithm: SlidingCounter, Rate: a, Burst: a, Period: time.Duration(b) * time.Millisecond}
+	case 3:
+		l = Limit{Algorithm: Funnel, Rate: 1, Burst: a, Period: time.Duration(b) * time.Microsecond}
+	default:
+		return l, fmt.Errorf("algorithm %d", code)
+	}
+	return l, l.Validate()
+}
+
+// EncodeOverride is the value of an override key: "algorithm:a:b" per
+// limit, comma-separated, as the script reads it.
+func EncodeOverride(limits []Limit) (string, error) {
+	if len(limits) == 0 {
+		return "", fmt.Errorf("an override needs at least one limit")
+	}
+	var b strings.Builder
+	for i, l := range limits {
+		if err := l.Validate(); err != nil {
+			return "", fmt.Errorf("limit %d: %w", i, err)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		x, y := l.args()
+		fmt.Fprintf(&b, "%s:%d:%d", l.Algorithm.code(), x, y)
+	}
+	return b.String(), nil
+}
+
+// DecodeOverride reads an override key's value back into limits, as the
+// script decides them (funnels as in limitFromArgs).
+func DecodeOverride(s string) ([]Limit, error) {
+	var out []Limit
+	for i, item := range strings.Split(s, ",") {
+		f := strings.Split(item, ":")
+		if len(f) != 3 {
+			return nil, fmt.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
+		}
+		code := int64(strings.Index("lcf", f[0]) + 1)
+		a, errA := strconv.ParseInt(f[1], 10, 64)
+		b, errB := strconv.ParseInt(f[2], 10, 64)
+		if len(f[0]) != 1 || code == 0 || errA != nil || errB != nil {
+			return nil, fmt.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
+		}
+		l, err := limitFromArgs(code, a, b)
+		if err != nil {
+			return nil, fmt.Errorf("override limit %d: %w", i, err)
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}

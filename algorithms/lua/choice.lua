@@ -1,0 +1,81 @@
+-- choice: a call in which Redis picks the limits of some rule keys.
+-- ARGV[1] = 'g', ARGV[2] = nb, ARGV[3] = np: np plain limits follow
+-- (KEYS[nb+1..nb+np], four values each as in decide.lua), then choices to
+-- the end. A choice is 'x', flags, m, cost, ntiers, then per tier: its
+-- name, its count of limits, and per limit algorithm, a, b. Its KEYS: the
+-- tier key when flags has 1, the override key when flags has 2, then the
+-- state keys of its m positions.
+-- Redis picks the override when its key holds one ("algorithm:a:b,...",
+-- 1 to m limits), else the tier the tier key names, else tier 1, the
+-- default. The picked limits decide on the positions' keys in order.
+-- Reply: {now, -2, 5 values per plain limit as in decide.lua, then per
+-- choice: the pick (0 the override, else the tier's number), then per
+-- position: allowed, a, remaining, retry_after_us, reset_after_us,
+-- algorithm (1 l, 2 c, 3 f) and b, or 1, 0, 0, -1, 0, 0, 0 when the
+-- picked limits leave the position unused}.
+
+-- The limits to decide, in order: key, algorithm, a, b, cost; and per
+-- choice {pick, m, index of its first limit, its count of limits}.
+local lk, lc, la, lb, ln, picks = {}, {}, {}, {}, {}, nil
+if grouped then
+  picks = {}
+  local np = tonumber(ARGV[3])
+  if not np or np < 0 or nb + np > #KEYS then
+    return redis.error_reply('ERR ratelimit: bad plain limit count')
+  end
+  for i = 1, np do
+    local j = 4 * i
+    lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[nb + i], ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3])
+  end
+  local j, k = 4 * np + 4, nb + np + 1 -- the next choice's ARGV and KEYS
+  while j <= #ARGV do
+    local flags, m, cost, ntiers = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4])
+    if ARGV[j] ~= 'x' or not flags or not m or not cost or not ntiers or m < 1 or ntiers < 1 then
+      return redis.error_reply('ERR ratelimit: bad choice at argument ' .. j)
+    end
+    local tier, over
+    if flags % 2 == 1 then tier = redis.call('GET', KEYS[k]); k = k + 1 end
+    if flags >= 2 then over = redis.call('GET', KEYS[k]); k = k + 1 end
+    if k + m - 1 > #KEYS then
+      return redis.error_reply('ERR ratelimit: bad choice at argument ' .. j)
+    end
+    local first, pick, count = #lk + 1, 1, 0
+    if over then
+      local ok = true
+      for code, a, b in string.gmatch(over, '([lcf]):(%d+):(%d+)') do
+        count = count + 1
+        if count > m or tonumber(a) < 1 or tonumber(b) < 1 then ok = false; break end
+        local i = first + count - 1
+        lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[k + count - 1], code, tonumber(a), tonumber(b), cost
+      end
+      if ok and count > 0 then
+        pick = 0
+      else -- not an override this script wrote: the tier applies
+        for i = #lk, first, -1 do lk[i], lc[i], la[i], lb[i], ln[i] = nil, nil, nil, nil, nil end
+        count = 0
+      end
+    end
+    j = j + 5
+    local at = j -- the picked tier's first argument
+    for t = 1, ntiers do
+      local c = tonumber(ARGV[j + 1])
+      if not c or c < 1 or c > m then
+        return redis.error_reply('ERR ratelimit: bad tier ' .. t .. ' of the choice')
+      end
+      if pick ~= 0 and t > 1 and ARGV[j] == tier then pick, at = t, j end
+      j = j + 2 + 3 * c
+    end
+    if pick ~= 0 then
+      count = tonumber(ARGV[at + 1])
+      for p = 1, count do
+        local i, q = first + p - 1, at + 3 * p - 1
+        lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[k + p - 1], ARGV[q], tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]), cost
+      end
+    end
+    picks[#picks + 1] = {pick, m, first, count}
+    k = k + m
+  end
+  if k ~= #KEYS + 1 then
+    return redis.error_reply('ERR ratelimit: ' .. #KEYS .. ' keys for ' .. (k - 1))
+  end
+end
