@@ -1,12 +1,13 @@
 # The two set-up commands are `make demo` and `make test`; see README.md.
 #
-# Five Go modules, joined by go.work: the filter (this folder: what ships,
+# Six Go modules, joined by go.work: the filter (this folder: what ships,
 # needing only the proxy-wasm SDK and gjson), wasmhost (the proxy-wasm host
-# on wazero), and e2e, deploy and schema (what proves it).
+# on wazero), cmd/ratelimitctl (the operator's command, on go-redis), and
+# e2e, deploy and schema (what proves it).
 GO       ?= go
 FUZZTIME ?= 30s
 DIST     := dist
-MODULES  := . wasmhost e2e deploy schema
+MODULES  := . wasmhost e2e deploy schema cmd/ratelimitctl
 ALL      := github.com/redisrate/envoy-redis-ratelimit/...
 WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
 
@@ -39,7 +40,7 @@ demo: build
 # running wasm, whose machine code it does not see).
 test: deps check build fixtures
 	$(GO) test -count=1 -race ./... ./wasmhost/...
-	$(GO) test -count=1 ./e2e/... ./deploy/... ./schema/...
+	$(GO) test -count=1 ./e2e/... ./deploy/... ./schema/... ./cmd/ratelimitctl/...
 
 # First the V8 table: both builds and a no-op module in V8 with Envoy's
 # flags, taking turns in one node process (CPU, host calls, memory, start-up

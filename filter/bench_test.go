@@ -38,6 +38,7 @@ type benchStream struct{ resumed, replied, headers int }
 
 func (s *benchStream) SourceAddress() string                   { return "10.0.0.1:5555" }
 func (s *benchStream) Property(string) string                  { return "" }
+func (s *benchStream) PropertyPath([]string) ([]byte, bool)    { return nil, false }
 func (s *benchStream) Resume()                                 { s.resumed++ }
 func (s *benchStream) SendLocalReply(int, [][2]string, []byte) { s.replied++ }
 func (s *benchStream) AddResponseHeader(string, string)        { s.headers++ }

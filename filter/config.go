@@ -105,7 +105,13 @@ type Rule struct {
 	Match     Match
 	Key       []KeyPart
 	OnMissing MissingKey
-	Limits    []NamedLimit
+	// Limits are the rule's limits; with Tiers, those of the default tier.
+	Limits []NamedLimit
+	// Tiers, when set, give the rule's limits per tier.
+	Tiers *Tiers
+	// Overrides: Redis may hold a key's own limits, which an operator
+	// sets (OverrideKey), read in the call that decides.
+	Overrides bool
 	Cost      Cost
 	// Response, when set, charges what the response says; Cost is then
 	// unused (see ResponseCost).
@@ -129,7 +135,27 @@ type Match struct {
 	PathPrefix string
 	Methods    []string
 	Hosts      []string // exact :authority, without port
+	// Headers must all hold (match.headers).
+	Headers []HeaderMatch
 }
+
+// HeaderMatch tests one request header, by its values joined with ", "
+// when it repeats (as a header key part reads it).
+type HeaderMatch struct {
+	Name  string // lower case
+	Op    HeaderOp
+	Value string // for HeaderExact and HeaderPrefix
+}
+
+// HeaderOp is how a HeaderMatch tests its header.
+type HeaderOp uint8
+
+const (
+	HeaderExact   HeaderOp = iota + 1 // the value is Value ({"exact": ""} wants an empty one)
+	HeaderPrefix                      // the value starts with Value
+	HeaderPresent                     // the header is there, whatever its value
+	HeaderAbsent                      // the header is not there
+)
 
 // KeySource names where a key part comes from.
 type KeySource uint8
@@ -143,16 +169,43 @@ const (
 	SourceMethod
 	SourceHost
 	SourceConstant
+	// SourceJWTClaim is a claim of the request's JWT: from the payload
+	// Envoy's jwt_authn verified, in the stream's dynamic metadata, else
+	// from the bearer token's payload, which is not verified here.
+	SourceJWTClaim
+	// SourceProperty is any stream property the proxy serves, such as
+	// connection.uri_san_peer_certificate.
+	SourceProperty
 )
 
 var sourceNames = []string{SourceHeader: "header", SourceQuery: "query", SourceCookie: "cookie",
-	SourceClientIP: "client_ip", SourcePath: "path", SourceMethod: "method", SourceHost: "host", SourceConstant: "constant"}
+	SourceClientIP: "client_ip", SourcePath: "path", SourceMethod: "method", SourceHost: "host", SourceConstant: "constant",
+	SourceJWTClaim: "jwt_claim", SourceProperty: "property"}
 
 // KeyPart is one dimension of a rule's key.
 type KeyPart struct {
 	Source KeySource
-	Name   string // header (lower case), query parameter or cookie name
-	Value  string // for SourceConstant
+	// Name is the header (lower case), query parameter or cookie name, or
+	// the JWT claim, dotted for a nested one ("org.id").
+	Name  string
+	Value string // for SourceConstant
+	// Path is the property read for SourceProperty, and for
+	// SourceJWTClaim the claim's path in the dynamic metadata:
+	// metadata, filter_metadata, envoy.filters.http.jwt_authn, the
+	// provider's payload_in_metadata, then the claim's segments.
+	Path []string
+	// IPv4Prefix and IPv6Prefix group a client_ip by network
+	// (ipv4_prefix_len, ipv6_prefix_len): with IPv4Prefix {24, true},
+	// 203.0.113.7 is "203.0.113.0/24". Unset keeps the whole address.
+	IPv4Prefix, IPv6Prefix PrefixLen
+
+	claimPath string // SourceJWTClaim: Name as a gjson path, each segment escaped
+}
+
+// PrefixLen is a CIDR prefix length; the zero value is none.
+type PrefixLen struct {
+	Bits int // 0-32 for IPv4, 0-128 for IPv6
+	Set  bool
 }
 
 // MissingKey says what happens when a key part is absent from a request.
@@ -314,7 +367,7 @@ const MaxRequestLimits = 1024
 func checkRequestLimits(rules []Rule, path string) error {
 	n := 0
 	for _, r := range rules {
-		n += len(r.Limits)
+		n += r.Positions()
 	}
 	if n > MaxRequestLimits {
 		return errAt(path, "%d limits in all; at most %d, since one request may match every rule", n, MaxRequestLimits)

@@ -227,7 +227,7 @@ func checkSharedParts(top *Config) error {
 	check := func(c *Config, at string) error {
 		for i := range c.Rules {
 			r, path := &c.Rules[i], fmt.Sprintf("%srules[%d]", at, i)
-			if s, ok := byName[r.Name]; ok && !slices.Equal(s.rule.Limits, r.Limits) {
+			if s, ok := byName[r.Name]; ok && !sameLimits(s.rule, r) {
 				return errAt(path+".limits", "rule %q has other limits in %s; its name names its Redis keys, so they must be the same", r.Name, s.path)
 			} else if !ok {
 				byName[r.Name] = seen{path, r}
@@ -258,4 +258,18 @@ func checkSharedParts(top *Config) error {
 		}
 	}
 	return nil
+}
+
+// sameLimits reports whether two rules of one name decide alike: the same
+// limits, tiers and overrides.
+func sameLimits(a, b *Rule) bool {
+	if !slices.Equal(a.Limits, b.Limits) || a.Overrides != b.Overrides || (a.Tiers == nil) != (b.Tiers == nil) {
+		return false
+	}
+	if a.Tiers == nil {
+		return true
+	}
+	x, y := a.Tiers, b.Tiers
+	return x.From == y.From && x.Header == y.Header && x.KeyPart == y.KeyPart &&
+		slices.EqualFunc(x.Levels, y.Levels, func(p, q TierLimits) bool { return p.Name == q.Name && slices.Equal(p.Limits, q.Limits) })
 }

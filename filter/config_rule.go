@@ -3,6 +3,7 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -13,7 +14,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "cost", "response_cost", "shadow", "manual_block")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block")
 	if err != nil {
 		return r, err
 	}
@@ -34,7 +35,20 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		return r, err
 	}
 	r.OnMissing = map[string]MissingKey{"skip": MissingSkip, "deny": MissingDeny, "shared": MissingShared}[missing]
-	if r.Limits, err = parseLimits(o["limits"], path+".limits", r.Name); err != nil {
+	switch {
+	case o["limits"].Exists() && o["tiers"].Exists():
+		return r, errAt(path+".tiers", "limits and tiers are exclusive: each tier has its limits")
+	case o["tiers"].Exists():
+		if r.Tiers, err = parseTiers(o["tiers"], path+".tiers", r.Name, len(r.Key)); err != nil {
+			return r, err
+		}
+		r.Limits = r.Tiers.Levels[0].Limits
+	default:
+		if r.Limits, err = parseLimits(o["limits"], path+".limits", r.Name); err != nil {
+			return r, err
+		}
+	}
+	if r.Overrides, err = boolean(o["overrides"], path+".overrides", false); err != nil {
 		return r, err
 	}
 	if r.Cost, err = parseCost(o["cost"], path+".cost", r.Limits); err != nil {
@@ -57,6 +71,19 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 			}
 		}
 	}
+	if r.Tiers != nil {
+		def := r.Cost.Default
+		if r.Response != nil {
+			def = r.Response.Reserve.Default
+		}
+		for _, level := range r.Tiers.Levels[1:] {
+			for i, l := range level.Limits {
+				if err := l.Limit.CheckCost(def); err != nil {
+					return r, costError(path+".cost", i, fmt.Errorf("tier %s: %w", level.Name, err))
+				}
+			}
+		}
+	}
 	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
 		return r, err
 	}
@@ -71,7 +98,7 @@ func parseMatch(v gjson.Result, path string) (Match, error) {
 	if !v.Exists() {
 		return m, nil
 	}
-	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts")
+	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers")
 	if err != nil {
 		return m, err
 	}
@@ -106,6 +133,9 @@ func parseMatch(v gjson.Result, path string) (Match, error) {
 		}
 		m.Hosts[i] = strings.ToLower(h)
 	}
+	if m.Headers, err = parseHeaderMatches(o["headers"], path+".headers"); err != nil {
+		return m, err
+	}
 	return m, nil
 }
 
@@ -121,7 +151,7 @@ func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
 	var parts []KeyPart
 	for i, p := range v.Array() {
 		at := fmt.Sprintf("%s[%d]", path, i)
-		o, err := fields(p, at, "source", "name", "value")
+		o, err := fields(p, at, "source", "name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len")
 		if err != nil {
 			return nil, err
 		}
@@ -132,31 +162,9 @@ func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
 		if src == "" {
 			return nil, errAt(at+".source", "required")
 		}
-		part := KeyPart{}
-		for s, n := range sourceNames {
-			if n == src {
-				part.Source = KeySource(s)
-			}
-		}
-		if part.Name, err = str(o["name"], at+".name", ""); err != nil {
+		part, err := parseKeyPart(o, at, KeySource(slices.Index(sourceNames, src)))
+		if err != nil {
 			return nil, err
-		}
-		if part.Value, err = str(o["value"], at+".value", ""); err != nil {
-			return nil, err
-		}
-		named := part.Source == SourceHeader || part.Source == SourceQuery || part.Source == SourceCookie
-		switch {
-		case named && part.Name == "":
-			return nil, errAt(at+".name", "required for source %s", src)
-		case !named && o["name"].Exists():
-			return nil, errAt(at+".name", "not allowed for source %s", src)
-		case part.Source == SourceConstant && part.Value == "":
-			return nil, errAt(at+".value", "required for source constant")
-		case part.Source != SourceConstant && o["value"].Exists():
-			return nil, errAt(at+".value", "only allowed for source constant")
-		}
-		if part.Source == SourceHeader {
-			part.Name = strings.ToLower(part.Name)
 		}
 		parts = append(parts, part)
 	}

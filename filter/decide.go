@@ -40,10 +40,14 @@ func (r reason) String() string {
 // result the response headers report.
 type verdict struct {
 	rule, limit int // -1 when no rule or limit is to blame
-	result      algorithms.Result
-	blocked     bool
-	blockedFor  time.Duration
-	reason      reason
+	// tier is the rule's tier that decided (0 without tiers), or
+	// tierOverride, when lim is the operator's limit that decided.
+	tier       int
+	lim        algorithms.Limit
+	result     algorithms.Result
+	blocked    bool
+	blockedFor time.Duration
+	reason     reason
 }
 
 // callsOutcome is what the calls of a request decided, beyond the limits'
@@ -119,7 +123,7 @@ func (s *Stream) countRules(c *call) {
 			m.denied.Increment(1)
 		}
 		if !c.shadow {
-			s.enforced = append(s.enforced, ri)
+			s.enforced = append(s.enforced, s.enforcedRule(c, start, end))
 		}
 		start = end
 	}
@@ -130,7 +134,10 @@ func (s *Stream) countRules(c *call) {
 func (s *Stream) noteResults(c *call) {
 	for i := range c.owners {
 		o, r := &c.owners[i], c.decision.Results[i]
-		v := verdict{rule: o.rule, limit: o.limit, result: r, reason: reasonRateLimited}
+		if r.Unused() {
+			continue
+		}
+		v := verdict{rule: o.rule, limit: o.limit, tier: o.tier, lim: o.picked, result: r, reason: reasonRateLimited}
 		if !s.hasVerdict || algorithms.Tighter(r, s.verdict.result) {
 			s.verdict, s.hasVerdict = v, true
 		}
@@ -198,7 +205,7 @@ func (s *Stream) reject(v *verdict) Action {
 		body = append(body, `,"rule":"`+cfg.Rules[v.rule].Name+`"`...)
 	}
 	if v.limit >= 0 && limited {
-		body = append(body, `,"limit":"`+cfg.Rules[v.rule].Limits[v.limit].Name+`"`...)
+		body = append(body, `,"limit":`+s.p.limitName(v)...)
 	}
 	if retry > 0 {
 		body = append(body, `,"retry_after":`...)
@@ -243,10 +250,10 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	remaining := strconv.FormatInt(r.Remaining, 10)
 	if style == HeadersDraft10 || style == HeadersBoth {
 		h = append(h, [2]string{"ratelimit-policy", s.policyHeader(v)},
-			[2]string{"ratelimit", s.p.names[v.rule][v.limit] + ";r=" + remaining + ";t=" + secs})
+			[2]string{"ratelimit", s.p.limitName(v) + ";r=" + remaining + ";t=" + secs})
 	}
 	if style == HeadersLegacy || style == HeadersBoth {
-		h = append(h, [2]string{"x-ratelimit-limit", s.p.quotas[v.rule][v.limit]},
+		h = append(h, [2]string{"x-ratelimit-limit", s.p.limitQuota(v)},
 			[2]string{"x-ratelimit-remaining", remaining},
 			[2]string{"x-ratelimit-reset", secs})
 	}
@@ -258,16 +265,16 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 func (s *Stream) policyHeader(v *verdict) string {
 	switch len(s.enforced) {
 	case 0:
-		return s.p.policies[v.rule]
+		return s.p.rulePolicy(enforcedRule{rule: v.rule, tier: v.tier, policy: policyItem(s.p.limitName(v), v.lim)})
 	case 1:
-		return s.p.policies[s.enforced[0]]
+		return s.p.rulePolicy(s.enforced[0])
 	}
 	var b strings.Builder
-	for i, ri := range s.enforced {
+	for i, e := range s.enforced {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(s.p.policies[ri])
+		b.WriteString(s.p.rulePolicy(e))
 	}
 	return b.String()
 }
@@ -279,4 +286,32 @@ func ceilSeconds(d time.Duration) int64 {
 		return 0
 	}
 	return int64((d + time.Second - 1) / time.Second)
+}
+
+// enforcedRule is a rule an enforced call decided, for RateLimit-Policy:
+// its tier, and for an override the policy of the limits that decided.
+type enforcedRule struct {
+	rule, tier int
+	policy     string
+}
+
+// enforcedRule describes the rule of c.owners[start:end].
+func (s *Stream) enforcedRule(c *call, start, end int) enforcedRule {
+	o := &c.owners[start]
+	e := enforcedRule{rule: o.rule, tier: o.tier}
+	if e.tier != tierOverride {
+		return e
+	}
+	var b strings.Builder
+	for i := start; i < end; i++ {
+		if c.decision.Results[i].Unused() {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(policyItem(s.p.headers[o.rule].positions[c.owners[i].limit], c.owners[i].picked))
+	}
+	e.policy = b.String()
+	return e
 }

@@ -30,15 +30,16 @@ func newDenyCache(max int) *denyCache {
 	return &denyCache{max: max, entries: map[string]denyEntry{}}
 }
 
-// lookup returns the cached denial of key for a request of cost; clock
-// gives the time, read only when key is cached (in wasm a read is a host
-// call).
-func (d *denyCache) lookup(key []byte, cost int64, clock func() time.Time) (verdict, bool) {
+// lookup returns the cached denial of key for a request of cost in tier
+// (tierAny when Redis picks it); clock gives the time, read only when key
+// is cached (in wasm a read is a host call). A denial holds for the tier
+// it was made in, or for any when it was a block or an override's.
+func (d *denyCache) lookup(key []byte, cost int64, tier int, clock func() time.Time) (verdict, bool) {
 	if d == nil || len(d.entries) == 0 {
 		return verdict{}, false
 	}
 	e, ok := d.entries[string(key)]
-	if !ok || cost < e.cost {
+	if !ok || cost < e.cost || tier != tierAny && e.v.tier != tier && !e.v.blocked && e.v.tier != tierOverride {
 		return verdict{}, false
 	}
 	now := clock()
@@ -70,4 +71,22 @@ func (d *denyCache) store(key string, cost int64, until time.Time, v verdict) {
 		}
 	}
 	d.entries[key] = denyEntry{until: until, cost: cost, v: v}
+}
+
+// clear forgets every entry: an operator changed something (see
+// Plugin.pollEpoch).
+func (d *denyCache) clear() {
+	if d == nil {
+		return
+	}
+	clear(d.entries)
+	d.ring, d.next = d.ring[:0], 0
+}
+
+// size is the number of entries.
+func (d *denyCache) size() int {
+	if d == nil {
+		return 0
+	}
+	return len(d.entries)
 }

@@ -45,6 +45,13 @@ type StreamHost interface {
 	// "route_name" or "cluster_name", or "" when the proxy has none. Only
 	// a _rules_ entry that needs one reads it: in wasm a read is host calls.
 	Property(name string) string
+	// PropertyPath returns the property at path, segments as the proxy
+	// takes them (["metadata", "filter_metadata", "envoy.filters.http.jwt_authn",
+	// "jwt_payload", "sub"]), as the bytes the proxy serializes it to: a
+	// string's own bytes, 8 little-endian bytes for a number. ok is false
+	// when the proxy has no such property. Only a key part that needs one
+	// reads it.
+	PropertyPath(path []string) (value []byte, ok bool)
 	Resume()
 	SendLocalReply(status int, headers [][2]string, body []byte)
 	AddResponseHeader(name, value string)

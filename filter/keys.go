@@ -3,6 +3,8 @@ package filter
 import (
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
+	"net/netip"
 )
 
 // Redis keys are built from untrusted request data, so every part is
@@ -64,7 +66,11 @@ func (r *request) keyPartValue(p KeyPart, hops int) (string, bool) {
 	case SourceCookie:
 		return r.cookie(p.Name)
 	case SourceClientIP:
-		return r.clientIP(hops)
+		ip, ok := r.clientAddr(hops)
+		if !ok {
+			return "", false
+		}
+		return p.groupIP(ip), true
 	case SourcePath:
 		v := r.path()
 		return v, v != ""
@@ -76,6 +82,10 @@ func (r *request) keyPartValue(p KeyPart, hops int) (string, bool) {
 		return v, v != ""
 	case SourceConstant:
 		return p.Value, true
+	case SourceJWTClaim:
+		return r.jwtClaim(&p)
+	case SourceProperty:
+		return r.property(p.Path)
 	}
 	return "", false
 }
@@ -99,5 +109,62 @@ func appendRuleKey(dst []byte, prefix string, rule *Rule, r *request, hops int) 
 }
 
 // canonical is the form of a key part's value that goes into the key, as
-// a request's would: ratelimitctl passes the values an operator types.
-func (p KeyPart) canonical(v string) (string, error) { return v, nil }
+// a request's would: ratelimitctl passes the values an operator types. A
+// client_ip is grouped as a request's is (groupIP): "203.0.113.7" or
+// "203.0.113.0/24" under ipv4_prefix_len 24 is "203.0.113.0/24". Other
+// sources keep v.
+func (p KeyPart) canonical(v string) (string, error) {
+	if p.Source != SourceClientIP {
+		return v, nil
+	}
+	if ip, err := netip.ParseAddr(v); err == nil {
+		return p.groupIP(ip), nil
+	}
+	// A network is accepted when the rule groups at least as coarsely:
+	// the key holds it, or the network that contains it.
+	if pfx, err := netip.ParsePrefix(v); err == nil {
+		ip := normalizeIP(pfx.Addr())
+		bits := pfx.Bits()
+		if ip.Is4() && pfx.Addr().Is6() { // ::ffff:a.b.c.d/n
+			bits -= 96
+		}
+		if want := p.prefixFor(ip); bits >= want {
+			return p.groupIP(ip), nil
+		}
+		return "", fmt.Errorf("%q is a network wider than the rule's /%d", v, p.prefixFor(ip))
+	}
+	return "", fmt.Errorf("%q is not an IP address or network", v)
+}
+
+// groupIP is a client address as a key holds it: the whole address, or
+// the network of the configured prefix length in CIDR form, such as
+// "203.0.113.0/24" or "2001:db8:1:2::/64". An IPv4-mapped IPv6 address
+// counts as IPv4. Requests and canonical both use it.
+func (p *KeyPart) groupIP(ip netip.Addr) string {
+	ip = normalizeIP(ip)
+	bits := p.IPv6Prefix
+	if ip.Is4() {
+		bits = p.IPv4Prefix
+	}
+	if !bits.Set {
+		return ip.String()
+	}
+	pfx, err := ip.Prefix(bits.Bits)
+	if err != nil { // bits out of range: the parser allows none
+		return ip.String()
+	}
+	return pfx.String()
+}
+
+// prefixFor returns the prefix length ip is grouped by: the full length
+// when the rule keeps whole addresses.
+func (p *KeyPart) prefixFor(ip netip.Addr) int {
+	bits := p.IPv6Prefix
+	if ip.Is4() {
+		bits = p.IPv4Prefix
+	}
+	if !bits.Set {
+		return ip.BitLen()
+	}
+	return bits.Bits
+}

@@ -217,6 +217,7 @@ type peer string
 
 func (p peer) SourceAddress() string                 { return string(p) }
 func (peer) Property(string) string                  { return "" }
+func (peer) PropertyPath([]string) ([]byte, bool)    { return nil, false }
 func (peer) Resume()                                 {}
 func (peer) SendLocalReply(int, [][2]string, []byte) {}
 func (peer) AddResponseHeader(string, string)        {}

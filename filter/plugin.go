@@ -3,8 +3,6 @@ package filter
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
@@ -40,11 +38,8 @@ type Plugin struct {
 	// streams waiting for theirs (on the top-level Plugin).
 	bodyRules bool
 	waiting   []*Stream
-	// Header pieces, rendered once: per rule the RateLimit-Policy value
-	// of its limits; per rule and limit the quoted name and the quota.
-	policies []string
-	names    [][]string
-	quotas   [][]string
+	// headers are the header pieces of each rule, rendered once.
+	headers []ruleHeaders
 }
 
 // breaker counts consecutive failures; see BreakerConfig.
@@ -62,8 +57,9 @@ type breaker struct {
 func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
 	p.settles = &settleState{inFlight: map[uint32]*settleCall{}, errors: host.Counter("ratelimit.settle.errors")}
-	// The script's reply is a flat array of 2 + 5 per limit integers.
-	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 5*MaxRequestLimits}
+	// The script's reply is a flat array of 2 + 5 per limit integers, or
+	// 7 per limit position of a choice.
+	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*MaxRequestLimits}
 	p.metrics = newMetrics(cfg, host)
 	if cfg.Redis.Transport == TransportWebdis {
 		p.webdis = &webdisCalls{headers: webdisHeaders(&cfg.Redis)}
@@ -73,16 +69,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	for _, r := range cfg.Rules {
 		p.bodyRules = p.bodyRules || r.Response != nil && r.Response.Reserve.Body != ""
-		var policy []string
-		var names, quotas []string
-		for _, l := range r.Limits {
-			q, w := l.Limit.Policy()
-			name := `"` + l.Name + `"`
-			policy = append(policy, name+";q="+strconv.FormatInt(q, 10)+";w="+strconv.FormatInt(ceilSeconds(w), 10))
-			names, quotas = append(names, name), append(quotas, strconv.FormatInt(q, 10))
-		}
-		p.policies = append(p.policies, strings.Join(policy, ", "))
-		p.names, p.quotas = append(p.names, names), append(p.quotas, quotas)
+		p.headers = append(p.headers, newRuleHeaders(&r))
 	}
 	p.addMatchRules()
 	return p
@@ -180,11 +167,19 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 // given, else in place when it is the flat array of integers the script
 // returns, else (an error reply) through the decoder.
 func (p *Plugin) parseReply(c *call, reply []byte, ints []int64) error {
+	err := p.decodeReply(c, reply, ints)
+	if err == nil {
+		c.notePicks()
+	}
+	return err
+}
+
+func (p *Plugin) decodeReply(c *call, reply []byte, ints []int64) error {
 	nb, n := len(c.blocks), len(c.checks)
 	if ints != nil {
-		return c.decision.FromInts(ints, nb, n)
+		return c.decision.FromIntsCall(ints, nb, n, c.choices)
 	}
-	if ok, err := c.decision.ParseRESP(reply, nb, n); ok {
+	if ok, err := c.decision.ParseRESPCall(reply, nb, n, c.choices); ok {
 		return err
 	}
 	v, used, err := p.decoder.Decode(reply)
@@ -192,7 +187,7 @@ func (p *Plugin) parseReply(c *call, reply []byte, ints []int64) error {
 		err = fmt.Errorf("%d trailing bytes after the reply", len(reply)-used)
 	}
 	if err == nil {
-		err = c.decision.Parse(v, nb, n)
+		err = c.decision.ParseCall(v, nb, n, c.choices)
 	}
 	return err
 }

@@ -16,6 +16,13 @@ type request struct {
 // header returns every value of the named header, joined by ", " when it
 // repeats, and whether it is present and non-empty. name is lower case.
 func (r *request) header(name string) (string, bool) {
+	v, found := r.headerValues(name)
+	return v, found && v != ""
+}
+
+// headerValues returns every value of the named header, joined by ", "
+// when it repeats, and whether the header is there at all, empty or not.
+func (r *request) headerValues(name string) (string, bool) {
 	var joined string
 	found := false
 	for c := r.headers.cursor(); ; {
@@ -32,7 +39,7 @@ func (r *request) header(name string) (string, bool) {
 			joined, found = v, true
 		}
 	}
-	return joined, found && joined != ""
+	return joined, found
 }
 
 func (r *request) method() string { v, _ := r.header(":method"); return v }
@@ -117,12 +124,21 @@ func (r *request) cookie(name string) (string, bool) {
 // an IP, it is source.address: never an address the client could choose
 // that the proxy did not already trust.
 func (r *request) clientIP(hops int) (string, bool) {
-	if r.source == nil {
+	ip, ok := r.clientAddr(hops)
+	if !ok {
 		return "", false
+	}
+	return ip.String(), true
+}
+
+// clientAddr is clientIP as an address.
+func (r *request) clientAddr(hops int) (netip.Addr, bool) {
+	if r.source == nil {
+		return netip.Addr{}, false
 	}
 	src, port, ok := parseSource(r.source.SourceAddress())
 	if !ok {
-		return "", false
+		return netip.Addr{}, false
 	}
 	if hops > 0 && port != 0 {
 		if xff, found := r.header("x-forwarded-for"); found {
@@ -130,12 +146,12 @@ func (r *request) clientIP(hops int) (string, bool) {
 			n := len(entries)
 			if last, ok := parseIP(entries[n-1]); ok && last == src && n > hops {
 				if ip, ok := parseIP(entries[n-1-hops]); ok {
-					return ip.String(), true
+					return ip, true
 				}
 			}
 		}
 	}
-	return src.String(), true
+	return src, true
 }
 
 // parseSource parses source.address, "ip:port" or a bare IP (port 0).

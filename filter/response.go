@@ -191,7 +191,7 @@ func fallbackCost(f Fallback, rc *ResponseCost) int64 {
 // settleCall sends the settles of one admission call: its response_cost
 // limits whose cost differs from what was reserved.
 func (s *Stream) settleCall(c *call) {
-	if c.err == nil && (c.decision.Blocked || len(c.decision.Results) != len(c.checks) || !c.decision.Allowed()) {
+	if c.err == nil && (c.decision.Blocked || len(c.decision.Results) != len(c.owners) || !c.decision.Allowed()) {
 		return // nothing was charged at admission, and nothing will be
 	}
 	var sc *settleCall
@@ -201,9 +201,12 @@ func (s *Stream) settleCall(c *call) {
 		if x == nil {
 			continue
 		}
-		chk := &c.checks[i]
+		key, limit, checkOnly, ok := c.target(i, s.p.cfg)
+		if !ok {
+			continue
+		}
 		reserved, at := o.cost, c.decision.Now
-		if chk.CheckOnly {
+		if checkOnly {
 			reserved = 0
 		}
 		if c.err != nil { // admitted by failure_mode: nothing was reserved
@@ -219,7 +222,7 @@ func (s *Stream) settleCall(c *call) {
 		if sc == nil {
 			sc = s.p.newSettleCall()
 		}
-		sc.settles = append(sc.settles, algorithms.Settle{Key: chk.Key, Limit: chk.Limit, At: at, Reserved: reserved, Cost: cost})
+		sc.settles = append(sc.settles, algorithms.Settle{Key: key, Limit: limit, At: at, Reserved: reserved, Cost: cost})
 		sc.rules = append(sc.rules, o.rule)
 	}
 	if sc != nil {

@@ -34,7 +34,7 @@ type Stream struct {
 	// valid when hasVerdict. enforced lists the enforced rules decided.
 	verdict    verdict
 	hasVerdict bool
-	enforced   []int
+	enforced   []enforcedRule
 	// charged is set when a response_cost rule joined a call: the
 	// response is then followed (resp) to settle its cost.
 	charged bool
@@ -54,8 +54,12 @@ type call struct {
 	shadow   bool
 	blocks   []string
 	checks   []algorithms.Check
-	owners   []owner // per check: its rule and limit
+	owners   []owner // per result: its rule and limit
 	blockers []owner // per block key: its rule
+	// choices are the rule keys whose limits Redis picks; their positions'
+	// owners follow the checks' in owners once sealed.
+	choices      []algorithms.Choice
+	choiceOwners []owner
 	keys     []byte  // every key of the call, back to back
 	eval     bool    // -NOSCRIPT was seen; send the whole script
 	failure  string  // why the transport failed, when it says
@@ -74,6 +78,9 @@ type call struct {
 // in call.checks or call.blocks, and ruleKey is set.
 type owner struct {
 	rule, limit          int
+	tier                 int // the tier, tierOverride, or tierAny until Redis picks
+	choice               int // for a choice's position: the index of its choice
+	picked               algorithms.Limit // for a choice's position: the limit that decided
 	cost                 int64
 	keyAt, ruleKeyAt, at int // key = keys[keyAt:at], rule's key = keys[ruleKeyAt:ruleKeyAt+ruleKeyLen]
 	ruleKeyLen           int
@@ -83,6 +90,7 @@ type owner struct {
 func (c *call) reset(s *Stream, shadow bool) {
 	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
 	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
+	c.choices, c.choiceOwners = c.choices[:0], c.choiceOwners[:0]
 }
 
 // seal turns the key offsets into strings: one allocation for the call.
@@ -98,10 +106,11 @@ func (c *call) seal() {
 		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
 		c.checks[i].Key = all[o.keyAt:o.at]
 	}
+	c.owners = append(c.owners, c.choiceOwners...)
 }
 
 func (c *call) command(f algorithms.Framing) []byte {
-	c.buf = algorithms.AppendCommand(c.buf[:0], f, c.eval, c.blocks, c.checks)
+	c.buf = algorithms.AppendCall(c.buf[:0], f, c.eval, c.blocks, c.checks, c.choices)
 	return c.buf
 }
 
@@ -158,22 +167,23 @@ func (s *Stream) evaluate() Action {
 			continue
 		}
 		cost, checkOnly := s.cost(rule)
+		tier := s.localTier(rule, cfg.TrustedHops)
 		if !rule.Shadow {
-			if v, ok := s.p.denyCache.lookup(s.ruleKey, cost, s.clock); ok {
+			if v, ok := s.p.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
 				s.p.metrics.cacheHits.Increment(1)
 				s.countDenial(&v)
 				return s.reject(&v)
 			}
 		}
-		if li := overCapacity(rule, cost); li >= 0 {
+		if lt, li := overCapacity(rule, tier, cost); li >= 0 {
 			if rule.Shadow {
 				s.p.metrics.rules[ri].shadowDenied.Increment(1)
 				continue
 			}
 			s.p.metrics.rules[ri].denied.Increment(1)
-			return s.reject(&verdict{rule: ri, limit: li, reason: reasonCostExceedsCapacity})
+			return s.reject(&verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
 		}
-		s.add(ri, cost, checkOnly)
+		s.add(ri, tier, cost, checkOnly)
 	}
 	if len(s.calls) == 0 {
 		s.decided, s.allowed = true, true
@@ -211,19 +221,30 @@ func (s *Stream) HoldUntilAdmitted() Action {
 	return Pause
 }
 
-// overCapacity returns the first limit the cost cannot fit, or -1.
-func overCapacity(rule *Rule, cost int64) int {
-	for li := range rule.Limits {
-		if rule.Limits[li].Limit.CheckCost(cost) != nil {
-			return li
+// overCapacity returns the first limit of the request's tier that the
+// cost cannot fit, and that tier, or limit -1; when Redis picks the tier,
+// every tier's limits.
+func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
+	if rule.Tiers == nil || tier >= 0 {
+		limits := rule.tierLimits(max(tier, 0))
+		for li := range limits {
+			if limits[li].Limit.CheckCost(cost) != nil {
+				return max(tier, 0), li
+			}
+		}
+		return 0, -1
+	}
+	for lt := range rule.Tiers.Levels {
+		if _, li := overCapacity(rule, lt, cost); li >= 0 {
+			return lt, li
 		}
 	}
-	return -1
+	return 0, -1
 }
 
 // add puts a rule's limits, keyed by s.ruleKey, into the call they share,
 // with its block key unless the rule has manual_block off.
-func (s *Stream) add(ri int, cost int64, checkOnly bool) {
+func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 	rule := &s.p.cfg.Rules[ri]
 	s.charged = s.charged || rule.Response != nil
 	var c *call
@@ -250,13 +271,17 @@ func (s *Stream) add(ri int, cost int64, checkOnly bool) {
 		c.keys = append(c.keys, ":block"...)
 		c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
-	for li, l := range rule.Limits {
+	if rule.chosenInRedis() {
+		s.addChoice(c, ri, tier, cost, checkOnly)
+		return
+	}
+	for li, l := range rule.tierLimits(tier) {
 		keyAt := len(c.keys)
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ':')
 		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
 		c.checks = append(c.checks, algorithms.Check{Limit: l.Limit, Cost: cost, CheckOnly: checkOnly})
-		c.owners = append(c.owners, owner{rule: ri, limit: li, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+		c.owners = append(c.owners, owner{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
 }
 

@@ -133,6 +133,13 @@ func (h *httpContext) Property(name string) string {
 	return unsafe.String(&b[0], len(b))
 }
 
+// PropertyPath reads a property by its path segments. The bytes are the
+// guest's own copy.
+func (h *httpContext) PropertyPath(path []string) ([]byte, bool) {
+	b, err := proxywasm.GetProperty(path)
+	return b, err == nil
+}
+
 // Resume and SendLocalReply may run in a Redis callback, where the root
 // context is the effective one: make the stream's context effective first.
 func (h *httpContext) Resume() {

@@ -4,14 +4,15 @@ import "fmt"
 
 // Status codes returned by host functions (proxy-wasm WasmResult).
 const (
-	statusOK                  uint32 = 0
-	statusNotFound            uint32 = 1
-	statusBadArgument         uint32 = 2
-	statusInvalidMemoryAccess uint32 = 6
-	statusEmpty               uint32 = 7
-	statusCasMismatch         uint32 = 8
-	statusInternalFailure     uint32 = 10
-	statusUnimplemented       uint32 = 12
+	statusOK                   uint32 = 0
+	statusNotFound             uint32 = 1
+	statusBadArgument          uint32 = 2
+	statusSerializationFailure uint32 = 3
+	statusInvalidMemoryAccess  uint32 = 6
+	statusEmpty                uint32 = 7
+	statusCasMismatch          uint32 = 8
+	statusInternalFailure      uint32 = 10
+	statusUnimplemented        uint32 = 12
 )
 
 // Buffer types of proxy_get_buffer_bytes / proxy_set_buffer_bytes.

@@ -80,6 +80,13 @@ type Config struct {
 	// Routes stand for Envoy's route table: they give each stream its
 	// route_name and cluster_name properties (see Route).
 	Routes []Route
+	// StreamInfo, if set, stands for the filters that run before the
+	// guest's (jwt_authn, say) and for the TLS handshake: called once per
+	// request before the guest sees it, it may change r's headers (as
+	// jwt_authn removes a token it verified unless forward is set), and
+	// returns the dynamic metadata and TLS connection the stream's
+	// metadata.* and connection.* properties show (see StreamInfo).
+	StreamInfo func(r *http.Request) StreamInfo
 	// LogWriter, if set, receives every log line, formatted, as it is
 	// logged. Host.Logs keeps them anyway. Writes are serialized.
 	LogWriter io.Writer

@@ -17,11 +17,53 @@ func hGetProperty(v *vm, a args) uint32 {
 	if !ok {
 		return statusInvalidMemoryAccess
 	}
-	val, found := v.property(path)
-	if !found {
-		return statusNotFound
+	val, status := v.propertyStatus(path)
+	if status != statusOK {
+		return status
 	}
 	return v.copyOut(val, a.u32(2), a.u32(3))
+}
+
+// propertyStatus serves a property, or says why not: NotFound, or
+// SerializationFailure for a null in metadata.
+func (v *vm) propertyStatus(path string) ([]byte, uint32) {
+	s := v.activeStream()
+	seg := strings.Split(path, "\x00")
+	if _, set := s.propSet(path); s != nil && !set {
+		switch {
+		case seg[0] == "metadata":
+			return metadataProperty(s.info.Metadata, seg)
+		case seg[0] == "route_metadata", len(seg) >= 2 && seg[0] == "xds" && seg[1] == "route_metadata":
+			r, ok := v.route(s)
+			if !ok {
+				return nil, statusNotFound
+			}
+			if seg[0] == "xds" {
+				seg = seg[1:]
+			}
+			return metadataProperty(r.Metadata, seg)
+		}
+	}
+	val, found := v.property(path)
+	if !found {
+		return nil, statusNotFound
+	}
+	return val, statusOK
+}
+
+// propSet returns a value the guest set with proxy_set_property.
+func (s *stream) propSet(path string) ([]byte, bool) {
+	if s == nil {
+		return nil, false
+	}
+	val, ok := s.props[path]
+	return val, ok
+}
+
+// route is the stream's route, if Config.Routes has one for its path.
+func (v *vm) route(s *stream) (Route, bool) {
+	path, _ := s.reqHeaders.get(":path")
+	return RouteFor(v.h.cfg.Routes, path)
 }
 
 // hSetProperty stores the value on the stream, where get_property finds it
@@ -63,13 +105,28 @@ func (v *vm) property(path string) ([]byte, bool) {
 		if s == nil || len(seg) != 1 {
 			return nil, false
 		}
-		path, _ := s.reqHeaders.get(":path")
-		r, _ := RouteFor(v.h.cfg.Routes, path)
+		r, _ := v.route(s)
 		val := r.Name
 		if seg[0] == "cluster_name" {
 			val = r.Cluster
 		}
 		return str(val), val != ""
+	case "xds":
+		// Envoy >= 1.33 serves only these (PR #36619); the names above
+		// are the older ones Higress's Envoy still serves.
+		if s == nil || len(seg) != 2 {
+			return nil, false
+		}
+		r, ok := v.route(s)
+		switch {
+		case !ok:
+			return nil, false
+		case seg[1] == "route_name":
+			return str(r.Name), true
+		case seg[1] == "cluster_name":
+			return str(r.Cluster), r.Cluster != ""
+		}
+		return nil, false
 	}
 	if s == nil || len(seg) < 2 {
 		return nil, false
@@ -106,12 +163,10 @@ func (s *stream) attribute(group, name string) ([]byte, bool) {
 		}
 		return addrAttribute(s.upstreamAddr, name)
 	case "connection":
-		switch name {
-		case "id":
+		if name == "id" {
 			return u64(s.connID), true
-		case "mtls":
-			return []byte{0}, true
 		}
+		return s.connectionAttribute(name)
 	case "request":
 		return s.requestAttribute(name)
 	case "response":
@@ -215,7 +270,14 @@ func (s *stream) responseAttribute(name string) ([]byte, bool) {
 // "<namespace>/<name>" and a service's cluster "outbound|<port>||<fqdn>",
 // which its matchRules (_rules_) match on. With no such entry, or an empty
 // Name or Cluster, the property is NotFound.
-type Route struct{ PathPrefix, Name, Cluster string }
+//
+// Metadata is the route's filter_metadata, as StreamInfo.Metadata is the
+// stream's: served at xds.route_metadata (Envoy >= 1.33) and at
+// route_metadata (the older name, which Higress's Envoy still serves).
+type Route struct {
+	PathPrefix, Name, Cluster string
+	Metadata                  map[string]map[string]any
+}
 
 // RouteFor returns the first route whose PathPrefix starts path.
 func RouteFor(routes []Route, path string) (Route, bool) {

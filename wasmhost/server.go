@@ -126,6 +126,7 @@ func (h *Host) newStream(r *http.Request, body []byte) *stream {
 		s.local = a.String()
 	}
 	s.connID, _ = r.Context().Value(connIDKey{}).(uint64)
+	s.info = h.cfg.streamInfoFor(r)
 	m := newHeaderMap([][2]string{
 		{":authority", r.Host},
 		{":path", r.RequestURI},

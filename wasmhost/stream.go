@@ -67,6 +67,7 @@ type stream struct {
 	upstreamAddr    string
 	codeDetails     string
 	props           map[string][]byte // set with proxy_set_property
+	info            StreamInfo        // from Config.StreamInfo
 
 	phase          phase
 	needCall       bool   // the current phase's callback has not run yet

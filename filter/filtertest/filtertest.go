@@ -13,6 +13,7 @@ package filtertest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
@@ -147,9 +148,13 @@ func (h *Host) Close() {
 // Stream records what the plugin did to one request.
 type Stream struct {
 	// Source is the downstream address SourceAddress returns; Props are
-	// the stream properties Property serves.
-	Source string
-	Props  map[string]string
+	// the stream properties Property serves. PathProps are those
+	// PropertyPath serves, by their segments joined with NUL (as the ABI
+	// passes a path), "metadata\x00filter_metadata\x00..."; a one-segment
+	// path falls back to Props.
+	Source    string
+	Props     map[string]string
+	PathProps map[string][]byte
 
 	// Resumed counts Resume calls; Status, Headers and Body are the local
 	// reply, if any; Response holds the response headers added.
@@ -176,6 +181,18 @@ func (s *Stream) SourceAddress() string { return s.Source }
 
 // Property returns Props[name], "" when absent.
 func (s *Stream) Property(name string) string { return s.Props[name] }
+
+// PropertyPath returns PathProps[path joined with NUL], or for one
+// segment Props[path[0]].
+func (s *Stream) PropertyPath(path []string) ([]byte, bool) {
+	if v, ok := s.PathProps[strings.Join(path, "\x00")]; ok {
+		return v, true
+	}
+	if v, ok := s.Props[path[0]]; ok && len(path) == 1 {
+		return []byte(v), true
+	}
+	return nil, false
+}
 
 // Resume counts in Resumed.
 func (s *Stream) Resume() { s.Resumed++ }

@@ -1,0 +1,170 @@
+package filter
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+)
+
+// Tier values beside a tier's index.
+const (
+	tierOverride = -1 // an operator's override decided
+	tierAny      = -2 // a deny cache lookup before Redis picked: any tier
+)
+
+// ruleHeaders are a rule's header pieces, rendered once per tier: the
+// RateLimit-Policy value, and per limit the quoted name and the quota.
+type ruleHeaders struct {
+	levels []levelHeaders
+	// positions are the quoted names of an override's limits: the name
+	// of the first tier's limit at that position.
+	positions []string
+	// choices: the rule's tiers as a Choice sends them; with tiers from a
+	// header or key part, one single-tier slice per tier.
+	choices    []algorithms.Tier
+	levelTiers [][]algorithms.Tier
+}
+
+type levelHeaders struct {
+	policy        string
+	names, quotas []string
+}
+
+func newRuleHeaders(r *Rule) ruleHeaders {
+	var h ruleHeaders
+	for _, level := range r.levels() {
+		var lh levelHeaders
+		var policy []string
+		var limits []algorithms.Limit
+		for i, l := range level.Limits {
+			name := `"` + l.Name + `"`
+			policy = append(policy, policyItem(name, l.Limit))
+			q, _ := l.Limit.Policy()
+			lh.names, lh.quotas = append(lh.names, name), append(lh.quotas, strconv.FormatInt(q, 10))
+			if i >= len(h.positions) {
+				h.positions = append(h.positions, name)
+			}
+			limits = append(limits, l.Limit)
+		}
+		lh.policy = strings.Join(policy, ", ")
+		h.levels = append(h.levels, lh)
+		t := algorithms.Tier{Name: level.Name, Limits: limits}
+		h.choices = append(h.choices, t)
+		h.levelTiers = append(h.levelTiers, []algorithms.Tier{t})
+	}
+	return h
+}
+
+func policyItem(quotedName string, l algorithms.Limit) string {
+	q, w := l.Policy()
+	return quotedName + ";q=" + strconv.FormatInt(q, 10) + ";w=" + strconv.FormatInt(ceilSeconds(w), 10)
+}
+
+// localTier returns the tier a request names in a header or key part
+// (the default when it names none or an unknown one); 0 for a rule
+// without tiers, tierAny when Redis names it.
+func (s *Stream) localTier(rule *Rule, hops int) int {
+	t := rule.Tiers
+	switch {
+	case t == nil:
+		return 0
+	case t.From == TierFromHeader:
+		v, _ := s.req.header(t.Header)
+		return t.tierIndex(v)
+	case t.From == TierFromKeyPart:
+		v, _ := s.req.keyPartValue(rule.Key[t.KeyPart], hops)
+		return t.tierIndex(v)
+	}
+	return tierAny
+}
+
+// addChoice adds a rule whose limits Redis picks to call c, keyed by
+// s.ruleKey: an operator's override, or its tier.
+func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
+	rule, h := &s.p.cfg.Rules[ri], &s.p.headers[ri]
+	base := string(s.ruleKey)
+	ch := algorithms.Choice{Cost: cost, CheckOnly: checkOnly, Tiers: h.choices}
+	if tier >= 0 {
+		ch.Tiers = h.levelTiers[tier]
+	} else {
+		ch.TierKey = TierKey(base)
+	}
+	if rule.Overrides {
+		ch.OverrideKey = OverrideKey(base)
+	}
+	n := rule.Positions()
+	ch.Keys = make([]string, n)
+	for i := range n {
+		ch.Keys[i] = StateKey(base, i)
+		c.choiceOwners = append(c.choiceOwners, owner{rule: ri, limit: i, tier: tier, cost: cost, choice: len(c.choices), ruleKey: base})
+	}
+	c.choices = append(c.choices, ch)
+}
+
+// notePicks records, once the reply is in, what each choice picked: the
+// tier of its owners and, for an override, the limit each decided.
+func (c *call) notePicks() {
+	d := &c.decision
+	if len(c.choices) == 0 || d.Blocked || len(d.Picks) != len(c.choices) {
+		return
+	}
+	n := len(c.checks)
+	for i := n; i < len(c.owners) && i < len(d.Results); i++ {
+		o := &c.owners[i]
+		o.picked = d.Picked[i-n]
+		switch pick := d.Picks[o.choice]; {
+		case pick == algorithms.PickOverride:
+			o.tier = tierOverride
+		case o.tier == tierAny: // Redis named the tier
+			o.tier = pick
+		} // else the request named its tier, the one tier sent
+	}
+}
+
+// limitName is the quoted name the headers give v's limit.
+func (p *Plugin) limitName(v *verdict) string {
+	h := &p.headers[v.rule]
+	if v.tier == tierOverride {
+		return h.positions[v.limit]
+	}
+	return h.levels[v.tier].names[v.limit]
+}
+
+// limitQuota is v's limit's quota, as X-RateLimit-Limit shows it.
+func (p *Plugin) limitQuota(v *verdict) string {
+	if v.tier == tierOverride {
+		q, _ := v.lim.Policy()
+		return strconv.FormatInt(q, 10)
+	}
+	return p.headers[v.rule].levels[v.tier].quotas[v.limit]
+}
+
+// rulePolicy is the RateLimit-Policy value of an enforced rule.
+func (p *Plugin) rulePolicy(e enforcedRule) string {
+	if e.tier == tierOverride {
+		return e.policy
+	}
+	return p.headers[e.rule].levels[max(e.tier, 0)].policy
+}
+
+// target returns the key and limit of c.owners[i], and whether it checked
+// only; ok is false for a choice's position left unused. A call that
+// failed (admitted by the failure mode) picked nothing: its choices'
+// positions are taken as the request's tier, or the default.
+func (c *call) target(i int, cfg *Config) (key string, l algorithms.Limit, checkOnly, ok bool) {
+	if i < len(c.checks) {
+		chk := &c.checks[i]
+		return chk.Key, chk.Limit, chk.CheckOnly, true
+	}
+	o, ch := &c.owners[i], &c.choices[c.owners[i].choice]
+	l = o.picked
+	if c.err != nil {
+		limits := cfg.Rules[o.rule].tierLimits(max(o.tier, 0))
+		if o.limit >= len(limits) {
+			return "", l, false, false
+		}
+		l = limits[o.limit].Limit
+	}
+	return ch.Keys[o.limit], l, ch.CheckOnly, l.Algorithm != 0
+}
