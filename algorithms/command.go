@@ -120,3 +120,14 @@ func appendPercentEncoded(dst []byte, s string) []byte {
 	}
 	return dst
 }
+
+// AppendEpoch appends, framed as f, the call of Script that reads the
+// epoch key (an integer an operator's change bumps; 0 when unset):
+// EVALSHA <sha> 1 <key> e, or EVAL with the source when eval is set.
+func AppendEpoch(dst []byte, f Framing, eval bool, key string) []byte {
+	w := argWriter{f: f, dst: dst}
+	w.script(eval, 5, 1)
+	w.str(key)
+	w.str("e")
+	return w.dst
+}

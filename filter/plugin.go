@@ -28,6 +28,7 @@ type Plugin struct {
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache
+	epoch     epochPoll // on the top-level Plugin
 	link      *redisLink // shared with the _rules_ entries' Plugins
 	// routed are the _rules_ entries, each with its own Plugin.
 	routed []routed
@@ -67,6 +68,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
 	p.link = newRedisLink(cfg, host, p.send)
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
+	p.epoch = newEpochPoll(cfg, host)
 	for _, r := range cfg.Rules {
 		p.bodyRules = p.bodyRules || r.Response != nil && r.Response.Reserve.Body != ""
 		p.headers = append(p.headers, newRuleHeaders(&r))
@@ -123,6 +125,10 @@ func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
 func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) {
 	if p.link.isAuthReply(calloutID) {
 		p.link.onAuthReply(ok, reply)
+		return
+	}
+	if p.isEpochReply(calloutID) {
+		p.onEpochReply(ok, reply, ints)
 		return
 	}
 	c := p.pending[calloutID]
@@ -225,6 +231,7 @@ func (p *Plugin) OnTick() {
 	defer p.showPending()
 	p.sweepSettles(now)
 	p.sweepBodyWaits(now)
+	p.pollEpoch(now)
 	for _, c := range p.pending {
 		c.stream.now = now
 		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {

@@ -42,6 +42,28 @@ func (r *request) headerValues(name string) (string, bool) {
 	return joined, found
 }
 
+// headersMatch reports whether every header match holds for r.
+func headersMatch(ms []HeaderMatch, r *request) bool {
+	for i := range ms {
+		v, present := r.headerValues(ms[i].Name)
+		var ok bool
+		switch ms[i].Op {
+		case HeaderExact:
+			ok = present && v == ms[i].Value
+		case HeaderPrefix:
+			ok = present && strings.HasPrefix(v, ms[i].Value)
+		case HeaderPresent:
+			ok = present
+		case HeaderAbsent:
+			ok = !present
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
 func (r *request) method() string { v, _ := r.header(":method"); return v }
 
 // path returns :path without its query string.

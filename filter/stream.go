@@ -326,7 +326,7 @@ func (m *Match) matches(r *request) bool {
 	if len(m.Hosts) > 0 && !contains(m.Hosts, r.host()) {
 		return false
 	}
-	return true
+	return headersMatch(m.Headers, r)
 }
 
 func contains(list []string, v string) bool {

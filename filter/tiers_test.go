@@ -104,3 +104,36 @@ func TestParseOverrideErrors(t *testing.T) {
 		}
 	}
 }
+
+// Peek reads a key as a request would meet it, charging nothing.
+func TestPeekReadsWithoutCharging(t *testing.T) {
+	h := newFakeHost(t, tieredInRedis)
+	cfg := h.plugin.cfg
+	rule := &cfg.Rules[0]
+	base, _ := cfg.RuleKey(rule, []string{"k2"})
+	if _, err := server.Do("SET", TierKey(base), "pro"); err != nil {
+		t.Fatal(err)
+	}
+	h.send("x-key=k2")
+	pk, err := cfg.Peek(rule, base, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		v, err := server.Do(pk.Args(true)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ints []int64
+		for _, x := range v.([]any) {
+			ints = append(ints, x.(int64))
+		}
+		ks, err := pk.Decode(ints)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks.Tier != "pro" || ks.Override || len(ks.Limits) != 1 || ks.Limits[0].Used != 1 || ks.Limits[0].Remaining != 2 || ks.Limits[0].Name != "api.pro" {
+			t.Fatalf("peek: %+v", ks)
+		}
+	}
+}

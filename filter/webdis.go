@@ -177,7 +177,7 @@ func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 	c := p.pending[calloutID]
 	var err error
 	switch {
-	case c == nil && p.settles.inFlight[calloutID] == nil, p.webdis == nil:
+	case c == nil && p.settles.inFlight[calloutID] == nil && !p.isEpochReply(calloutID), p.webdis == nil:
 	case status != 200:
 		err = fmt.Errorf("webdis answered HTTP %d", status)
 		if status == 0 {

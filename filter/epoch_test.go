@@ -1,0 +1,57 @@
+package filter
+
+import (
+	"testing"
+)
+
+// A denial cached until its Retry-After (an hour here) is dropped once an
+// operator's change bumps the epoch: on the next tick's read, and only
+// then; with nothing cached, ticks read nothing.
+func TestEpochClearsDenyCache(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"header","name":"x-key"}],
+		"limits":[{"algorithm":"funnel","capacity":1,"rate":1,"period":"1h"}]}]}`)
+	p := h.plugin.cfg.Redis.Prefix
+	tick := func() {
+		h.plugin.OnTick()
+		h.Pump()
+	}
+	tick()
+	if h.Counters["ratelimit.epoch.polls"] != 0 {
+		t.Fatalf("polled with nothing cached: %v", h.Counters)
+	}
+	if o := h.send("x-key=a"); o.status != 200 {
+		t.Fatalf("first: %+v", o)
+	}
+	if o := h.send("x-key=a"); o.status != 429 {
+		t.Fatalf("second: %+v", o)
+	}
+	tick() // the first read learns the epoch (and clears, not knowing it)
+	if o := h.send("x-key=a"); o.status != 429 {
+		t.Fatalf("third: %+v", o)
+	}
+	calls := h.Calls
+	tick()
+	if o := h.send("x-key=a"); o.status != 429 || h.Calls != calls+1 {
+		t.Fatalf("the unchanged epoch keeps the cache: %+v, %d calls", o, h.Calls-calls)
+	}
+	// The operator resets the key and bumps the epoch.
+	if _, err := server.Do("DEL", p+"{r|a}:0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Do("INCR", EpochKey(p)); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.send("x-key=a"); o.status != 429 {
+		t.Fatalf("before the tick the cache still answers: %+v", o)
+	}
+	tick()
+	if o := h.send("x-key=a"); o.status != 200 {
+		t.Fatalf("after the tick, Redis decides again: %+v", o)
+	}
+	if got := h.Counters["ratelimit.epoch.changes"]; got != 2 {
+		t.Fatalf("epoch changes %d, want 2: %v", got, h.Counters)
+	}
+	if polls := h.Counters["ratelimit.epoch.polls"]; polls != 3 {
+		t.Fatalf("one read per tick while cached: %d", polls)
+	}
+}
