@@ -72,14 +72,20 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		}
 	}
 	if r.Tiers != nil {
-		def := r.Cost.Default
+		def, at := r.Cost.Default, path+".cost"
+		if o["cost"].IsObject() {
+			at += ".default"
+		}
 		if r.Response != nil {
-			def = r.Response.Reserve.Default
+			def, at = r.Response.Reserve.Default, path+".response_cost.reserve"
+			if o["response_cost"].Get("reserve").IsObject() {
+				at += ".default"
+			}
 		}
 		for _, level := range r.Tiers.Levels[1:] {
 			for i, l := range level.Limits {
 				if err := l.Limit.CheckCost(def); err != nil {
-					return r, costError(path+".cost", i, fmt.Errorf("tier %s: %w", level.Name, err))
+					return r, costError(at, i, err)
 				}
 			}
 		}

@@ -51,7 +51,11 @@ var ruleSetExceptions = []exception{
 		applies: func(_ []byte, doc map[string]any) bool {
 			n := 0
 			for _, r := range objects(doc["rules"]) {
-				n += len(objects(r["limits"]))
+				positions := 0
+				for _, limits := range limitLists(r) {
+					positions = max(positions, len(limits))
+				}
+				n += positions
 			}
 			return n > 1024
 		},

@@ -74,25 +74,25 @@ var exceptions = []exception{
 	{
 		name:    "duplicate-limit-name",
 		why:     "limit names are unique after defaulting (the rule's name, or <rule>.<index>), which a schema cannot compute",
-		message: regexp.MustCompile(`^rules\[\d+\]\.limits\[\d+\]\.name: duplicate limit name`),
+		message: regexp.MustCompile(`^rules\[\d+\]\.(limits|tiers\.limits\.[A-Za-z0-9_.-]+)\[\d+\]\.name: duplicate limit name`),
 		applies: func(_ []byte, doc map[string]any) bool {
 			for _, r := range objects(doc["rules"]) {
-				rule, _ := r["name"].(string)
-				limits := objects(r["limits"])
-				seen := map[string]bool{}
-				for i, l := range limits {
-					n, _ := l["name"].(string)
-					switch {
-					case n != "":
-					case len(limits) == 1:
-						n = rule
-					default:
-						n = fmt.Sprintf("%s.%d", rule, i)
+				for rule, limits := range limitLists(r) {
+					seen := map[string]bool{}
+					for i, l := range limits {
+						n, _ := l["name"].(string)
+						switch {
+						case n != "":
+						case len(limits) == 1:
+							n = rule
+						default:
+							n = fmt.Sprintf("%s.%d", rule, i)
+						}
+						if seen[n] {
+							return true
+						}
+						seen[n] = true
 					}
-					if seen[n] {
-						return true
-					}
-					seen[n] = true
 				}
 			}
 			return false
@@ -114,7 +114,7 @@ var exceptions = []exception{
 						cost, _ = integer(d)
 					}
 				}
-				for _, l := range objects(r["limits"]) {
+				for _, l := range allLimits(r) {
 					capacity, ok := integer(l["limit"])
 					if !ok {
 						capacity, ok = integer(l["capacity"])
@@ -139,7 +139,7 @@ var exceptions = []exception{
 				if o, isObj := rc["reserve"].(map[string]any); isObj {
 					reserve, ok = integer(o["default"])
 				}
-				for _, l := range objects(r["limits"]) {
+				for _, l := range allLimits(r) {
 					capacity, found := integer(l["limit"])
 					if !found {
 						capacity, found = integer(l["capacity"])
@@ -331,7 +331,7 @@ func field(doc map[string]any, object, name string) any {
 
 func anyLimit(doc map[string]any, f func(algorithm string, limit map[string]any) bool) bool {
 	for _, r := range objects(doc["rules"]) {
-		for _, l := range objects(r["limits"]) {
+		for _, l := range allLimits(r) {
 			if algo, _ := l["algorithm"].(string); f(algo, l) {
 				return true
 			}

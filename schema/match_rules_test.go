@@ -102,10 +102,11 @@ var matchRuleExceptions = []exception{
 			for _, c := range configsOf(doc) {
 				for _, r := range objects(c["rules"]) {
 					name, _ := r["name"].(string)
-					if l, ok := limits[name]; ok && !reflect.DeepEqual(l, r["limits"]) {
+					decides := []any{r["limits"], r["tiers"], r["overrides"]}
+					if l, ok := limits[name]; ok && !reflect.DeepEqual(l, decides) {
 						return true
 					}
-					limits[name] = r["limits"]
+					limits[name] = decides
 				}
 			}
 			return false
