@@ -28,7 +28,7 @@ type Plugin struct {
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache
-	epoch     epochPoll // on the top-level Plugin
+	epoch     epochPoll  // on the top-level Plugin
 	link      *redisLink // shared with the _rules_ entries' Plugins
 	// routed are the _rules_ entries, each with its own Plugin.
 	routed []routed

@@ -60,10 +60,10 @@ type call struct {
 	// owners follow the checks' in owners once sealed.
 	choices      []algorithms.Choice
 	choiceOwners []owner
-	keys     []byte  // every key of the call, back to back
-	eval     bool    // -NOSCRIPT was seen; send the whole script
-	failure  string  // why the transport failed, when it says
-	buf      []byte
+	keys         []byte // every key of the call, back to back
+	eval         bool   // -NOSCRIPT was seen; send the whole script
+	failure      string // why the transport failed, when it says
+	buf          []byte
 
 	calloutID uint32
 	inFlight  bool
@@ -78,8 +78,8 @@ type call struct {
 // in call.checks or call.blocks, and ruleKey is set.
 type owner struct {
 	rule, limit          int
-	tier                 int // the tier, tierOverride, or tierAny until Redis picks
-	choice               int // for a choice's position: the index of its choice
+	tier                 int              // the tier, tierOverride, or tierAny until Redis picks
+	choice               int              // for a choice's position: the index of its choice
 	picked               algorithms.Limit // for a choice's position: the limit that decided
 	cost                 int64
 	keyAt, ruleKeyAt, at int // key = keys[keyAt:at], rule's key = keys[ruleKeyAt:ruleKeyAt+ruleKeyLen]

@@ -94,9 +94,9 @@ func TestParseOverrideErrors(t *testing.T) {
 	}
 	rule := &cfg.Rules[0]
 	for limits, want := range map[string]string{
-		`[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]`:                                                 "limits[0]: must be a sliding_log, as limit 0 of tier free",
+		`[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]`:                                              "limits[0]: must be a sliding_log, as limit 0 of tier free",
 		`[{"algorithm":"sliding_log","limit":5,"window":"1m"},{"algorithm":"sliding_log","limit":5,"window":"1h"}]`: "limits: at most 1 limits",
-		`[{"algorithm":"sliding_log","limit":0,"window":"1m"}]`:                                                       "limits[0].limit: must be >= 1",
+		`[{"algorithm":"sliding_log","limit":0,"window":"1m"}]`:                                                     "limits[0].limit: must be >= 1",
 		`{`: "not valid JSON",
 	} {
 		if _, err := ParseOverride(rule, []byte(limits)); err == nil || !strings.Contains(err.Error(), want) {
