@@ -27,18 +27,7 @@ type settleCases map[string]int
 // through the real script and the Model at Redis's time; every Decision
 // and Settlement must agree exactly.
 func TestScriptMatchesModelWithSettles(t *testing.T) {
-	mixes := map[string][]Limit{
-		"sliding_log":     {mustLimit(t)(NewSlidingLog(7, 40*time.Millisecond))},
-		"sliding_counter": {mustLimit(t)(NewSlidingCounter(9, 30*time.Millisecond))},
-		"funnel":          {mustLimit(t)(NewFunnel(5, 3, 20*time.Millisecond))},
-		"token_bucket":    {mustLimit(t)(TokenBucket(4, 1, 7*time.Millisecond))},
-		"mixed": {
-			mustLimit(t)(NewSlidingLog(3, 15*time.Millisecond)),
-			mustLimit(t)(NewSlidingLog(8, 60*time.Millisecond)),
-			mustLimit(t)(NewSlidingCounter(6, 25*time.Millisecond)),
-			mustLimit(t)(NewFunnel(4, 2, 10*time.Millisecond)),
-		},
-	}
+	mixes := propertyMixes(t)
 	for name, limits := range mixes {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -62,7 +51,7 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 			for step := range 400 {
 				// Right after a long sleep, settle what has aged out.
 				if len(pending) > 0 && (rng.IntN(3) == 0 || step%40 == 0) {
-					pending = settleStep(t, rng, c, model, pending, cases)
+					pending = settleStep(t, rng, c, model, pending, cases, step%40 == 0)
 				} else {
 					pending = decideStep(t, rng, c, model, p, limits, pending, cases)
 				}
@@ -149,8 +138,9 @@ func decideStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, p string, l
 }
 
 // settleStep settles up to three pending admissions at random, with real
-// costs above, below or far above what they reserved.
-func settleStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, pending []admission, cases settleCases) []admission {
+// costs above, below or far above what they reserved; aged, right after a
+// long sleep, it takes first the oldest that reserved something.
+func settleStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, pending []admission, cases settleCases, aged bool) []admission {
 	t.Helper()
 	var settles []Settle
 	for range 1 + rng.IntN(3) {
@@ -158,6 +148,15 @@ func settleStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, pending []a
 			break
 		}
 		i := rng.IntN(len(pending))
+		if aged {
+			aged = false
+			for j := range pending {
+				if pending[j].reserved > 0 {
+					i = j
+					break
+				}
+			}
+		}
 		a := pending[i]
 		pending = append(pending[:i], pending[i+1:]...)
 		s := Settle{Key: a.key, Limit: a.limit, At: a.at, Reserved: a.reserved}

@@ -13,18 +13,7 @@ import (
 // Random sequences of costs go through the real script and through the
 // Model at the time the script reported; every Decision must agree exactly.
 func TestScriptMatchesModel(t *testing.T) {
-	mixes := map[string][]Limit{
-		"sliding_log":     {mustLimit(t)(NewSlidingLog(7, 40*time.Millisecond))},
-		"sliding_counter": {mustLimit(t)(NewSlidingCounter(9, 30*time.Millisecond))},
-		"funnel":          {mustLimit(t)(NewFunnel(5, 3, 20*time.Millisecond))},
-		"token_bucket":    {mustLimit(t)(TokenBucket(4, 1, 7*time.Millisecond))},
-		"mixed": {
-			mustLimit(t)(NewSlidingLog(3, 15*time.Millisecond)),
-			mustLimit(t)(NewSlidingLog(8, 60*time.Millisecond)),
-			mustLimit(t)(NewSlidingCounter(6, 25*time.Millisecond)),
-			mustLimit(t)(NewFunnel(4, 2, 10*time.Millisecond)),
-		},
-	}
+	mixes := propertyMixes(t)
 	for name, limits := range mixes {
 		t.Run(name, func(t *testing.T) {
 			seed := uint64(time.Now().UnixNano())
@@ -67,5 +56,23 @@ func TestScriptMatchesModel(t *testing.T) {
 				t.Fatalf("the sequence must exercise both verdicts: %d allowed, %d denied", allowed, denied)
 			}
 		})
+	}
+}
+
+// propertyMixes are the limits the property tests run: each algorithm
+// alone, and all of them in one call.
+func propertyMixes(t *testing.T) map[string][]Limit {
+	must := mustLimit(t)
+	return map[string][]Limit{
+		"sliding_log":     {must(NewSlidingLog(7, 40*time.Millisecond))},
+		"sliding_counter": {must(NewSlidingCounter(9, 30*time.Millisecond))},
+		"funnel":          {must(NewFunnel(5, 3, 20*time.Millisecond))},
+		"token_bucket":    {must(TokenBucket(4, 1, 7*time.Millisecond))},
+		"mixed": {
+			must(NewSlidingLog(3, 15*time.Millisecond)),
+			must(NewSlidingLog(8, 60*time.Millisecond)),
+			must(NewSlidingCounter(6, 25*time.Millisecond)),
+			must(NewFunnel(4, 2, 10*time.Millisecond)),
+		},
 	}
 }

@@ -32,14 +32,7 @@ if settle then
   -- never below 0; in an older window the record is gone.
   local function counter_settle(key, limit, w, now, at, reserved, cost)
     local idx, e = counter_window(now, w)
-    local st = redis.call('HMGET', key, 'w', 'c', 'p')
-    local cur, prev = 0, 0
-    local stored = tonumber(st[1])
-    if stored == idx then
-      cur, prev = tonumber(st[2]) or 0, tonumber(st[3]) or 0
-    elseif stored == idx - 1 then
-      prev = tonumber(st[2]) or 0
-    end
+    local cur, prev = counter_counts(key, idx)
     local d = cost - reserved
     local at_idx = reserved > 0 and counter_window(at, w) or idx
     if at_idx == idx - 1 then

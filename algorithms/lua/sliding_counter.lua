@@ -13,19 +13,25 @@ local function counter_window(now, w)
   return idx, now_ms - idx * w, now - now_ms * 1000
 end
 
+-- counter_counts reads the counts of the current window idx and the one
+-- before it; a window the key does not hold counts 0.
+local function counter_counts(key, idx)
+  local st = redis.call('HMGET', key, 'w', 'c', 'p')
+  local stored = tonumber(st[1])
+  if stored == idx then
+    return tonumber(st[2]) or 0, tonumber(st[3]) or 0
+  elseif stored == idx - 1 then
+    return 0, tonumber(st[2]) or 0
+  end
+  return 0, 0
+end
+
 -- counter_check decides a request of cost n, reading only; when it allows
 -- a cost above 0, it also returns the current and previous windows' counts
 -- its commit stores.
 local function counter_check(key, limit, w, now, n)
   local idx, e, sub = counter_window(now, w)
-  local st = redis.call('HMGET', key, 'w', 'c', 'p')
-  local cur, prev = 0, 0
-  local stored = tonumber(st[1])
-  if stored == idx then
-    cur, prev = tonumber(st[2]) or 0, tonumber(st[3]) or 0
-  elseif stored == idx - 1 then
-    prev = tonumber(st[2]) or 0
-  end
+  local cur, prev = counter_counts(key, idx)
   local free = limit * w - prev * (w - e) - cur * w
   local after = cur
   local ok = n * w <= free and n > 0
