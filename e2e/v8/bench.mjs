@@ -49,7 +49,9 @@ import { VM } from "./vm.mjs";
 import { RedisCluster, httpCallout, closeCallouts } from "./callouts.mjs";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const SCENARIOS = ["admitted", "denied", "cached", "llm", "llm_exact"];
+const SCENARIOS = ["admitted", "denied", "cached", "tiered", "llm", "llm_exact"];
+// Scenarios whose requests are admitted with no response to follow.
+const ADMITTED = new Set(["admitted", "tiered"]);
 const STREAMS = spec.streams ?? {};
 const say = (line) => process.stderr.write(line + "\n");
 
@@ -258,7 +260,7 @@ async function record(vm, transport, scenario, response = null) {
     }
     endStream(vm, s);
     const admitted = !s.local;
-    if (transport.replies.decide && (scenario === "admitted" || response !== null) === admitted) return;
+    if (transport.replies.decide && (ADMITTED.has(scenario) || response !== null) === admitted) return;
   }
   throw new Error(`${scenario}: no recorded reply gave the scenario's outcome`);
 }
@@ -376,7 +378,7 @@ async function main() {
 
   // The guest's own part: a timed VM per module and scenario, for
   // admitted requests and streams.
-  for (const run of runs.filter((x) => (x.scenario === "admitted" || RESPONSES[x.scenario]) && x.m.configs)) {
+  for (const run of runs.filter((x) => (ADMITTED.has(x.scenario) || RESPONSES[x.scenario]) && x.m.configs)) {
     const { m, scenario } = run;
     const response = RESPONSES[scenario] ?? null;
     const { vm, transport } = await ready(m, scenario, m.configs?.[scenario], response, spec.warmup, true);
@@ -394,7 +396,7 @@ async function main() {
     const { vm, transport } = await ready(m, "admitted", undefined, null, spec.warmup, true);
     for (const scenario of SCENARIOS) {
       const r = results.modules[m.name].scenarios[scenario];
-      if (!r || (scenario !== "admitted" && !RESPONSES[scenario])) continue;
+      if (!r || (!ADMITTED.has(scenario) && !RESPONSES[scenario])) continue;
       const response = RESPONSES[scenario] ?? null;
       for (let i = 0; i < spec.warmup; i++) request(vm, transport, spec.headers, response);
       vm.guestMs = vm.hostMs = 0;

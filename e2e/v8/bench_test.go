@@ -5,12 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -139,80 +136,6 @@ type scanResult struct {
 
 // The scenarios, as bench.mjs names them, what each must answer and the
 // Redis calls each request makes.
-var benchScenarios = []struct {
-	name, status, what string
-	redisCalls         float64
-}{
-	{"admitted", "200", "admitted (canned Redis reply)", 1},
-	{"denied", "429", "denied by Redis", 1},
-	{"cached", "429", "denied from the deny cache", 0},
-	{"llm", "200", "LLM stream, response_cost: settles (refund)", 2},
-	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
-}
-
-// The LLM streams: 100 token events in 4 KiB chunks, whose usage (prompt
-// plus completion tokens) is 250 for "llm", half the reservation of 500,
-// so that each request settles a refund, and 500 for "llm_exact", so that
-// none does. The scan streams Bytes of events with the usage of
-// "llm_exact": reading them sends nothing.
-const llmReserve = 500
-
-var benchStreams = map[string]sseSpec{
-	"llm":       {Events: 100, Chunk: 4096, PromptTokens: 150, CompletionTokens: 100},
-	"llm_exact": {Events: 100, Chunk: 4096, PromptTokens: 400, CompletionTokens: 100},
-}
-
-func benchScan(bytes, requests, rounds, warmup int) *scanSpec {
-	return &scanSpec{sseSpec: sseSpec{Bytes: bytes, PromptTokens: 400, CompletionTokens: 100},
-		Chunks: []int{4 << 10, 16 << 10}, Requests: requests, Rounds: rounds, Warmup: warmup}
-}
-
-// benchConfig is one rule of two limits keyed by x-user, as a gateway
-// might limit an API per user: a funnel per second and a sliding counter
-// per hour. tight makes the hourly limit 1, so the second request is
-// denied; cache keeps the deny cache on (the default) or turns it off.
-func benchConfig(redis, prefix string, tight, cache bool) string {
-	hourly := 100_000_000
-	if tight {
-		hourly = 1
-	}
-	dc := ""
-	if !cache {
-		dc = `,"deny_cache":{"max_keys":0}`
-	}
-	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q}%s,
-		"rules":[{"name":"bench","key":[{"source":"header","name":"x-user"}],
-		"limits":[{"name":"per-second","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1s"},
-		{"name":"per-hour","algorithm":"sliding_counter","limit":%d,"window":"1h"}]}]}`, redis, prefix, dc, hourly)
-}
-
-// llmConfig is an LLM gateway's rule: tokens per user, a funnel per
-// minute and a sliding counter per day, charged what the response's usage
-// says (OpenAI chat completions), reserving llmReserve at the request.
-// Without responseCost, the same rule charges 1 per request and ignores
-// the response.
-func llmConfig(redis, prefix string, responseCost bool) string {
-	rc := ""
-	if responseCost {
-		rc = fmt.Sprintf(`,"response_cost":{"usage":"openai_chat","reserve":%d}`, llmReserve)
-	}
-	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q},
-		"rules":[{"name":"llm","key":[{"source":"header","name":"x-user"}],
-		"limits":[{"name":"tokens-per-minute","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1m"},
-		{"name":"tokens-per-day","algorithm":"sliding_counter","limit":10000000,"window":"24h"}]%s}]}`, redis, prefix, rc)
-}
-
-func benchConfigs(redis, prefix string) map[string]string {
-	return map[string]string{
-		"admitted":  benchConfig(redis, prefix+"a:", false, true),
-		"denied":    benchConfig(redis, prefix+"d:", true, false),
-		"cached":    benchConfig(redis, prefix+"c:", true, true),
-		"llm":       llmConfig(redis, prefix+"l:", true),
-		"llm_exact": llmConfig(redis, prefix+"e:", true),
-		"llm_plain": llmConfig(redis, prefix+"p:", false),
-	}
-}
-
 // benchModules are the no-op module and both builds, with a real Redis
 // and a real Webdis to record replies from.
 func benchModules(t testing.TB) []benchModule {
@@ -409,129 +332,5 @@ func BenchmarkV8(b *testing.B) {
 				b.ReportMetric(s[0]-s[1], fmt.Sprintf("%s-scan-%dKiB-us/MiB", name, chunk>>10))
 			}
 		}
-	}
-}
-
-// scanCosts returns, per chunk size, a module's CPU µs per MiB of stream
-// with response_cost (scan) and without (plain).
-func scanCosts(m *benchResult) map[int][2]float64 {
-	out := map[int][2]float64{}
-	for _, s := range m.Scan {
-		v := out[s.Chunk]
-		v[map[string]int{"scan": 0, "plain": 1}[s.Kind]] = s.CPUUsPerMiB
-		out[s.Chunk] = v
-	}
-	return out
-}
-
-// printBench writes the V8 table as BENCHMARKS.md shows it.
-func printBench(w io.Writer, r benchResults) {
-	mib := func(n int) string { return fmt.Sprintf("%.1f", float64(n)/(1<<20)) }
-	noop := r.Modules["no-op"]
-	names := []string{"no-op", "higress", "stock"}
-	var others []string
-	for n := range r.Modules {
-		if !slices.Contains(names, n) {
-			others = append(others, n)
-		}
-	}
-	sort.Strings(others)
-	names = append(names, others...)
-	fmt.Fprintf(w, "\nV8 %s (Node %s), flags %s; CPU is the median of the rounds.\n", r.V8, r.Node, strings.Join(r.Flags, " "))
-	for _, sc := range benchScenarios {
-		if s, ok := r.Streams[sc.name]; ok {
-			fmt.Fprintf(w, "%s: a %d-byte text/event-stream response in %d chunks of %d bytes.\n", sc.name, s.Bytes, s.Chunks, s.Chunk)
-		}
-	}
-	fmt.Fprintln(w, "\n| module | scenario | CPU µs/request | ÷ no-op | guest µs | host calls / guest calls | Redis calls |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---|---:|")
-	for _, sc := range benchScenarios {
-		for _, n := range names {
-			s := r.Modules[n].Scenarios[sc.name]
-			if s == nil || n != "no-op" && s.Statuses["200"]+s.Statuses["429"] == 0 {
-				continue
-			}
-			guest := "–"
-			if s.GuestUs > 0 {
-				guest = fmt.Sprintf("%.1f", s.GuestUs)
-			}
-			fmt.Fprintf(w, "| %s | %s | %.1f | %.1f× | %s | %.0f / %.0f | %.1f |\n", n, sc.what, s.CPUUs,
-				s.CPUUs/noop.Scenarios[sc.name].CPUUs, guest, s.HostCalls, s.GuestCalls, s.RedisCalls)
-		}
-	}
-	cpu := func(n, sc string) float64 { return r.Modules[n].Scenarios[sc].CPUUs }
-	fmt.Fprintf(w, "\nstock ÷ higress, admitted: %.2f×\n", cpu("stock", "admitted")/cpu("higress", "admitted"))
-	for _, n := range []string{"higress", "stock"} {
-		if r.Modules[n].Scenarios["llm"] == nil {
-			continue
-		}
-		llm, exact, ad := r.Modules[n].Scenarios["llm"], r.Modules[n].Scenarios["llm_exact"], r.Modules[n].Scenarios["admitted"]
-		fmt.Fprintf(w, "%s: LLM stream with a settle ÷ admitted: %.2f× CPU, %.1f Redis calls per request against %.1f; the settle alone (llm - llm_exact): %.1f µs, %.0f host calls, %.0f guest calls\n",
-			n, llm.CPUUs/ad.CPUUs, llm.RedisCalls, ad.RedisCalls, llm.CPUUs-exact.CPUUs, llm.HostCalls-exact.HostCalls, llm.GuestCalls-exact.GuestCalls)
-	}
-	printScan(w, r, names)
-	fmt.Fprintln(w, "\n| module | memory after start | after warm-up | after N requests | start-up per VM: first (compile + start) | next VMs | _initialize | configure |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
-	for _, n := range names {
-		m := r.Modules[n]
-		vms := m.Startup.VMs
-		var next []float64
-		for _, v := range vms[1:] {
-			next = append(next, v.InstantiateMs+v.StartMs)
-		}
-		sort.Float64s(next)
-		nextMs := "–"
-		if len(next) > 0 {
-			nextMs = fmt.Sprintf("%.0f ms", next[len(next)/2])
-		}
-		fmt.Fprintf(w, "| %s | %s MiB | %s MiB | %s MiB (N = %d) | %.0f ms | %s | %.0f ms | %.0f ms |\n", n,
-			mib(m.Memory.AfterStart), mib(m.Memory.AfterWarmup), mib(m.Memory.AfterRequests), m.Memory.Requests,
-			m.Startup.CompileMs+vms[0].InstantiateMs+vms[0].StartMs, nextMs, vms[0].Initialize, vms[0].Configure)
-	}
-}
-
-// printScan writes the stream reading table: per module and chunk size,
-// CPU and guest µs per MiB with response_cost (every chunk read and
-// scanned) and without (the callback only), and the difference.
-func printScan(w io.Writer, r benchResults, names []string) {
-	type key struct {
-		module string
-		chunk  int
-	}
-	rows := map[key]map[string]scanResult{}
-	var keys []key
-	for _, n := range names {
-		for _, s := range r.Modules[n].Scan {
-			k := key{n, s.Chunk}
-			if rows[k] == nil {
-				rows[k] = map[string]scanResult{}
-				keys = append(keys, k)
-			}
-			rows[k][s.Kind] = s
-		}
-	}
-	if len(keys) == 0 {
-		return
-	}
-	sort.SliceStable(keys, func(i, j int) bool { return keys[i].chunk < keys[j].chunk })
-	var bytes int
-	for _, k := range keys {
-		bytes = rows[k]["plain"].Bytes
-	}
-	fmt.Fprintf(w, "\nReading a text/event-stream response (%d bytes of OpenAI chat chunk events, then usage), per MiB of body: with response_cost (scan) and without (plain: the callback only). CPU: the process's in the body callbacks, median of the rounds; guest: the guest's own part, from a timed VM.\n\n", bytes)
-	fmt.Fprintln(w, "| module | chunk | chunks/MiB | scan CPU µs/MiB | plain CPU µs/MiB | scan adds µs/MiB | scan guest µs/MiB | plain guest µs/MiB | host calls/chunk: scan / plain |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---|")
-	for _, k := range keys {
-		p := rows[k]["plain"]
-		perMiB := float64(p.Chunks) * (1 << 20) / float64(p.Bytes)
-		sc, ok := rows[k]["scan"]
-		if !ok {
-			fmt.Fprintf(w, "| %s | %d KiB | %.0f | – | %.0f | – | – | %.0f | – / %.1f |\n", k.module, k.chunk>>10, perMiB,
-				p.CPUUsPerMiB, p.GuestUsPerMiB, p.HostCallsPerChunk)
-			continue
-		}
-		fmt.Fprintf(w, "| %s | %d KiB | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f / %.1f |\n", k.module, k.chunk>>10, perMiB,
-			sc.CPUUsPerMiB, p.CPUUsPerMiB, sc.CPUUsPerMiB-p.CPUUsPerMiB, sc.GuestUsPerMiB, p.GuestUsPerMiB,
-			sc.HostCallsPerChunk, p.HostCallsPerChunk)
 	}
 }

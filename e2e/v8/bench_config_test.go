@@ -1,0 +1,93 @@
+package v8
+
+import "fmt"
+
+var benchScenarios = []struct {
+	name, status, what string
+	redisCalls         float64
+}{
+	{"admitted", "200", "admitted (canned Redis reply)", 1},
+	{"denied", "429", "denied by Redis", 1},
+	{"cached", "429", "denied from the deny cache", 0},
+	{"tiered", "200", "admitted, tier and override read from Redis", 1},
+	{"llm", "200", "LLM stream, response_cost: settles (refund)", 2},
+	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
+}
+
+// The LLM streams: 100 token events in 4 KiB chunks, whose usage (prompt
+// plus completion tokens) is 250 for "llm", half the reservation of 500,
+// so that each request settles a refund, and 500 for "llm_exact", so that
+// none does. The scan streams Bytes of events with the usage of
+// "llm_exact": reading them sends nothing.
+const llmReserve = 500
+
+var benchStreams = map[string]sseSpec{
+	"llm":       {Events: 100, Chunk: 4096, PromptTokens: 150, CompletionTokens: 100},
+	"llm_exact": {Events: 100, Chunk: 4096, PromptTokens: 400, CompletionTokens: 100},
+}
+
+func benchScan(bytes, requests, rounds, warmup int) *scanSpec {
+	return &scanSpec{sseSpec: sseSpec{Bytes: bytes, PromptTokens: 400, CompletionTokens: 100},
+		Chunks: []int{4 << 10, 16 << 10}, Requests: requests, Rounds: rounds, Warmup: warmup}
+}
+
+// benchConfig is one rule of two limits keyed by x-user, as a gateway
+// might limit an API per user: a funnel per second and a sliding counter
+// per hour. tight makes the hourly limit 1, so the second request is
+// denied; cache keeps the deny cache on (the default) or turns it off.
+func benchConfig(redis, prefix string, tight, cache bool) string {
+	hourly := 100_000_000
+	if tight {
+		hourly = 1
+	}
+	dc := ""
+	if !cache {
+		dc = `,"deny_cache":{"max_keys":0}`
+	}
+	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q}%s,
+		"rules":[{"name":"bench","key":[{"source":"header","name":"x-user"}],
+		"limits":[{"name":"per-second","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1s"},
+		{"name":"per-hour","algorithm":"sliding_counter","limit":%d,"window":"1h"}]}]}`, redis, prefix, dc, hourly)
+}
+
+// llmConfig is an LLM gateway's rule: tokens per user, a funnel per
+// minute and a sliding counter per day, charged what the response's usage
+// says (OpenAI chat completions), reserving llmReserve at the request.
+// Without responseCost, the same rule charges 1 per request and ignores
+// the response.
+func llmConfig(redis, prefix string, responseCost bool) string {
+	rc := ""
+	if responseCost {
+		rc = fmt.Sprintf(`,"response_cost":{"usage":"openai_chat","reserve":%d}`, llmReserve)
+	}
+	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q},
+		"rules":[{"name":"llm","key":[{"source":"header","name":"x-user"}],
+		"limits":[{"name":"tokens-per-minute","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1m"},
+		{"name":"tokens-per-day","algorithm":"sliding_counter","limit":10000000,"window":"24h"}]%s}]}`, redis, prefix, rc)
+}
+
+// tieredConfig is benchConfig's rule with plans: the tier and an
+// override are read from Redis in the deciding call (a key with neither,
+// so the default tier decides).
+func tieredConfig(redis, prefix string) string {
+	limits := func(perSecond, perHour int) string {
+		return fmt.Sprintf(`[{"name":"per-second","algorithm":"funnel","capacity":%d,"rate":%d,"period":"1s"},
+		{"name":"per-hour","algorithm":"sliding_counter","limit":%d,"window":"1h"}]`, perSecond, perSecond, perHour)
+	}
+	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q},
+		"rules":[{"name":"bench","key":[{"source":"header","name":"x-user"}],"overrides":true,
+		"tiers":{"from":"redis","default":"free","limits":{"free":%s,"pro":%s}}}]}`,
+		redis, prefix, limits(1000000, 100000000), limits(2000000, 200000000))
+}
+
+func benchConfigs(redis, prefix string) map[string]string {
+	return map[string]string{
+		"admitted":  benchConfig(redis, prefix+"a:", false, true),
+		"denied":    benchConfig(redis, prefix+"d:", true, false),
+		"cached":    benchConfig(redis, prefix+"c:", true, true),
+		"tiered":    tieredConfig(redis, prefix+"t:"),
+		"llm":       llmConfig(redis, prefix+"l:", true),
+		"llm_exact": llmConfig(redis, prefix+"e:", true),
+		"llm_plain": llmConfig(redis, prefix+"p:", false),
+	}
+}
