@@ -128,10 +128,14 @@ func (p KeyPart) canonical(v string) (string, error) {
 		if ip.Is4() && pfx.Addr().Is6() { // ::ffff:a.b.c.d/n
 			bits -= 96
 		}
-		if want := p.prefixFor(ip); bits >= want {
-			return p.groupIP(ip), nil
+		want := ip.BitLen()
+		if b := p.prefixOf(ip); b.Set {
+			want = b.Bits
 		}
-		return "", fmt.Errorf("%q is a network wider than the rule's /%d", v, p.prefixFor(ip))
+		if bits < want {
+			return "", fmt.Errorf("%q is a network wider than the rule's /%d", v, want)
+		}
+		return p.groupIP(ip), nil
 	}
 	return "", fmt.Errorf("%q is not an IP address or network", v)
 }
@@ -142,10 +146,7 @@ func (p KeyPart) canonical(v string) (string, error) {
 // counts as IPv4. Requests and canonical both use it.
 func (p *KeyPart) groupIP(ip netip.Addr) string {
 	ip = normalizeIP(ip)
-	bits := p.IPv6Prefix
-	if ip.Is4() {
-		bits = p.IPv4Prefix
-	}
+	bits := p.prefixOf(ip)
 	if !bits.Set {
 		return ip.String()
 	}
@@ -156,15 +157,10 @@ func (p *KeyPart) groupIP(ip netip.Addr) string {
 	return pfx.String()
 }
 
-// prefixFor returns the prefix length ip is grouped by: the full length
-// when the rule keeps whole addresses.
-func (p *KeyPart) prefixFor(ip netip.Addr) int {
-	bits := p.IPv6Prefix
+// prefixOf is the grouping of ip's family.
+func (p *KeyPart) prefixOf(ip netip.Addr) PrefixLen {
 	if ip.Is4() {
-		bits = p.IPv4Prefix
+		return p.IPv4Prefix
 	}
-	if !bits.Set {
-		return ip.BitLen()
-	}
-	return bits.Bits
+	return p.IPv6Prefix
 }

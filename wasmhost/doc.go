@@ -105,6 +105,16 @@
 //     filter runs); Higress's matchRules (_rules_) match on them. There are
 //     no virtual hosts: the route depends on the path only, and is looked
 //     up again on each read, where Envoy keeps the one it picked.
+//   - Config.StreamInfo stands for the filters before the guest's and for
+//     TLS (streaminfo.go): the stream's dynamic metadata is served under
+//     metadata.filter_metadata, walked and serialized as Envoy does
+//     (context.cc getProperty, serializeValue: a Struct's numbers as 8-byte
+//     doubles, maps and lists as pairs, a null as SerializationFailure,
+//     the whole message as protobuf), and connection.mtls,
+//     uri_san_peer_certificate and the other TLS attributes follow the
+//     peer certificate it gives. xds.route_name, xds.cluster_name and
+//     xds.route_metadata (Envoy >= 1.33), and route_metadata, come from
+//     Config.Routes.
 //   - source.address is the downstream address Envoy's connection manager
 //     picks, and the guest sees x-forwarded-for as it rewrites it
 //     (conn_manager_utility.cc, mutateRequestHeaders), per
