@@ -145,13 +145,16 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 	for i := range choices {
 		want += 1 + 7*len(choices[i].Keys)
 	}
-	if len(f) >= 2 && f[1] == -2 && len(f) != want {
+	d.Picks, d.Picked = d.Picks[:0], d.Picked[:0]
+	if len(f) < 2 || f[1] != -2 { // a block, {now, pttl, i}, or a bad header
+		return d.FromInts(f, nb, n)
+	}
+	if len(f) != want {
 		return fmt.Errorf("%w: %d elements for %d limits and %d choices", ErrUnexpectedReply, len(f), n, len(choices))
 	}
-	if err := d.FromInts(f[:min(len(f), 2+5*n)], nb, n); err != nil || d.Blocked {
+	if err := d.FromInts(f[:2+5*n], nb, n); err != nil {
 		return err
 	}
-	d.Picks, d.Picked = d.Picks[:0], d.Picked[:0]
 	at := 2 + 5*n
 	for ci := range choices {
 		c := &choices[ci]

@@ -79,11 +79,20 @@ func TestScriptMatchesModelWithChoices(t *testing.T) {
 		block, pttls := "", []int64(nil)
 		if rng.IntN(3) == 0 {
 			block, pttls = base+":block", []int64{-2}
+			if rng.IntN(8) == 0 { // blocked, with or without plain limits
+				c.do("SET", block, "1")
+				pttls = []int64{-1}
+			}
 		}
 		got := c.decideCall(block, checks, []Choice{choice})
 		want := model.DecideCall(got.Now, pttls, checks, []Choice{choice})
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("step %d, choice %+v, checks %+v:\nscript %+v\nmodel  %+v", step, choice, checks, got, want)
+		}
+		if got.Blocked {
+			c.do("DEL", block)
+			seen["blocked"]++
+			continue
 		}
 		pick := "override"
 		if got.Picks[0] >= 0 {
@@ -99,7 +108,7 @@ func TestScriptMatchesModelWithChoices(t *testing.T) {
 			time.Sleep(time.Duration(rng.IntN(6000)) * time.Microsecond)
 		}
 	}
-	for _, k := range []string{"free", "pro", "solo", "override", "allowed", "denied"} {
+	for _, k := range []string{"free", "pro", "solo", "override", "allowed", "denied", "blocked"} {
 		if seen[k] == 0 {
 			t.Errorf("no call %s: %v", k, seen)
 		}

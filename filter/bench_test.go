@@ -52,14 +52,33 @@ const benchConfig = `{"redis":{"cluster":"redis"},"rules":[{"name":"api","match"
 // reply, decision, response headers. Compare with the same path in wasm
 // (make bench) for the cost of the VM.
 func BenchmarkRequest(b *testing.B) {
-	cfg, err := ParseConfig([]byte(benchConfig))
+	benchRequest(b, benchConfig, []int64{1700000000000000, -2, 1, 10, 9, -1, 1000000, 1, 100, 99, -1, 600000})
+}
+
+// BenchmarkRequestTiered is BenchmarkRequest's rule with tiers and an
+// override read from Redis, whose reply picks the default tier.
+func BenchmarkRequestTiered(b *testing.B) {
+	benchRequest(b, benchTieredConfig, []int64{1700000000000000, -2, 1,
+		1, 10, 9, -1, 1000000, 1, 1000000, 1, 100, 99, -1, 600000, 3, 600000})
+}
+
+const benchTieredConfig = `{"redis":{"cluster":"redis"},"rules":[{"name":"api","match":{"path_prefix":"/api/"},
+	"key":[{"source":"header","name":"x-user"},{"source":"path"}],"overrides":true,
+	"tiers":{"from":"redis","default":"free","limits":{
+	  "free":[{"name":"second","algorithm":"sliding_log","limit":10,"window":"1s"},
+	          {"name":"minute","algorithm":"funnel","capacity":100,"rate":100,"period":"1m"}],
+	  "pro":[{"algorithm":"sliding_log","limit":100,"window":"1s"},
+	          {"algorithm":"funnel","capacity":1000,"rate":1000,"period":"1m"}]}}}]}`
+
+func benchRequest(b *testing.B, config string, replyInts []int64) {
+	cfg, err := ParseConfig([]byte(config))
 	if err != nil {
 		b.Fatal(err)
 	}
 	h := &benchHost{}
 	p := NewPlugin(cfg, h)
-	reply := redisproto.AppendArrayLen(nil, 12)
-	for _, v := range []int64{1700000000000000, -2, 1, 10, 9, -1, 1000000, 1, 100, 99, -1, 600000} {
+	reply := redisproto.AppendArrayLen(nil, len(replyInts))
+	for _, v := range replyInts {
 		reply = redisproto.AppendInt(reply, v)
 	}
 	headers := [][2]string{{":method", "GET"}, {":path", "/api/orders?page=2"}, {":authority", "example.com"},

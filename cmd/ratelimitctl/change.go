@@ -1,0 +1,291 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter"
+)
+
+// The commands that change a key: each writes or deletes its keys, then
+// bumps the epoch so that every VM drops its deny cache, and reports what
+// it did.
+
+// changed is a change's result.
+type changed struct {
+	Command string   `json:"command"`
+	Rule    string   `json:"rule"`
+	Parts   []string `json:"parts"`
+	Key     string   `json:"key"`
+	// Set is the key written, with its value and TTL.
+	Set *keyInfo `json:"set,omitempty"`
+	// Deleted are the keys deleted; Absent those to delete that did not
+	// exist; Kept the key's block, tier and override that reset left.
+	Deleted []string `json:"deleted"`
+	Absent  []string `json:"absent"`
+	Kept    []string `json:"kept,omitempty"`
+	// Epoch is the epoch key's value after the bump.
+	EpochKey string `json:"epoch_key"`
+	Epoch    int64  `json:"epoch"`
+}
+
+func (c *changed) text(w *tabwriter.Writer) {
+	if c.Set != nil {
+		fmt.Fprintf(w, "set\t%s = %s, %s\n", c.Set.Key, c.Set.Value, expiry(c.Set.TTLms))
+	}
+	for _, k := range c.Deleted {
+		fmt.Fprintf(w, "deleted\t%s\n", k)
+	}
+	for _, k := range c.Absent {
+		fmt.Fprintf(w, "absent\t%s\n", k)
+	}
+	for _, k := range c.Kept {
+		fmt.Fprintf(w, "kept\t%s (reset --all deletes it)\n", k)
+	}
+	fmt.Fprintf(w, "epoch\t%s = %d\n", c.EpochKey, c.Epoch)
+}
+
+// apply sets key to value (when key is not "") and deletes del, then bumps
+// the epoch.
+func (s *session) apply(ctx context.Context, c *changed, key, value string, ttl time.Duration, del []string) error {
+	c.Deleted, c.Absent = []string{}, []string{}
+	if key != "" {
+		if err := s.rdb.Set(ctx, key, value, ttl).Err(); err != nil {
+			return fmt.Errorf("SET %s: %w", key, err)
+		}
+		c.Set = &keyInfo{Key: key, Value: value, TTLms: msOrNone(ttl)}
+		if ttl == 0 {
+			c.Set.TTLms = -1
+		}
+	}
+	if len(del) > 0 {
+		cmds := make([]*redis.IntCmd, len(del))
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, k := range del {
+				cmds[i] = p.Del(ctx, k)
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("DEL %s: %w", strings.Join(del, " "), err)
+		}
+		for i, k := range del {
+			if cmds[i].Val() > 0 {
+				c.Deleted = append(c.Deleted, k)
+			} else {
+				c.Absent = append(c.Absent, k)
+			}
+		}
+	}
+	var err error
+	c.EpochKey = filter.EpochKey(s.prefix)
+	c.Epoch, err = s.bumpEpoch(ctx)
+	return err
+}
+
+func newChange(cmd string, rule *filter.Rule, parts []string, base string) *changed {
+	return &changed{Command: cmd, Rule: rule.Name, Parts: parts, Key: base}
+}
+
+// resetCmd is "reset": the key's limit state goes, so its limits start
+// afresh; its block, tier and override stay unless --all.
+type resetCmd struct {
+	rule string
+	all  bool
+}
+
+func (c *resetCmd) flags(fs *flag.FlagSet) {
+	ruleFlag(fs, &c.rule)
+	fs.BoolVar(&c.all, "all", false, "also delete the key's block, tier and override")
+}
+
+func (c *resetCmd) check([]string) error { return needRule(c.rule) }
+
+func (c *resetCmd) run(ctx context.Context, s *session, parts []string) (result, error) {
+	rule, base, err := s.target(c.rule, parts)
+	if err != nil {
+		return nil, err
+	}
+	var del []string
+	for i := range rule.Positions() {
+		del = append(del, filter.StateKey(base, i))
+	}
+	others := []string{filter.BlockKey(base), filter.TierKey(base), filter.OverrideKey(base)}
+	if c.all {
+		del = append(del, others...)
+	}
+	ch := newChange("reset", rule, parts, base)
+	if err := s.apply(ctx, ch, "", "", 0, del); err != nil {
+		return nil, err
+	}
+	if !c.all {
+		kept, err := s.readKeys(ctx, others...)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range kept {
+			if k != nil {
+				ch.Kept = append(ch.Kept, k.Key)
+			}
+		}
+	}
+	return ch, nil
+}
+
+// ttlFlag is --ttl: a duration of at least 1ms; zero (not given) is no TTL.
+type ttlFlag struct{ d time.Duration }
+
+func (t *ttlFlag) String() string {
+	if t == nil || t.d == 0 {
+		return ""
+	}
+	return t.d.String()
+}
+
+func (t *ttlFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return errors.New("want a duration such as 90s, 10m or 24h")
+	}
+	if d < time.Millisecond {
+		return errors.New("must be at least 1ms (leave --ttl out for no TTL)")
+	}
+	t.d = d
+	return nil
+}
+
+// blockValue is what a block key holds; the filter only checks that it
+// exists.
+const blockValue = "1"
+
+// blockCmd is "block".
+type blockCmd struct {
+	rule string
+	ttl  ttlFlag
+}
+
+func (c *blockCmd) flags(fs *flag.FlagSet) {
+	ruleFlag(fs, &c.rule)
+	fs.Var(&c.ttl, "ttl", "how long the block lasts, e.g. 1h (default: until unblock)")
+}
+
+func (c *blockCmd) check([]string) error { return needRule(c.rule) }
+
+func (c *blockCmd) run(ctx context.Context, s *session, parts []string) (result, error) {
+	rule, base, err := s.target(c.rule, parts)
+	if err != nil {
+		return nil, err
+	}
+	if !rule.ManualBlock {
+		return nil, fmt.Errorf("--rule: rule %s has manual_block: false, so the filter never reads its block key", rule.Name)
+	}
+	ch := newChange("block", rule, parts, base)
+	return ch, s.apply(ctx, ch, filter.BlockKey(base), blockValue, c.ttl.d, nil)
+}
+
+// deleteCmd deletes one of the key's operator keys: "unblock" (what:
+// block), "tier clear" and "override clear".
+type deleteCmd struct {
+	what string
+	rule string
+}
+
+func (c *deleteCmd) flags(fs *flag.FlagSet) { ruleFlag(fs, &c.rule) }
+
+func (c *deleteCmd) check([]string) error { return needRule(c.rule) }
+
+func (c *deleteCmd) run(ctx context.Context, s *session, parts []string) (result, error) {
+	rule, base, err := s.target(c.rule, parts)
+	if err != nil {
+		return nil, err
+	}
+	key, cmd := filter.BlockKey(base), "unblock"
+	switch c.what {
+	case "tier":
+		key, cmd = filter.TierKey(base), "tier clear"
+	case "override":
+		key, cmd = filter.OverrideKey(base), "override clear"
+	}
+	ch := newChange(cmd, rule, parts, base)
+	return ch, s.apply(ctx, ch, "", "", 0, []string{key})
+}
+
+// tierSetCmd is "tier set".
+type tierSetCmd struct {
+	rule, tier string
+	ttl        ttlFlag
+}
+
+func (c *tierSetCmd) flags(fs *flag.FlagSet) {
+	ruleFlag(fs, &c.rule)
+	fs.StringVar(&c.tier, "tier", "", "the `tier` to assign, one of the rule's (required)")
+	fs.Var(&c.ttl, "ttl", "how long the tier lasts, e.g. 720h (default: until tier clear)")
+}
+
+func (c *tierSetCmd) check([]string) error {
+	if c.tier == "" {
+		return usagef("--tier: required: the tier to assign")
+	}
+	return needRule(c.rule)
+}
+
+func (c *tierSetCmd) run(ctx context.Context, s *session, parts []string) (result, error) {
+	rule, base, err := s.target(c.rule, parts)
+	if err != nil {
+		return nil, err
+	}
+	tiers := rule.TierNames()
+	switch {
+	case tiers == nil:
+		return nil, fmt.Errorf("--rule: rule %s has no tiers", rule.Name)
+	case !rule.TiersFromRedis():
+		return nil, fmt.Errorf("--rule: rule %s takes its tier from a request header, not from Redis", rule.Name)
+	case !slices.Contains(tiers, c.tier):
+		return nil, fmt.Errorf("--tier %q: rule %s's tiers are %s", c.tier, rule.Name, strings.Join(tiers, ", "))
+	}
+	ch := newChange("tier set", rule, parts, base)
+	return ch, s.apply(ctx, ch, filter.TierKey(base), c.tier, c.ttl.d, nil)
+}
+
+// overrideSetCmd is "override set".
+type overrideSetCmd struct {
+	rule, limits string
+	ttl          ttlFlag
+}
+
+func (c *overrideSetCmd) flags(fs *flag.FlagSet) {
+	ruleFlag(fs, &c.rule)
+	fs.StringVar(&c.limits, "limits", "", "the key's limits: a `JSON` array of limits, as in the rule's \"limits\" (required)")
+	fs.Var(&c.ttl, "ttl", "how long the override lasts, e.g. 24h (default: until override clear)")
+}
+
+func (c *overrideSetCmd) check([]string) error {
+	if c.limits == "" {
+		return usagef("--limits: required: a JSON array of limits")
+	}
+	return needRule(c.rule)
+}
+
+func (c *overrideSetCmd) run(ctx context.Context, s *session, parts []string) (result, error) {
+	rule, base, err := s.target(c.rule, parts)
+	if err != nil {
+		return nil, err
+	}
+	if !rule.OverridesEnabled() {
+		return nil, fmt.Errorf("--rule: rule %s does not take overrides", rule.Name)
+	}
+	value, err := filter.ParseOverride(rule, []byte(c.limits))
+	if err != nil {
+		return nil, fmt.Errorf("--limits: %w", err)
+	}
+	ch := newChange("override set", rule, parts, base)
+	return ch, s.apply(ctx, ch, filter.OverrideKey(base), value, c.ttl.d, nil)
+}

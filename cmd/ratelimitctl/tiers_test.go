@@ -1,0 +1,89 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter"
+)
+
+// tierRules:
+//   - plan: tiers from Redis (free: 2 a minute; gold: 5 a minute and a
+//     funnel), and overrides.
+//   - byheader: tiers from a header (free: 1 a minute; pro: 4).
+//   - bypart: the same, from the second part of its key.
+//   - flat: neither.
+const tierRules = `[
+	{"name":"plan","key":[{"source":"header","name":"x-user"}],"overrides":true,
+	 "tiers":{"from":"redis","default":"free","limits":{
+	   "free":[{"name":"minute","algorithm":"sliding_log","limit":2,"window":"1m"}],
+	   "gold":[{"name":"minute","algorithm":"sliding_log","limit":5,"window":"1m"},
+	           {"name":"hour","algorithm":"funnel","capacity":100,"rate":100,"period":"1h"}]}}},
+	{"name":"byheader","key":[{"source":"header","name":"x-user"}],
+	 "tiers":{"from":{"header":"x-plan"},"default":"free","limits":{
+	   "free":[{"name":"minute","algorithm":"sliding_log","limit":1,"window":"1m"}],
+	   "pro":[{"name":"minute","algorithm":"sliding_log","limit":4,"window":"1m"}]}}},
+	{"name":"bypart","key":[{"source":"header","name":"x-user"},{"source":"header","name":"x-plan"}],
+	 "tiers":{"from":{"key_part":1},"default":"free","limits":{
+	   "free":[{"name":"minute","algorithm":"sliding_log","limit":1,"window":"1m"}],
+	   "pro":[{"name":"minute","algorithm":"sliding_log","limit":4,"window":"1m"}]}}},
+	{"name":"flat","key":[{"source":"header","name":"x-user"}],
+	 "limits":[{"algorithm":"funnel","capacity":2,"rate":1,"period":"1h"}]}]`
+
+func TestTier(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, tierRules)
+	alice, bob := e.key("plan", "alice"), e.key("plan", "bob")
+
+	out := e.ok("tier", "set", "--rule", "plan", "--tier", "gold", "--ttl", "720h", "alice")
+	if want := "set    " + filter.TierKey(alice) + " = gold, expires in 720h0m0s\n"; !strings.HasPrefix(out, want) {
+		t.Errorf("tier set:\n%s\nwant it to start %q", out, want)
+	}
+	if v, ttl := e.get(filter.TierKey(alice)), e.pttl(filter.TierKey(alice)); v != "gold" || ttl < 719*3600_000 {
+		t.Errorf("tier key %q, PTTL %d", v, ttl)
+	}
+	var c changed
+	e.json(&c, "tier", "set", "--rule", "plan", "--tier", "free", "bob")
+	if want := (keyInfo{Key: filter.TierKey(bob), Value: "free", TTLms: -1}); c.Set == nil || *c.Set != want {
+		t.Errorf("tier set --json: set %+v, want %+v", c.Set, want)
+	}
+	e.json(&c, "tier", "clear", "--rule", "plan", "bob")
+	if !slices.Equal(c.Deleted, []string{filter.TierKey(bob)}) || e.exists(filter.TierKey(bob)) {
+		t.Errorf("tier clear: %+v", c)
+	}
+
+	// reset clears every position of every tier: gold has two limits.
+	e.set(filter.StateKey(alice, 0), "1")
+	e.set(filter.StateKey(alice, 1), "1")
+	e.json(&c, "reset", "--rule", "plan", "alice")
+	if !slices.Equal(c.Deleted, []string{filter.StateKey(alice, 0), filter.StateKey(alice, 1)}) ||
+		!slices.Equal(c.Kept, []string{filter.TierKey(alice)}) {
+		t.Errorf("reset of a tiered key: %+v", c)
+	}
+}
+
+func TestOverride(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, tierRules)
+	alice := e.key("plan", "alice")
+	limits := `[{"name":"minute","algorithm":"sliding_log","limit":50,"window":"1m"}]`
+	rule, _ := e.cfg.Rule("plan")
+	value, err := filter.ParseOverride(rule, []byte(limits))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var c changed
+	e.json(&c, "override", "set", "--rule", "plan", "--limits", limits, "--ttl", "90s", "alice")
+	if want := (keyInfo{Key: filter.OverrideKey(alice), Value: value, TTLms: 90_000}); c.Set == nil || *c.Set != want {
+		t.Errorf("override set: set %+v, want %+v", c.Set, want)
+	}
+	if v, ttl := e.get(filter.OverrideKey(alice)), e.pttl(filter.OverrideKey(alice)); v != value || ttl <= 80_000 || ttl > 90_000 {
+		t.Errorf("override key %q, PTTL %d; want %q for 90s", v, ttl, value)
+	}
+	out := e.ok("override", "clear", "--rule", "plan", "alice")
+	if !strings.Contains(out, "deleted  "+filter.OverrideKey(alice)+"\n") || e.exists(filter.OverrideKey(alice)) {
+		t.Errorf("override clear:\n%s", out)
+	}
+}
