@@ -59,5 +59,6 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer server.Stop()
+	defer removeCtl()
 	return m.Run(), nil
 }

@@ -60,6 +60,8 @@ type call struct {
 	// owners follow the checks' in owners once sealed.
 	choices      []algorithms.Choice
 	choiceOwners []owner
+	choiceAt     []choiceAt
+	choiceKeys   []string
 	keys         []byte // every key of the call, back to back
 	eval         bool   // -NOSCRIPT was seen; send the whole script
 	failure      string // why the transport failed, when it says
@@ -90,7 +92,7 @@ type owner struct {
 func (c *call) reset(s *Stream, shadow bool) {
 	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
 	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
-	c.choices, c.choiceOwners = c.choices[:0], c.choiceOwners[:0]
+	c.choices, c.choiceOwners, c.choiceAt = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0]
 }
 
 // seal turns the key offsets into strings: one allocation for the call.
@@ -106,7 +108,7 @@ func (c *call) seal() {
 		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
 		c.checks[i].Key = all[o.keyAt:o.at]
 	}
-	c.owners = append(c.owners, c.choiceOwners...)
+	c.sealChoices(all)
 }
 
 func (c *call) command(f algorithms.Framing) []byte {

@@ -81,25 +81,69 @@ func (s *Stream) localTier(rule *Rule, hops int) int {
 
 // addChoice adds a rule whose limits Redis picks to call c, keyed by
 // s.ruleKey: an operator's override, or its tier.
+// Its keys go into c.keys, each starting with the rule's key, until seal.
 func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 	rule, h := &s.p.cfg.Rules[ri], &s.p.headers[ri]
-	base := string(s.ruleKey)
 	ch := algorithms.Choice{Cost: cost, CheckOnly: checkOnly, Tiers: h.choices}
+	at := choiceAt{first: len(c.choiceOwners), base: len(c.keys)}
+	key := func(suffix string) (int, int) {
+		from := len(c.keys)
+		c.keys = append(append(c.keys, s.ruleKey...), suffix...)
+		return from, len(c.keys)
+	}
 	if tier >= 0 {
 		ch.Tiers = h.levelTiers[tier]
 	} else {
-		ch.TierKey = TierKey(base)
+		at.tier[0], at.tier[1] = key(tierSuffix)
 	}
 	if rule.Overrides {
-		ch.OverrideKey = OverrideKey(base)
+		at.over[0], at.over[1] = key(overrideSuffix)
 	}
-	n := rule.Positions()
-	ch.Keys = make([]string, n)
-	for i := range n {
-		ch.Keys[i] = StateKey(base, i)
-		c.choiceOwners = append(c.choiceOwners, owner{rule: ri, limit: i, tier: tier, cost: cost, choice: len(c.choices), ruleKey: base})
+	for i := range rule.Positions() {
+		from := len(c.keys)
+		c.keys = append(append(c.keys, s.ruleKey...), ':')
+		c.keys = strconv.AppendInt(c.keys, int64(i), 10)
+		c.choiceOwners = append(c.choiceOwners, owner{rule: ri, limit: i, tier: tier, cost: cost, choice: len(c.choices),
+			keyAt: from, at: len(c.keys), ruleKeyAt: at.base, ruleKeyLen: len(s.ruleKey)})
 	}
-	c.choices = append(c.choices, ch)
+	c.choices, c.choiceAt = append(c.choices, ch), append(c.choiceAt, at)
+}
+
+// choiceAt locates a choice's keys in call.keys until seal: its tier and
+// override keys (ends 0 when not sent), and its rule key's start; its
+// positions' owners start at choiceOwners[first].
+type choiceAt struct {
+	tier, over  [2]int
+	base, first int
+}
+
+// sealChoices sets the choices' keys from all, the call's keys as one
+// string, and puts their owners after the checks'.
+func (c *call) sealChoices(all string) {
+	if cap(c.choiceKeys) < len(c.choiceOwners) {
+		c.choiceKeys = make([]string, 0, len(c.choiceOwners))
+	}
+	c.choiceKeys = c.choiceKeys[:0]
+	for i := range c.choiceOwners {
+		o := &c.choiceOwners[i]
+		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
+		c.choiceKeys = append(c.choiceKeys, all[o.keyAt:o.at])
+	}
+	for i := range c.choices {
+		ch, at := &c.choices[i], &c.choiceAt[i]
+		if at.tier[1] > 0 {
+			ch.TierKey = all[at.tier[0]:at.tier[1]]
+		}
+		if at.over[1] > 0 {
+			ch.OverrideKey = all[at.over[0]:at.over[1]]
+		}
+		end := len(c.choiceOwners)
+		if i+1 < len(c.choiceAt) {
+			end = c.choiceAt[i+1].first
+		}
+		ch.Keys = c.choiceKeys[at.first:end]
+	}
+	c.owners = append(c.owners, c.choiceOwners...)
 }
 
 // notePicks records, once the reply is in, what each choice picked: the
