@@ -17,8 +17,9 @@ const (
 // RateLimit-Policy value, and per limit the quoted name and the quota.
 type ruleHeaders struct {
 	levels []levelHeaders
-	// positions are the quoted names of an override's limits: the name
-	// of the first tier's limit at that position.
+	// positions are the quoted names of an override's limits:
+	// "<rule>.override", or "<rule>.override.<i>" when the rule keeps
+	// more than one state per key.
 	positions []string
 	// choices: the rule's tiers as a Choice sends them; with tiers from a
 	// header or key part, one single-tier slice per tier.
@@ -37,14 +38,11 @@ func newRuleHeaders(r *Rule) ruleHeaders {
 		var lh levelHeaders
 		var policy []string
 		var limits []algorithms.Limit
-		for i, l := range level.Limits {
+		for _, l := range level.Limits {
 			name := `"` + l.Name + `"`
 			policy = append(policy, policyItem(name, l.Limit))
 			q, _ := l.Limit.Policy()
 			lh.names, lh.quotas = append(lh.names, name), append(lh.quotas, strconv.FormatInt(q, 10))
-			if i >= len(h.positions) {
-				h.positions = append(h.positions, name)
-			}
 			limits = append(limits, l.Limit)
 		}
 		lh.policy = strings.Join(policy, ", ")
@@ -52,6 +50,13 @@ func newRuleHeaders(r *Rule) ruleHeaders {
 		t := algorithms.Tier{Name: level.Name, Limits: limits}
 		h.choices = append(h.choices, t)
 		h.levelTiers = append(h.levelTiers, []algorithms.Tier{t})
+	}
+	for i := range r.Positions() {
+		name := r.Name + ".override"
+		if r.Positions() > 1 {
+			name += "." + strconv.Itoa(i)
+		}
+		h.positions = append(h.positions, `"`+name+`"`)
 	}
 	return h
 }

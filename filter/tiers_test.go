@@ -76,7 +76,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	o = h.send("x-key=k1")
-	if o.status != 200 || o.headers["ratelimit"] != `"api.free";r=4997;t=60` || o.headers["ratelimit-policy"] != `"api.free";q=5000;w=60` {
+	if o.status != 200 || o.headers["ratelimit"] != `"api.override";r=4997;t=60` || o.headers["ratelimit-policy"] != `"api.override";q=5000;w=60` {
 		t.Fatalf("override: %+v", o)
 	}
 	if _, err := server.Do("DEL", OverrideKey(base), TierKey(base)); err != nil {

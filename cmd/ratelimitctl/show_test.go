@@ -128,9 +128,9 @@ func TestShowTiers(t *testing.T) {
 	if !sh.OverrideApplied || sh.Override == nil || sh.Override.TTLms != -1 {
 		t.Errorf("override set: %+v", sh)
 	}
-	// An override's limits keep the names of their positions: the
-	// override key holds no names.
-	checkLimits(t, "override", sh.Limits, limitShown{Name: "minute", Algorithm: "sliding_log", Limit: 50, Used: 1})
+	// An override's limits are named by position, <rule>.override.<i>:
+	// the override key holds no names.
+	checkLimits(t, "override", sh.Limits, limitShown{Name: "plan.override.0", Algorithm: "sliding_log", Limit: 50, Used: 1})
 	if out := e.ok("show", "--rule", "plan", "bob"); !strings.Contains(out, "limits    the override's\n") {
 		t.Errorf("show with an override:\n%s", out)
 	}

@@ -86,6 +86,10 @@ func run(wasm, config string, seconds int) error {
 	wg.Wait()
 	tally.print(seconds)
 
+	if err := plansPhase(url, addr, config); err != nil {
+		return err
+	}
+
 	sum, err := tokenPhase(url, addr)
 	if err != nil {
 		return err
