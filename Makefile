@@ -54,7 +54,7 @@ bench: deps build fixtures
 	$(GO) test -run '^$$' -bench '^BenchmarkV8$$' -benchtime 1x -count=1 -timeout 30m ./e2e/v8
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
 	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./e2e/bench
-	$(GO) test -run '^$$' -bench '^BenchmarkRequest$$' -benchmem -count=1 ./filter
+	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./filter
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) run ./e2e/cmd/plot -out docs/burst.svg
