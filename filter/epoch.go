@@ -60,18 +60,8 @@ func (p *Plugin) pollEpoch(now time.Time) {
 	if !p.cached() || now.Before(p.breaker.openUntil) || !p.link.usable(now) {
 		return
 	}
-	f := algorithms.RESP
-	if p.webdis != nil {
-		f = algorithms.WebdisPath
-	}
-	e.buf = algorithms.AppendEpoch(e.buf[:0], f, e.eval, e.key)
-	var id uint32
-	var err error
-	if p.webdis == nil {
-		id, err = p.host.DispatchRedis(e.buf)
-	} else {
-		id, err = p.host.DispatchHTTP(p.cfg.Redis.Cluster, p.webdis.headers, e.buf, p.cfg.Redis.Timeout)
-	}
+	e.buf = algorithms.AppendEpoch(e.buf[:0], p.framing(), e.eval, e.key)
+	id, err := p.dispatchFramed(e.buf)
 	if err != nil {
 		p.errLog.log(LogWarn, "ratelimit: redis: epoch: dispatch: "+err.Error())
 		return

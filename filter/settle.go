@@ -97,18 +97,8 @@ func (p *Plugin) dispatchSettle(sc *settleCall) {
 		p.settleFailed(sc, errBreakerOpen)
 		return
 	}
-	f := algorithms.RESP
-	if p.webdis != nil {
-		f = algorithms.WebdisPath
-	}
-	sc.buf = algorithms.AppendSettle(sc.buf[:0], f, sc.eval, sc.settles)
-	var id uint32
-	var err error
-	if p.webdis == nil {
-		id, err = p.host.DispatchRedis(sc.buf)
-	} else {
-		id, err = p.host.DispatchHTTP(p.cfg.Redis.Cluster, p.webdis.headers, sc.buf, p.cfg.Redis.Timeout)
-	}
+	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.framing(), sc.eval, sc.settles)
+	id, err := p.dispatchFramed(sc.buf)
 	if err != nil {
 		p.settleFailed(sc, fmt.Errorf("dispatch: %w", err))
 		return

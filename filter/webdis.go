@@ -152,10 +152,23 @@ func webdisInts(dst []int64, body []byte) ([]int64, bool) {
 // sendCall dispatches a call's command over the configured transport,
 // framed for it.
 func (p *Plugin) sendCall(c *call) (uint32, error) {
+	return p.dispatchFramed(c.command(p.framing()))
+}
+
+// framing is how the configured transport frames a script call.
+func (p *Plugin) framing() algorithms.Framing {
 	if p.webdis == nil {
-		return p.host.DispatchRedis(c.command(algorithms.RESP))
+		return algorithms.RESP
 	}
-	return p.host.DispatchHTTP(p.cfg.Redis.Cluster, p.webdis.headers, c.command(algorithms.WebdisPath), p.cfg.Redis.Timeout)
+	return algorithms.WebdisPath
+}
+
+// dispatchFramed sends a script call framed as p.framing() says.
+func (p *Plugin) dispatchFramed(cmd []byte) (uint32, error) {
+	if p.webdis == nil {
+		return p.host.DispatchRedis(cmd)
+	}
+	return p.host.DispatchHTTP(p.cfg.Redis.Cluster, p.webdis.headers, cmd, p.cfg.Redis.Timeout)
 }
 
 // send dispatches one RESP command over the configured transport.
