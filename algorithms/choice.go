@@ -20,7 +20,10 @@ type Choice struct {
 	// Cost and CheckOnly apply to every picked limit, as in Check.
 	Cost      int64
 	CheckOnly bool
-	Tiers     []Tier
+	// Slot, when > 0, is what a picked Concurrency limit takes instead:
+	// the slot id it acquires, whatever Cost and CheckOnly (see Check.Cost).
+	Slot  int64
+	Tiers []Tier
 }
 
 // Tier is a named set of limits: at most len(Choice.Keys), and at least one.
@@ -48,6 +51,9 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 			keys++
 		}
 		args += 5
+		if c.Slot > 0 {
+			args++
+		}
 		for _, t := range c.Tiers {
 			args += 2 + 3*len(t.Limits)
 		}
@@ -87,11 +93,17 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 		if c.OverrideKey != "" {
 			flags |= 2
 		}
+		if c.Slot > 0 {
+			flags |= 4
+		}
 		w.str("x")
 		w.int(flags)
 		w.int(int64(len(c.Keys)))
 		w.int(c.wireCost())
 		w.int(int64(len(c.Tiers)))
+		if c.Slot > 0 {
+			w.int(c.Slot)
+		}
 		for _, t := range c.Tiers {
 			w.str(t.Name)
 			w.int(int64(len(t.Limits)))
@@ -193,7 +205,7 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 func (r *Result) Unused() bool { return r.Limit == 0 }
 
 // limitFromArgs rebuilds a limit from the script's algorithm number (1 l,
-// 2 c, 3 f) and its a and b. A funnel's rate and period come back as
+// 2 c, 3 f, 4 k) and its a and b. A funnel's rate and period come back as
 // 1 per its emission interval, which decides and advertises alike.
 func limitFromArgs(code, a, b int64) (Limit, error) {
 	var l Limit
@@ -204,6 +216,8 @@ func limitFromArgs(code, a, b int64) (Limit, error) {
 		l = Limit{Algorithm: SlidingCounter, Rate: a, Burst: a, Period: time.Duration(b) * time.Millisecond}
 	case 3:
 		l = Limit{Algorithm: Funnel, Rate: 1, Burst: a, Period: time.Duration(b) * time.Microsecond}
+	case 4:
+		l = Limit{Algorithm: Concurrency, Rate: a, Burst: a, Period: time.Duration(b) * time.Microsecond}
 	default:
 		return l, fmt.Errorf("algorithm %d", code)
 	}
@@ -239,7 +253,7 @@ func DecodeOverride(s string) ([]Limit, error) {
 		if len(f) != 3 {
 			return nil, fmt.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
 		}
-		code := int64(strings.Index("lcf", f[0]) + 1)
+		code := int64(strings.Index("lcfk", f[0]) + 1)
 		a, errA := strconv.ParseInt(f[1], 10, 64)
 		b, errB := strconv.ParseInt(f[2], 10, 64)
 		if len(f[0]) != 1 || code == 0 || errA != nil || errB != nil {

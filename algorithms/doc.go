@@ -2,7 +2,7 @@
 // script, the Go code that builds its arguments and parses its reply, and a
 // pure Go reference model of every algorithm.
 //
-// Three algorithms are offered:
+// Three rate-limit algorithms are offered:
 //
 //   - SlidingLog: an exact sliding window kept as a sorted set with one
 //     member per admission, carrying its weight (its cost). Memory is
@@ -11,6 +11,14 @@
 //     windows. Memory is O(1) per key; for limits such as 1,000,000/minute.
 //   - Funnel: a leaky bucket computed as GCRA, with the semantics of
 //     redis-cell's CL.THROTTLE. A token bucket maps onto it (see TokenBucket).
+//
+// One more limits the requests in flight:
+//
+//   - Concurrency: at most L requests at once per key, kept as a sorted set
+//     of slots. A request acquires a slot at admission and frees it with a
+//     Release once it ends; a slot never released expires after the
+//     limit's maximum duration, so a proxy that dies leaks nothing for
+//     long.
 //
 // One EVALSHA decides any mix of limits for one request, all-or-nothing: if
 // any limit denies, nothing is charged. Time comes from Redis TIME inside the
@@ -24,5 +32,6 @@
 // (Settle, AppendSettle): it charges what the reservation missed or refunds
 // what it overcharged. A settle never denies and may overdraw: the debt
 // denies later requests until it clears, and decisions report it as no
-// Remaining and the true RetryAfter.
+// Remaining and the true RetryAfter. A concurrency slot is released by
+// the same call.
 package algorithms

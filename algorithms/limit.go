@@ -15,6 +15,9 @@ const (
 	SlidingCounter
 	// Funnel is GCRA: Burst requests at once, refilled at Rate per Period.
 	Funnel
+	// Concurrency admits at most Rate requests in flight; a slot not
+	// released within Period expires.
+	Concurrency
 )
 
 // code is the algorithm's name inside the script's arguments.
@@ -26,6 +29,8 @@ func (a Algorithm) code() string {
 		return "c"
 	case Funnel:
 		return "f"
+	case Concurrency:
+		return "k"
 	}
 	return "?"
 }
@@ -38,18 +43,20 @@ func (a Algorithm) String() string {
 		return "sliding_counter"
 	case Funnel:
 		return "funnel"
+	case Concurrency:
+		return "concurrency"
 	}
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }
 
 // ParseAlgorithm is the inverse of Algorithm.String.
 func ParseAlgorithm(s string) (Algorithm, error) {
-	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel} {
+	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel, Concurrency} {
 		if a.String() == s {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want sliding_log, sliding_counter or funnel)", s)
+	return 0, fmt.Errorf("unknown algorithm %q (want sliding_log, sliding_counter, funnel or concurrency)", s)
 }
 
 // Limits on parameters keep every value the script computes an exact integer
@@ -57,20 +64,25 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 const (
 	maxScaled   = 1 << 50 // SlidingCounter: Rate * Period in ms
 	maxTau      = 1 << 48 // Funnel: Burst * emission interval in us (~8.9 years)
-	maxLogLimit = 1 << 20 // SlidingLog: units per window
+	maxLogLimit = 1 << 20 // SlidingLog: units per window; Concurrency: slots
+	// maxSlotDuration bounds a Concurrency limit's Period, the longest a
+	// slot is held when its release never comes.
+	maxSlotDuration = 24 * time.Hour
 )
 
 // Limit is one rate limit. Build it with NewSlidingLog, NewSlidingCounter,
-// NewFunnel or TokenBucket, which reject bad parameters.
+// NewFunnel, TokenBucket or NewConcurrency, which reject bad parameters.
 type Limit struct {
 	Algorithm Algorithm
 	// Rate is the number of requests per Period: the window's quota for the
-	// sliding algorithms, the leak rate for Funnel.
+	// sliding algorithms, the leak rate for Funnel; for Concurrency, the
+	// requests in flight at once.
 	Rate int64
-	// Period is the window length (sliding) or the leak period (Funnel).
+	// Period is the window length (sliding) or the leak period (Funnel);
+	// for Concurrency, the most a slot is held (max_duration).
 	Period time.Duration
 	// Burst is the most a request may cost: Rate for the sliding
-	// algorithms, the bucket capacity for Funnel. Funnel{Burst: 10, Rate: 10,
+	// algorithms and Concurrency, the bucket capacity for Funnel. Funnel{Burst: 10, Rate: 10,
 	// Period: time.Second} admits 10 at once, then one every 100 ms.
 	Burst int64
 }
@@ -106,10 +118,20 @@ func TokenBucket(capacity, refill int64, period time.Duration) (Limit, error) {
 	return NewFunnel(capacity, refill, period)
 }
 
+// NewConcurrency admits at most limit requests in flight at once. Each
+// admitted request holds a slot until it is released (see Release), or
+// for at most maxDuration, after which the slot expires: a release that
+// never comes (a proxy that died) frees it then. Memory is about 20 bytes
+// per slot held.
+func NewConcurrency(limit int64, maxDuration time.Duration) (Limit, error) {
+	l := Limit{Algorithm: Concurrency, Rate: limit, Period: maxDuration, Burst: limit}
+	return l, l.Validate()
+}
+
 // Validate reports the first bad parameter as a *ParamError.
 func (l Limit) Validate() error {
 	switch l.Algorithm {
-	case SlidingLog, SlidingCounter, Funnel:
+	case SlidingLog, SlidingCounter, Funnel, Concurrency:
 	default:
 		return &ParamError{Param: ParamAlgorithm, Want: "unknown"}
 	}
@@ -145,9 +167,16 @@ func (l Limit) Validate() error {
 		if l.Burst > maxTau/t {
 			return &ParamError{Param: ParamBurst, Expr: "%s * period / rate", Want: "must be <= 2^48us"}
 		}
+	case Concurrency:
+		if l.Period < time.Millisecond || l.Period > maxSlotDuration {
+			return &ParamError{Param: ParamPeriod, Want: "must be >= 1ms and <= 24h"}
+		}
+		if l.Rate > maxLogLimit {
+			return &ParamError{Param: ParamRate, Want: fmt.Sprintf("must be <= %d", maxLogLimit)}
+		}
 	}
 	if l.Algorithm != Funnel && l.Burst != l.Rate {
-		return &ParamError{Param: ParamBurst, Want: "must equal rate for sliding algorithms"}
+		return &ParamError{Param: ParamBurst, Want: "must equal rate for sliding algorithms and concurrency"}
 	}
 	return nil
 }
@@ -156,12 +185,13 @@ func (l Limit) Validate() error {
 // 0 <= n <= Burst. A cost of 0 peeks: it is decided like any other and
 // charges nothing, whatever the algorithm (Check.CheckOnly ignores the
 // cost; CheckSettleCost bounds a settle's). A bad cost is a *ParamError
-// for ParamCost.
+// for ParamCost. A Concurrency limit takes one slot whatever the cost, so
+// any n >= 0 fits it.
 func (l Limit) CheckCost(n int64) error {
 	if n < 0 {
 		return &ParamError{Param: ParamCost, Want: "must be >= 0"}
 	}
-	if n > l.Burst {
+	if n > l.Burst && l.Algorithm != Concurrency {
 		return &ParamError{Param: ParamCost, Want: fmt.Sprintf("must be <= %d, the limit's capacity", l.Burst)}
 	}
 	return nil
@@ -176,7 +206,7 @@ func (l Limit) interval() int64 {
 // args returns the script's a and b for this limit.
 func (l Limit) args() (a, b int64) {
 	switch l.Algorithm {
-	case SlidingLog:
+	case SlidingLog, Concurrency:
 		return l.Rate, l.Period.Microseconds()
 	case SlidingCounter:
 		return l.Rate, l.Period.Milliseconds()
@@ -187,10 +217,14 @@ func (l Limit) args() (a, b int64) {
 
 // Policy returns the quota and window a RateLimit-Policy header advertises:
 // Rate per Period for the sliding algorithms; for Funnel, Burst per the time
-// an empty funnel takes to fill (NewFunnel(16, 30, time.Minute): 16 per 32s).
+// an empty funnel takes to fill (NewFunnel(16, 30, time.Minute): 16 per 32s);
+// for Concurrency, Rate requests in flight and no window (0).
 func (l Limit) Policy() (quota int64, window time.Duration) {
-	if l.Algorithm == Funnel {
+	switch l.Algorithm {
+	case Funnel:
 		return l.Burst, time.Duration(l.Burst*l.interval()) * time.Microsecond
+	case Concurrency:
+		return l.Rate, 0
 	}
 	return l.Rate, l.Period
 }

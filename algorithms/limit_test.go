@@ -22,6 +22,10 @@ func TestConstructorsRejectBadParameters(t *testing.T) {
 		{"funnel too fast", func() (Limit, error) { return NewFunnel(1, 3_000_000, time.Second) }, "rate: period / rate must be >= 1us"},
 		{"funnel tau", func() (Limit, error) { return NewFunnel(1<<40, 1, time.Second) }, "burst: burst * period / rate must be <= 2^48us"},
 		{"negative period", func() (Limit, error) { return TokenBucket(5, 1, -time.Second) }, "period: must be > 0"},
+		{"concurrency zero", func() (Limit, error) { return NewConcurrency(0, time.Minute) }, "rate: must be >= 1"},
+		{"concurrency too many", func() (Limit, error) { return NewConcurrency(2<<20, time.Minute) }, "rate: must be <= 1048576"},
+		{"concurrency sub-ms", func() (Limit, error) { return NewConcurrency(5, time.Microsecond) }, "period: must be >= 1ms and <= 24h"},
+		{"concurrency over a day", func() (Limit, error) { return NewConcurrency(5, 25*time.Hour) }, "period: must be >= 1ms and <= 24h"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -39,6 +43,7 @@ func TestConstructorsRejectBadParameters(t *testing.T) {
 func TestCheckCost(t *testing.T) {
 	log, _ := NewSlidingLog(5, time.Second)
 	funnel, _ := NewFunnel(5, 1, time.Second)
+	conc, _ := NewConcurrency(5, time.Second)
 	for _, tc := range []struct {
 		l    Limit
 		n    int64
@@ -46,6 +51,7 @@ func TestCheckCost(t *testing.T) {
 	}{
 		{log, 1, ""}, {log, 5, ""}, {log, 0, ""}, {log, -1, "cost: must be >= 0"}, {log, 6, "cost: must be <= 5, the limit's capacity"},
 		{funnel, 0, ""}, {funnel, -1, "cost: must be >= 0"}, {funnel, 6, "cost: must be <= 5, the limit's capacity"},
+		{conc, 0, ""}, {conc, 1000, ""}, {conc, -1, "cost: must be >= 0"}, // one slot, whatever the cost
 	} {
 		err := tc.l.CheckCost(tc.n)
 		if got := errString(err); got != tc.want {
@@ -94,7 +100,7 @@ func TestFunnelIntervalRoundsToMicrosecond(t *testing.T) {
 }
 
 func TestParseAlgorithm(t *testing.T) {
-	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel} {
+	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel, Concurrency} {
 		if got, err := ParseAlgorithm(a.String()); err != nil || got != a {
 			t.Errorf("ParseAlgorithm(%q) = %v, %v", a.String(), got, err)
 		}

@@ -13,6 +13,7 @@ type Model struct {
 	tats     map[string]int64
 	logs     map[string][]logEntry
 	counters map[string]counterState
+	slots    map[string]map[int64]int64 // a concurrency key's slots: id -> expiry
 	// Tiers and Overrides are the tier and override keys an operator set:
 	// a tier's name, an override's value (see EncodeOverride).
 	Tiers, Overrides map[string]string
@@ -23,7 +24,7 @@ type counterState struct{ window, cur, prev int64 }
 // NewModel returns a Model with every key empty.
 func NewModel() *Model {
 	return &Model{tats: map[string]int64{}, logs: map[string][]logEntry{}, counters: map[string]counterState{},
-		Tiers: map[string]string{}, Overrides: map[string]string{}}
+		slots: map[string]map[int64]int64{}, Tiers: map[string]string{}, Overrides: map[string]string{}}
 }
 
 // outcome is one limit's verdict, in the script's units, before commit.
@@ -131,7 +132,11 @@ func (m *Model) expand(checks []Check, choices []Choice, d *Decision) ([]Check, 
 				continue
 			}
 			slots = append(slots, len(checks))
-			checks = append(checks, Check{Key: key, Limit: limits[p], Cost: c.Cost, CheckOnly: c.CheckOnly})
+			chk := Check{Key: key, Limit: limits[p], Cost: c.Cost, CheckOnly: c.CheckOnly}
+			if chk.Limit.Algorithm == Concurrency && c.Slot > 0 {
+				chk.Cost, chk.CheckOnly = c.Slot, false
+			}
+			checks = append(checks, chk)
 			d.Picked = append(d.Picked, limits[p])
 		}
 	}
@@ -145,6 +150,8 @@ func (m *Model) check(c Check, now, n int64) outcome {
 		return m.logCheck(c.Key, now, a, b, n)
 	case SlidingCounter:
 		return m.counterCheck(c.Key, now, a, b, n)
+	case Concurrency:
+		return m.concCheck(c.Key, now, a, b, n)
 	default:
 		return m.funnelCheck(c.Key, now, a, b, n)
 	}

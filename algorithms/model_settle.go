@@ -12,6 +12,8 @@ func (m *Model) Settle(now int64, settles []Settle) Settlement {
 			r = m.logSettle(s, now, a, b)
 		case SlidingCounter:
 			r = m.counterSettle(s, now, a, b)
+		case Concurrency:
+			r = m.concRelease(s, now, a)
 		default:
 			r = m.funnelSettle(s, now, a, b)
 		}

@@ -23,15 +23,20 @@ func TestScriptMatchesModelWithChoices(t *testing.T) {
 	model := NewModel()
 	must := mustLimit(t)
 	// Position i of every tier and override shares one state: one
-	// algorithm, and for the counter one window.
+	// algorithm, and for the counter one window. A sliding log's key
+	// expires by the windows it was charged under, which the Model does
+	// not follow: the logs share one window too.
 	tiers := []Tier{
 		{Name: "free", Limits: []Limit{must(NewSlidingCounter(4, 30*time.Millisecond)), must(NewFunnel(3, 2, 20*time.Millisecond))}},
-		{Name: "pro", Limits: []Limit{must(NewSlidingCounter(9, 30*time.Millisecond)), must(NewFunnel(6, 5, 20*time.Millisecond)), must(NewSlidingLog(7, 40*time.Millisecond))}},
+		{Name: "pro", Limits: []Limit{must(NewSlidingCounter(9, 30*time.Millisecond)), must(NewFunnel(6, 5, 20*time.Millisecond)), must(NewSlidingLog(7, 40*time.Millisecond)),
+			must(NewConcurrency(2, 25*time.Millisecond))}},
 		{Name: "solo", Limits: []Limit{must(NewSlidingCounter(2, 30*time.Millisecond))}},
 	}
 	overrides := [][]Limit{
 		{must(NewSlidingCounter(12, 30*time.Millisecond))},
-		{must(NewSlidingCounter(1, 30*time.Millisecond)), must(NewFunnel(2, 1, 10*time.Millisecond)), must(NewSlidingLog(3, 15*time.Millisecond))},
+		{must(NewSlidingCounter(1, 30*time.Millisecond)), must(NewFunnel(2, 1, 10*time.Millisecond)), must(NewSlidingLog(3, 40*time.Millisecond))},
+		{must(NewSlidingCounter(12, 30*time.Millisecond)), must(NewFunnel(9, 9, 10*time.Millisecond)), must(NewSlidingLog(9, 40*time.Millisecond)),
+			must(NewConcurrency(1, 20*time.Millisecond))},
 	}
 	plain := must(NewSlidingLog(20, 50*time.Millisecond))
 	seen := map[string]int{}
@@ -60,7 +65,10 @@ func TestScriptMatchesModelWithChoices(t *testing.T) {
 			delete(model.Overrides, base+":override")
 		}
 		choice := Choice{TierKey: base + ":tier", OverrideKey: base + ":override", Tiers: tiers,
-			Keys: []string{base + ":0", base + ":1", base + ":2"}, Cost: 1 + rng.Int64N(2)}
+			Keys: []string{base + ":0", base + ":1", base + ":2", base + ":3"}, Cost: 1 + rng.Int64N(2), Slot: int64(step + 1)}
+		if rng.IntN(5) == 0 {
+			choice.Slot = 0 // a concurrency limit takes the cost: a peek or a check
+		}
 		switch rng.IntN(6) {
 		case 0:
 			choice.TierKey = "" // a tier from a header: the default alone is sent
@@ -104,11 +112,14 @@ func TestScriptMatchesModelWithChoices(t *testing.T) {
 		}
 		seen[pick]++
 		seen[verdict]++
+		if r := got.Results[len(checks)+3]; got.Picked[3].Algorithm == Concurrency {
+			seen["slot "+map[bool]string{true: "allowed", false: "denied"}[r.Allowed]]++
+		}
 		if rng.IntN(4) == 0 {
 			time.Sleep(time.Duration(rng.IntN(6000)) * time.Microsecond)
 		}
 	}
-	for _, k := range []string{"free", "pro", "solo", "override", "allowed", "denied", "blocked"} {
+	for _, k := range []string{"free", "pro", "solo", "override", "allowed", "denied", "blocked", "slot allowed", "slot denied"} {
 		if seen[k] == 0 {
 			t.Errorf("no call %s: %v", k, seen)
 		}

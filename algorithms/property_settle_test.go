@@ -39,6 +39,7 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 			model := NewModel()
 			cases := settleCases{}
 			var pending []admission
+			var slots slotIDs
 			// Long enough for every record to age out (a counter's takes
 			// two windows).
 			var ageOut time.Duration
@@ -53,7 +54,7 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 				if len(pending) > 0 && (rng.IntN(3) == 0 || step%40 == 0) {
 					pending = settleStep(t, rng, c, model, pending, cases, step%40 == 0)
 				} else {
-					pending = decideStep(t, rng, c, model, p, limits, pending, cases)
+					pending = decideStep(t, rng, c, model, p, limits, pending, cases, &slots)
 				}
 				switch {
 				case step%40 == 39:
@@ -63,8 +64,18 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 				}
 			}
 			t.Logf("cases: %v", cases)
-			want := []string{"admitted", "denied", "check-only admitted", "check-only denied", "peek",
-				"charge", "refund", "refund all", "overdraw", "nothing reserved", "aged out", "denied in debt"}
+			want := []string{"admitted", "denied", "check-only admitted", "check-only denied", "peek"}
+			concurrent, settled := false, false
+			for _, l := range limits {
+				concurrent = concurrent || l.Algorithm == Concurrency
+				settled = settled || l.Algorithm != Concurrency
+			}
+			if settled {
+				want = append(want, "charge", "refund", "refund all", "overdraw", "nothing reserved", "aged out", "denied in debt")
+			}
+			if concurrent {
+				want = append(want, "release", "release expired")
+			}
 			if len(limits) > 1 {
 				want = append(want, "check-only among others")
 			}
@@ -79,13 +90,13 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 
 // decideStep decides one request of random checks and records its
 // admissions.
-func decideStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, p string, limits []Limit, pending []admission, cases settleCases) []admission {
+func decideStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, p string, limits []Limit, pending []admission, cases settleCases, slots *slotIDs) []admission {
 	t.Helper()
 	user := rng.IntN(2)
 	checks := make([]Check, len(limits))
 	checkOnly := 0
 	for i, l := range limits {
-		checks[i] = Check{Key: fmt.Sprintf("%s{u%d}:%d", p, user, i), Limit: l, Cost: 1 + rng.Int64N(min(l.Burst, 3))}
+		checks[i] = Check{Key: fmt.Sprintf("%s{u%d}:%d", p, user, i), Limit: l, Cost: slots.cost(l, rng)}
 		switch rng.IntN(10) {
 		case 0:
 			checks[i].Cost = 0
@@ -112,9 +123,13 @@ func decideStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, p string, l
 		if inDebt {
 			cases["denied in debt"]++
 		}
-		// A fail-open admission: nothing reserved, settled all the same.
+		// A fail-open admission: nothing reserved, settled all the same
+		// (nothing acquired, nothing released).
 		if rng.IntN(8) == 0 {
 			for _, ch := range checks {
+				if ch.Limit.Algorithm == Concurrency {
+					continue
+				}
 				pending = append(pending, admission{key: ch.Key, limit: ch.Limit, at: got.Now})
 			}
 		}
@@ -131,6 +146,9 @@ func decideStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, p string, l
 		reserved := ch.Cost
 		if ch.CheckOnly {
 			reserved = 0
+		}
+		if ch.Limit.Algorithm == Concurrency && reserved == 0 {
+			continue // no slot acquired, none to release
 		}
 		pending = append(pending, admission{key: ch.Key, limit: ch.Limit, at: got.Now, reserved: reserved})
 	}
@@ -161,6 +179,8 @@ func settleStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, pending []a
 		pending = append(pending[:i], pending[i+1:]...)
 		s := Settle{Key: a.key, Limit: a.limit, At: a.at, Reserved: a.reserved}
 		switch r := rng.IntN(20); {
+		case a.limit.Algorithm == Concurrency:
+			s = Release(a.key, a.limit, a.reserved)
 		case r == 0:
 			s.Cost = s.Reserved + a.limit.Burst*(1+rng.Int64N(3)) // far beyond capacity
 		case r < 7:
@@ -185,6 +205,12 @@ func settleStep(t *testing.T, rng *rand.Rand, c *conn, model *Model, pending []a
 	for i, s := range settles {
 		r := got.Results[i]
 		switch {
+		case s.Limit.Algorithm == Concurrency && r.Applied == -1:
+			cases["release"]++
+			continue
+		case s.Limit.Algorithm == Concurrency:
+			cases["release expired"]++
+			continue
 		case s.Reserved == 0:
 			cases["nothing reserved"]++
 		case r.Applied > 0:

@@ -24,11 +24,12 @@ func TestScriptMatchesModel(t *testing.T) {
 			model := NewModel()
 			checks := make([]Check, len(limits))
 			allowed, denied := 0, 0
+			var slots slotIDs
 			for step := range 400 {
 				user := rng.IntN(2) // two users, so keys stay apart
 				for i, l := range limits {
-					checks[i] = Check{Key: fmt.Sprintf("%s{u%d}:%d", p, user, i), Limit: l, Cost: 1 + rng.Int64N(min(l.Burst, 3))}
-					if l.Algorithm == Funnel && rng.IntN(10) == 0 {
+					checks[i] = Check{Key: fmt.Sprintf("%s{u%d}:%d", p, user, i), Limit: l, Cost: slots.cost(l, rng)}
+					if (l.Algorithm == Funnel || l.Algorithm == Concurrency) && rng.IntN(10) == 0 {
 						checks[i].Cost = 0 // peek
 					}
 				}
@@ -68,11 +69,27 @@ func propertyMixes(t *testing.T) map[string][]Limit {
 		"sliding_counter": {must(NewSlidingCounter(9, 30*time.Millisecond))},
 		"funnel":          {must(NewFunnel(5, 3, 20*time.Millisecond))},
 		"token_bucket":    {must(TokenBucket(4, 1, 7*time.Millisecond))},
+		"concurrency":     {must(NewConcurrency(3, 20*time.Millisecond))},
 		"mixed": {
 			must(NewSlidingLog(3, 15*time.Millisecond)),
 			must(NewSlidingLog(8, 60*time.Millisecond)),
 			must(NewSlidingCounter(6, 25*time.Millisecond)),
 			must(NewFunnel(4, 2, 10*time.Millisecond)),
+			must(NewConcurrency(2, 12*time.Millisecond)),
 		},
 	}
+}
+
+// slotIDs hands out the slot ids concurrency checks acquire, as the
+// filter does: unique per request.
+type slotIDs struct{ last int64 }
+
+// cost is a random cost of 1 to 3 (at most l's burst), or for a
+// concurrency limit the next slot id.
+func (s *slotIDs) cost(l Limit, rng *rand.Rand) int64 {
+	if l.Algorithm == Concurrency {
+		s.last++
+		return 1<<40 + s.last
+	}
+	return 1 + rng.Int64N(min(l.Burst, 3))
 }

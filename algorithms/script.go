@@ -15,7 +15,8 @@ var luaFiles embed.FS
 // the other algorithms, the settle (only a settle defines its functions)
 // and the driver for every other call. Functions cost Redis CPU per call,
 // so the commonest call never defines the others'.
-var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua", "lua/settle.lua", "lua/choice.lua", "lua/decide_all.lua"}
+var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua",
+	"lua/concurrency.lua", "lua/settle.lua", "lua/choice.lua", "lua/decide_all.lua"}
 
 // Script is the one Lua program that decides every limit of a request.
 // It is built once; SHA is its SHA1 as EVALSHA wants it.
@@ -48,6 +49,13 @@ type Check struct {
 	Limit Limit
 	// Cost is how much the request takes; see Limit.CheckCost. Ignored
 	// when CheckOnly.
+	//
+	// A Concurrency limit takes one slot whatever the request's cost, and
+	// Cost names it instead: a slot id, > 0 and below 2^53, which no other
+	// request holding a slot of Key uses (the filter takes a per-VM random
+	// base times 2^20 plus a counter). The slot is released by a Settle
+	// (see Release). Cost 0 peeks at the slots free, and CheckOnly checks
+	// that one is, as for any limit.
 	Cost int64
 	// CheckOnly decides as a cost of 1 would and charges nothing: when that
 	// fits, the Result reports what a peek (cost 0) would; otherwise it

@@ -22,19 +22,30 @@ import (
 //   - SlidingLog: an entry at At with weight Reserved, while in the window,
 //     takes the weight Cost (none at 0); otherwise a charge is a new entry
 //     at now of weight d.
+//   - Concurrency: a release (see Release). The slot Reserved leaves,
+//     unless it has expired (or Redis lost it); Cost is unused.
 type Settle struct {
 	Key      string
 	Limit    Limit
 	At       int64 // Redis time (µs) of the admission: its Decision.Now
-	Reserved int64 // what the admission charged: 0 for check-only, or when no admission was recorded (a fail-open)
+	Reserved int64 // what the admission charged: 0 for check-only, or when no admission was recorded (a fail-open); a Concurrency limit's slot id
 	Cost     int64 // the real cost, >= 0
+}
+
+// Release is the Settle that frees slot, which a request acquired under
+// the Concurrency limit l at key (Check.Cost) and no longer holds. Its
+// Settled is Applied -1 when the slot was held, 0 when it had expired
+// already, and the slots then free as Remaining.
+func Release(key string, l Limit, slot int64) Settle {
+	return Settle{Key: key, Limit: l, Reserved: slot}
 }
 
 // Settled is what one Settle did.
 type Settled struct {
 	// Applied is the signed change actually made, in units: > 0 charged,
 	// < 0 refunded, 0 nothing. A refund that empties a funnel counts the
-	// whole units it freed; a counter's count stops at 0.
+	// whole units it freed; a counter's count stops at 0; a release is -1,
+	// or 0 when its slot had expired.
 	Applied int64
 	// Remaining is what is left after it; negative = debt.
 	Remaining int64

@@ -14,9 +14,11 @@ import (
 type Config struct {
 	Redis RedisConfig
 	// FailOpen admits requests when Redis cannot decide (default true);
-	// otherwise they get FailureStatus (default 503).
+	// otherwise they get FailureStatus (default 503), unless Local is set.
 	FailOpen      bool
 	FailureStatus int
+	// Local, for failure_mode: local, has each VM decide alone instead.
+	Local *LocalFallback
 	// RejectStatus answers a rate-limited or blocked request (default 429).
 	RejectStatus int
 	Headers      HeaderStyle
@@ -283,7 +285,7 @@ func ParseConfig(data []byte) (*Config, error) {
 
 // parseConfig parses one configuration object without _rules_.
 func parseConfig(root gjson.Result) (*Config, error) {
-	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache")
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback")
 	if err != nil {
 		return nil, err
 	}
@@ -291,11 +293,8 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	if c.Redis, err = parseRedis(o["redis"], "redis"); err != nil {
 		return nil, err
 	}
-	switch mode, err := enum(o["failure_mode"], "failure_mode", "allow", "allow", "deny"); {
-	case err != nil:
+	if err := parseFailureMode(o, c); err != nil {
 		return nil, err
-	default:
-		c.FailOpen = mode == "allow"
 	}
 	if c.FailureStatus, err = status(o["failure_status"], "failure_status", 503); err != nil {
 		return nil, err
@@ -352,6 +351,9 @@ func parseConfig(root gjson.Result) (*Config, error) {
 		return nil, err
 	}
 	if err := checkRequestLimits(c.Rules, "rules"); err != nil {
+		return nil, err
+	}
+	if err := checkLocalLimits(c); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -184,6 +184,7 @@ var limitFields = map[string]map[algorithms.Param]string{
 	"sliding_counter": {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "window"},
 	"funnel":          {algorithms.ParamRate: "rate", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
 	"token_bucket":    {algorithms.ParamRate: "refill", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
+	"concurrency":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "max_duration"},
 }
 
 const maxLimitsPerRule = 16
@@ -223,7 +224,7 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 	if !v.IsObject() {
 		return nl, errAt(path, "must be an object")
 	}
-	algo, err := enum(v.Get("algorithm"), path+".algorithm", "", "sliding_log", "sliding_counter", "funnel", "token_bucket")
+	algo, err := enum(v.Get("algorithm"), path+".algorithm", "", "sliding_log", "sliding_counter", "funnel", "token_bucket", "concurrency")
 	if err != nil {
 		return nl, err
 	}
@@ -278,6 +279,18 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 			l, err = algorithms.NewSlidingCounter(limit, window)
 		}
 		if err != nil {
+			return nl, limitError(path, names, err)
+		}
+	case "concurrency":
+		limit, err := number("limit")
+		if err != nil {
+			return nl, err
+		}
+		maxDuration, err := period("max_duration")
+		if err != nil {
+			return nl, err
+		}
+		if l, err = algorithms.NewConcurrency(limit, maxDuration); err != nil {
 			return nl, limitError(path, names, err)
 		}
 	default:

@@ -62,6 +62,13 @@ type callsOutcome struct {
 // it: it admits the request, or answers it locally.
 func (s *Stream) decide() {
 	s.decided = true
+	local, over := s.decideLocally()
+	if over.reason != 0 {
+		s.p.metrics.rules[over.rule].denied.Increment(1)
+		s.p.local.count(true)
+		s.reject(&over)
+		return
+	}
 	var out callsOutcome
 	for _, c := range s.calls {
 		switch {
@@ -76,7 +83,11 @@ func (s *Stream) decide() {
 			}
 		}
 	}
-	if deny, ok := s.denial(&out); ok {
+	deny, denied := s.denial(&out)
+	if local {
+		s.p.local.count(denied)
+	}
+	if denied {
 		s.reject(&deny)
 		return
 	}
@@ -130,7 +141,8 @@ func (s *Stream) countRules(c *call) {
 }
 
 // noteResults keeps the tightest result of an enforced call as the
-// stream's verdict, and caches every denial until its Retry-After.
+// stream's verdict, and caches every denial Redis made until its
+// Retry-After.
 func (s *Stream) noteResults(c *call) {
 	for i := range c.owners {
 		o, r := &c.owners[i], c.decision.Results[i]
@@ -141,7 +153,9 @@ func (s *Stream) noteResults(c *call) {
 		if !s.hasVerdict || algorithms.Tighter(r, s.verdict.result) {
 			s.verdict, s.hasVerdict = v, true
 		}
-		if !r.Allowed && r.RetryAfter > 0 {
+		// The cache repeats only Redis, and not a concurrency limit's
+		// denial: a slot may be released long before its RetryAfter.
+		if !r.Allowed && r.RetryAfter > 0 && !c.local && !c.isSlot(i) {
 			s.p.denyCache.store(o.ruleKey, o.cost, s.clock().Add(r.RetryAfter), v)
 		}
 	}
@@ -149,7 +163,8 @@ func (s *Stream) noteResults(c *call) {
 
 // denial picks the request's denial, if any: a block first, then the
 // tightest denying limit; failing those, when an enforced call failed, the
-// failure mode applies (counted either way).
+// failure mode applies (counted either way). Under failure_mode: local no
+// call is left failed: decideLocally decided them.
 func (s *Stream) denial(out *callsOutcome) (verdict, bool) {
 	switch {
 	case out.blocked:

@@ -28,11 +28,15 @@
 //     circuit breaker.
 //  4. When the last call is done, the stream decides: a block key first,
 //     then the tightest denying limit, then, if an enforced call failed,
-//     the failure mode. It resumes the request, or sends the local reply
-//     (rejected_status, or failure_status when Redis failed and
-//     failure_mode is deny).
+//     the failure mode (under failure_mode: local, the VM first decides
+//     each failed call itself: local.go). It resumes the request, or sends
+//     the local reply (rejected_status, or failure_status when Redis
+//     failed and failure_mode is deny).
 //  5. Stream.OnResponseHeaders adds the rate-limit headers to an admitted
-//     response; Stream.OnDone hands the stream back for reuse.
+//     response; Stream.OnDone hands the stream back for reuse. A stream
+//     with a response_cost rule or concurrency slots is followed to its
+//     response's end, where it settles and releases (response.go,
+//     concurrency.go), or to OnDone, however it ends.
 //
 // Stream.HoldUntilAdmitted answers body and trailers callbacks meanwhile:
 // they must not release the paused headers before the decision.

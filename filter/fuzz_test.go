@@ -24,6 +24,9 @@ func FuzzParseConfig(f *testing.F) {
 		if len(c.Rules)+len(c.MatchRules) == 0 || c.Redis.Cluster == "" || strings.ContainsAny(c.Redis.Prefix, "{}") {
 			t.Fatalf("accepted a config that limits nothing or breaks keys: %+v", c)
 		}
+		if f := c.Local; f != nil && (f.Share < 1 || f.Share > shareUnit || f.MaxKeys < 1 || c.FailOpen) {
+			t.Fatalf("bad local_fallback accepted: %+v", f)
+		}
 		rules := c.Rules
 		for _, mr := range c.MatchRules {
 			if len(mr.Config.Rules) == 0 || mr.Config.Redis != c.Redis || len(mr.Routes)+len(mr.Domains)+len(mr.Services)+len(mr.RoutePrefixes) == 0 {

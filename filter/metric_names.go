@@ -25,8 +25,15 @@ const (
 	eventStreamReset  = "stream_reset"
 )
 
+// Release events of a rule with concurrency limits.
+const (
+	eventReleasesFailed = "releases_failed"
+	eventSlotsExpired   = "slots_expired"
+)
+
 var ruleOutcomes = [...]string{outcomeAllowed, outcomeDenied, outcomeWouldDeny, outcomeBlocked,
-	eventCharged, eventRefunded, eventOverdrawn, eventUsageMissing, eventStreamReset}
+	eventCharged, eventRefunded, eventOverdrawn, eventUsageMissing, eventStreamReset,
+	eventReleasesFailed, eventSlotsExpired}
 
 // ruleMetricName is the proxy-wasm metric for a rule's outcome. Envoy
 // shows it as wasmcustom.<name> in /stats, and /stats/prometheus as

@@ -23,6 +23,9 @@ type ruleMetrics struct {
 	allowed, denied, shadowDenied, blocked Counter
 	// response counts a response_cost rule's settling; nil for others.
 	response *responseMetrics
+	// slots count a rule's concurrency releases; nil without concurrency
+	// limits.
+	slots *slotMetrics
 }
 
 // responseMetrics are ratelimit.rule.<name>.<event> of a response_cost
@@ -30,6 +33,14 @@ type ruleMetrics struct {
 // capacity, and the responses that fell back to on_missing or on_reset.
 type responseMetrics struct {
 	charged, refunded, overdrawn, usageMissing, streamReset Counter
+}
+
+// slotMetrics are ratelimit.rule.<name>.<event> of a rule with concurrency
+// limits: releases that failed (their slots expire after max_duration),
+// and releases that found their slot gone (held past max_duration, or
+// lost by Redis).
+type slotMetrics struct {
+	releasesFailed, expired Counter
 }
 
 func newMetrics(cfg *Config, h PluginHost) metrics {
@@ -59,6 +70,12 @@ func newMetrics(cfg *Config, h PluginHost) metrics {
 				overdrawn:    h.Counter(ruleMetricName(r.Name, eventOverdrawn)),
 				usageMissing: h.Counter(ruleMetricName(r.Name, eventUsageMissing)),
 				streamReset:  h.Counter(ruleMetricName(r.Name, eventStreamReset)),
+			}
+		}
+		if r.hasConcurrency() {
+			m.rules[len(m.rules)-1].slots = &slotMetrics{
+				releasesFailed: h.Counter(ruleMetricName(r.Name, eventReleasesFailed)),
+				expired:        h.Counter(ruleMetricName(r.Name, eventSlotsExpired)),
 			}
 		}
 	}

@@ -28,8 +28,10 @@ type Plugin struct {
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache
-	epoch     epochPoll  // on the top-level Plugin
-	link      *redisLink // shared with the _rules_ entries' Plugins
+	// local decides while Redis cannot (failure_mode: local); else nil.
+	local *localLimiter
+	epoch epochPoll  // on the top-level Plugin
+	link  *redisLink // shared with the _rules_ entries' Plugins
 	// routed are the _rules_ entries, each with its own Plugin.
 	routed []routed
 
@@ -68,6 +70,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
 	p.link = newRedisLink(cfg, host, p.send)
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
+	p.local = newLocalLimiter(cfg, host)
 	p.epoch = newEpochPoll(cfg, host)
 	for _, r := range cfg.Rules {
 		p.bodyRules = p.bodyRules || r.Response != nil && r.Response.Reserve.Body != ""
@@ -91,7 +94,7 @@ func (p *Plugin) Pending() int { return len(p.pending) }
 // dispatch sends c's command and registers it; on failure the call fails at
 // once, so no stream waits for a reply that will never come.
 func (p *Plugin) dispatch(c *call) {
-	c.sentAt = c.stream.clock()
+	c.sentAt, c.local = c.stream.clock(), false
 	if c.sentAt.Before(p.breaker.openUntil) {
 		p.metrics.skipped.Increment(1)
 		c.stream.callDone(c, errBreakerOpen)
@@ -138,6 +141,10 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 		}
 		return // else the stream ended, or the sweep failed the call already
 	}
+	if c.detached != nil {
+		c.detached.onDetachedReply(c, ok, reply, ints)
+		return
+	}
 	if owner := c.stream.p; owner != p {
 		owner.onReply(calloutID, ok, reply, ints) // a _rules_ entry's call
 		return
@@ -166,6 +173,7 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 		return
 	}
 	p.breaker.failures = 0
+	c.noteAcquired()
 	c.stream.callDone(c, nil)
 }
 
@@ -232,7 +240,12 @@ func (p *Plugin) OnTick() {
 	p.sweepSettles(now)
 	p.sweepBodyWaits(now)
 	p.pollEpoch(now)
+	p.sweepLocal(now)
 	for _, c := range p.pending {
+		if c.detached != nil {
+			c.detached.sweepDetached(c, now)
+			continue
+		}
 		c.stream.now = now
 		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {
 			owner.untrack(c)

@@ -96,7 +96,7 @@ func (s *Stream) followRules() bool {
 			r.rules = append(r.rules, responseRule{rule: ri, scanner: -1})
 		}
 	}
-	r.watching = len(r.rules) > 0
+	r.watching = len(r.rules) > 0 || s.holdsSlots()
 	return r.watching
 }
 
@@ -189,7 +189,8 @@ func fallbackCost(f Fallback, rc *ResponseCost) int64 {
 }
 
 // settleCall sends the settles of one admission call: its response_cost
-// limits whose cost differs from what was reserved.
+// limits whose cost differs from what was reserved, and the release of
+// the slots it acquired.
 func (s *Stream) settleCall(c *call) {
 	if c.err == nil && (c.decision.Blocked || len(c.decision.Results) != len(c.owners) || !c.decision.Allowed()) {
 		return // nothing was charged at admission, and nothing will be
@@ -202,7 +203,7 @@ func (s *Stream) settleCall(c *call) {
 			continue
 		}
 		key, limit, checkOnly, ok := c.target(i, s.p.cfg)
-		if !ok {
+		if !ok || limit.Algorithm == algorithms.Concurrency { // released below
 			continue
 		}
 		reserved, at := o.cost, c.decision.Now
@@ -225,7 +226,11 @@ func (s *Stream) settleCall(c *call) {
 		sc.settles = append(sc.settles, algorithms.Settle{Key: key, Limit: limit, At: at, Reserved: reserved, Cost: cost})
 		sc.rules = append(sc.rules, o.rule)
 	}
-	if sc != nil {
+	sc = s.p.appendReleases(sc, c)
+	switch {
+	case sc != nil && c.local: // decided in the VM: settled there too
+		s.p.settleLocally(sc)
+	case sc != nil:
 		s.p.settle(sc)
 	}
 }

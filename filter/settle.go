@@ -144,6 +144,12 @@ func (p *Plugin) onSettleReply(sc *settleCall, ok bool, reply []byte, ints []int
 		return
 	}
 	for i, r := range sc.result.Results {
+		if sc.settles[i].Limit.Algorithm == algorithms.Concurrency {
+			if r.Applied == 0 { // the slot was gone already
+				p.metrics.rules[sc.rules[i]].slots.expired.Increment(1)
+			}
+			continue
+		}
 		m := p.metrics.rules[sc.rules[i]].response
 		switch {
 		case r.Applied > 0:
@@ -158,10 +164,16 @@ func (p *Plugin) onSettleReply(sc *settleCall, ok bool, reply []byte, ints []int
 	p.freeSettle(sc)
 }
 
-// settleFailed counts a settle that charged nothing. The response is not
-// touched: it has gone on, or gone.
+// settleFailed counts a settle that charged nothing, and each release it
+// carried: those slots expire after their max_duration. The response is
+// not touched: it has gone on, or gone.
 func (p *Plugin) settleFailed(sc *settleCall, err error) {
 	p.settles.errors.Increment(1)
+	for i := range sc.settles {
+		if sc.settles[i].Limit.Algorithm == algorithms.Concurrency {
+			p.metrics.rules[sc.rules[i]].slots.releasesFailed.Increment(1)
+		}
+	}
 	p.errLog.log(LogWarn, "ratelimit: redis: settle: "+err.Error())
 	p.freeSettle(sc)
 }

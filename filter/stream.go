@@ -35,10 +35,14 @@ type Stream struct {
 	verdict    verdict
 	hasVerdict bool
 	enforced   []enforcedRule
-	// charged is set when a response_cost rule joined a call: the
-	// response is then followed (resp) to settle its cost.
+	// charged is set when a response_cost rule or a concurrency limit
+	// joined a call: the response is then followed (resp) to settle its
+	// cost and release its slots.
 	charged bool
 	resp    responseState
+	// slot is the request's concurrency slot id, 0 until a concurrency
+	// limit joins a call (see concurrency.go).
+	slot int64
 	// bodyFollows: the request has a body (set by the proxy before the
 	// headers). body is the request's body when a rule's reservation
 	// reads it; waitingSince is when the stream began to wait for it.
@@ -64,6 +68,7 @@ type call struct {
 	choiceKeys   []string
 	keys         []byte // every key of the call, back to back
 	eval         bool   // -NOSCRIPT was seen; send the whole script
+	local        bool   // decided in the VM (failure_mode: local), not by Redis
 	failure      string // why the transport failed, when it says
 	buf          []byte
 
@@ -73,6 +78,14 @@ type call struct {
 	epoch     uint64 // the breaker's epoch when sent
 	decision  algorithms.Decision
 	err       error
+
+	// slot is the slot id the call's concurrency limits take (0: none);
+	// acquired is set once Redis admitted it, released once their
+	// releases are sent. detached is the Plugin of a call whose stream
+	// ended while it was out (see Plugin.detach).
+	slot               int64
+	acquired, released bool
+	detached           *Plugin
 }
 
 // owner ties a check or block key to its rule. Until the call is sent,
@@ -93,6 +106,7 @@ func (c *call) reset(s *Stream, shadow bool) {
 	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
 	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
 	c.choices, c.choiceOwners, c.choiceAt = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0]
+	c.slot, c.acquired, c.released = 0, false, false
 }
 
 // seal turns the key offsets into strings: one allocation for the call.
@@ -248,7 +262,7 @@ func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
 // with its block key unless the rule has manual_block off.
 func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 	rule := &s.p.cfg.Rules[ri]
-	s.charged = s.charged || rule.Response != nil
+	s.charged = s.charged || rule.Response != nil || rule.hasConcurrency()
 	var c *call
 	if !s.p.cfg.Redis.ClusterMode {
 		for _, existing := range s.calls {
@@ -282,7 +296,11 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ':')
 		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
-		c.checks = append(c.checks, algorithms.Check{Limit: l.Limit, Cost: cost, CheckOnly: checkOnly})
+		chk := algorithms.Check{Limit: l.Limit, Cost: cost, CheckOnly: checkOnly}
+		if l.Limit.Algorithm == algorithms.Concurrency { // one slot, whatever the cost
+			chk.Cost, chk.CheckOnly, c.slot = s.slotID(), false, s.slotID()
+		}
+		c.checks = append(c.checks, chk)
 		c.owners = append(c.owners, owner{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
 }
@@ -368,12 +386,17 @@ func (s *Stream) OnDone() {
 	if s.waitingBody {
 		s.awaitBody(false)
 	}
-	s.charged, s.bodyFollows, s.body = false, false, s.body[:0]
+	s.charged, s.bodyFollows, s.body, s.slot = false, false, s.body[:0], 0
 	for _, c := range s.calls {
+		if c.inFlight && c.slot != 0 {
+			s.p.detach(c) // its reply releases what it acquired
+			continue
+		}
+		s.p.releaseSlots(c) // a call that admitted a denied request, or was never followed
 		s.p.untrack(c)
 		c.stream = nil
+		s.spare = append(s.spare, c)
 	}
-	s.spare = append(s.spare, s.calls...)
 	s.calls = s.calls[:0]
 	s.enforced = s.enforced[:0]
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false

@@ -61,8 +61,14 @@ func newRuleHeaders(r *Rule) ruleHeaders {
 	return h
 }
 
+// policyItem is one limit's RateLimit-Policy item: "name";q=10;w=60, or
+// for a concurrency limit "name";q=10;qu="concurrent-requests", the
+// draft's quota unit for requests in flight, with no window.
 func policyItem(quotedName string, l algorithms.Limit) string {
 	q, w := l.Policy()
+	if l.Algorithm == algorithms.Concurrency {
+		return quotedName + ";q=" + strconv.FormatInt(q, 10) + `;qu="concurrent-requests"`
+	}
 	return quotedName + ";q=" + strconv.FormatInt(q, 10) + ";w=" + strconv.FormatInt(ceilSeconds(w), 10)
 }
 
@@ -90,6 +96,9 @@ func (s *Stream) localTier(rule *Rule, hops int) int {
 func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 	rule, h := &s.p.cfg.Rules[ri], &s.p.headers[ri]
 	ch := algorithms.Choice{Cost: cost, CheckOnly: checkOnly, Tiers: h.choices}
+	if rule.hasConcurrency() {
+		ch.Slot, c.slot = s.slotID(), s.slotID()
+	}
 	at := choiceAt{first: len(c.choiceOwners), base: len(c.keys)}
 	key := func(suffix string) (int, int) {
 		from := len(c.keys)

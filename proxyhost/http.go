@@ -105,6 +105,7 @@ func (h *httpContext) release() {
 	if h.stream != nil {
 		h.stream.OnDone()
 		h.stream = nil
+		delete(h.plugin.live, h.id)
 	}
 }
 

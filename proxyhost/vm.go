@@ -21,7 +21,7 @@ func NewVMContext() types.VMContext { return &vmContext{} }
 type vmContext struct{ types.DefaultVMContext }
 
 func (*vmContext) NewPluginContext(id uint32) types.PluginContext {
-	return &pluginContext{id: id, counters: map[string]proxywasm.MetricCounter{}}
+	return &pluginContext{id: id, counters: map[string]proxywasm.MetricCounter{}, live: map[uint32]*httpContext{}}
 }
 
 // plugins maps root context ids to their plugins, for Redis callbacks,
@@ -36,8 +36,9 @@ type pluginContext struct {
 	redis    filter.RedisConfig // for proxy_redis_init
 	counters map[string]proxywasm.MetricCounter
 	// gone are streams whose context the proxy deleted, to release after
-	// the callback that found out.
+	// the callback that found out; live are the streams not released.
 	gone []*httpContext
+	live map[uint32]*httpContext
 	// queueID is the VM's own shared queue, through which a stream asks
 	// for a root callback (filter.RootCaller); 0 when there is none.
 	queueID uint32
@@ -118,13 +119,33 @@ func (p *pluginContext) OnQueueReady(queueID uint32) {
 func (p *pluginContext) OnTick() {
 	if p.plugin != nil {
 		p.plugin.OnTick()
+		p.probeHolding()
 		p.releaseGone()
+	}
+}
+
+// probeHolding looks, once per tick, for the streams that hold what their
+// end must settle or release (filter.Stream.Holding) and whose context the
+// proxy deleted without proxy_on_log reaching them, as HTTP/3's deferred
+// logging may: they are released as gone, so their concurrency slots are
+// freed now rather than at max_duration.
+func (p *pluginContext) probeHolding() {
+	probed := false
+	for _, h := range p.live {
+		if h.stream != nil && !h.gone && h.stream.Holding() {
+			h.enter() // queues it in p.gone when its context is deleted
+			probed = true
+		}
+	}
+	if probed {
+		proxywasm.SetEffectiveContext(p.id) // back to the root context
 	}
 }
 
 func (p *pluginContext) NewHttpContext(id uint32) types.HttpContext {
 	h := &httpContext{id: id, plugin: p}
 	h.stream = p.plugin.NewStream(h)
+	p.live[id] = h
 	return h
 }
 
@@ -134,6 +155,7 @@ func (p *pluginContext) releaseGone() {
 		if h.stream != nil {
 			h.stream.Abandon()
 			h.stream = nil
+			delete(p.live, h.id)
 		}
 	}
 	clear(p.gone)

@@ -208,6 +208,18 @@ var exceptions = []exception{
 		example: exampleConfig("", `[{"algorithm":"sliding_log","limit":5,"window":"999ns"}]`, ""),
 	},
 	{
+		name:    "concurrency-max-duration-out-of-range",
+		why:     "comparing a duration string with 1ms and 24h across units (\"999us\", \"25h\", \"1441m\") is arithmetic",
+		message: regexp.MustCompile(`^rules\[\d+\]\.limits\[\d+\]\.max_duration: must be >= 1ms and <= 24h$`),
+		applies: func(_ []byte, doc map[string]any) bool {
+			return anyLimit(doc, func(algo string, l map[string]any) bool {
+				d, ok := duration(l["max_duration"])
+				return algo == "concurrency" && ok && (d < time.Millisecond || d > 24*time.Hour)
+			})
+		},
+		example: exampleConfig("", `[{"algorithm":"concurrency","limit":5,"max_duration":"25h"}]`, ""),
+	},
+	{
 		name:    "timeout-out-of-range",
 		why:     "comparing a duration string with 1ms and 1m across units (\"999us\", \"61s\", \"60001ms\") is arithmetic",
 		message: regexp.MustCompile(`^redis\.timeout: must be >= 1ms and <= 1m$`),
@@ -248,7 +260,9 @@ var exceptions = []exception{
 				return ok && durationPattern.MatchString(s) && err != nil
 			}
 			return overflows(field(doc, "redis", "timeout")) || overflows(field(doc, "circuit_breaker", "backoff")) ||
-				anyLimit(doc, func(_ string, l map[string]any) bool { return overflows(l["window"]) || overflows(l["period"]) })
+				anyLimit(doc, func(_ string, l map[string]any) bool {
+					return overflows(l["window"]) || overflows(l["period"]) || overflows(l["max_duration"])
+				})
 		},
 		example: exampleConfig(`{"cluster":"redis","timeout":"9999999999h"}`, oneLog, ""),
 	},

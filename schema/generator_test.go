@@ -56,14 +56,14 @@ func kindOf(path []string) string {
 
 // optionalFields are the fields addField may add to each kind of object.
 var optionalFields = map[string][]string{
-	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker"},
+	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback"},
 	"breaker":      {"failures", "backoff"},
 	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
 	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block"},
 	"match":        {"path", "path_prefix", "methods", "hosts", "headers"},
 	"headerMatch":  {"exact", "prefix", "present", "absent"},
 	"keyPart":      {"name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len"},
-	"limit":        {"name", "limit", "window", "capacity", "rate", "refill", "period"},
+	"limit":        {"name", "limit", "window", "capacity", "rate", "refill", "period", "max_duration"},
 	"cost":         {"header", "default"},
 	"responseCost": {"header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes"},
 	"reserve":      {"header", "body", "default"},
@@ -76,6 +76,10 @@ var (
 	// windows are positive and whole milliseconds, or not durations at all.
 	windows = []string{`"1s"`, `"250ms"`, `"100ms"`, `"1m"`, `"1h"`, `"2h"`, `"1.5s"`, `".5s"`, `"90s"`, `"1m30s"`, `"+1s"`,
 		`""`, `"0s"`, `"0"`, `"-1s"`, `"1d"`, `"10"`, `"1 s"`, `"s"`, `"1e3ms"`, `"1.5.s"`, `60`, `null`}
+	// localFallbacks: shares from 0.000001 to 1, and some outside.
+	localFallbacks = []string{`{"share":0.25}`, `{"share":1}`, `{"share":0.000001}`, `{"share":0.0000009}`, `{"share":0}`,
+		`{"share":1.5}`, `{"share":"0.5"}`, `{}`, `{"share":0.5,"max_keys":1}`, `{"share":0.5,"max_keys":1048576}`,
+		`{"share":0.5,"max_keys":0}`, `{"share":0.5,"max_keys":1048577}`, `{"share":0.5,"workers":4}`, `[]`, `null`}
 	// timeouts are at most 1m, or not durations at all.
 	timeouts = []string{`"200ms"`, `"1s"`, `"1m"`, `"0s"`, `"0"`, `"+250ms"`, `"60000ms"`, "\"200000\u00b5s\"", "\"200000\u03bcs\"",
 		`"1m0s"`, `".25s"`, `""`, `"200"`, `"-1s"`, `"1d"`, `"1e3ms"`, `"1.5.s"`, `200`}
@@ -83,7 +87,8 @@ var (
 
 // pools holds JSON values for "<kind>.<field>".
 var pools = map[string][]string{
-	"root.failure_mode":     {`"allow"`, `"deny"`, `"open"`, `"ALLOW"`, `1`},
+	"root.failure_mode":     {`"allow"`, `"deny"`, `"local"`, `"open"`, `"ALLOW"`, `1`},
+	"root.local_fallback":   localFallbacks,
 	"root.failure_status":   statuses,
 	"root.rejected_status":  statuses,
 	"root.headers":          {`"draft10"`, `"legacy"`, `"both"`, `"none"`, `"ietf"`, `""`},
@@ -137,7 +142,7 @@ var pools = map[string][]string{
 	"headerMatch.prefix":  {`"abc"`, `""`, `null`},
 	"headerMatch.present": {`true`, `false`, `"true"`},
 	"headerMatch.absent":  {`true`, `false`, `1`},
-	"limit.algorithm":     {`"sliding_log"`, `"sliding_counter"`, `"funnel"`, `"token_bucket"`, `"fixed_window"`, `""`},
+	"limit.algorithm":     {`"sliding_log"`, `"sliding_counter"`, `"funnel"`, `"token_bucket"`, `"concurrency"`, `"fixed_window"`, `""`},
 	"limit.name":          {`"per-second"`, `""`, `"bad name"`, `"` + strings.Repeat("l", 65) + `"`, `"x"`},
 	"limit.limit":         {`1`, `2`, `10`, `1048576`, `1048577`, `0`, `-1`, `1.5`, `"10"`, `9007199254740994`},
 	"limit.capacity":      counts,
@@ -145,6 +150,7 @@ var pools = map[string][]string{
 	"limit.refill":        counts,
 	"limit.window":        windows,
 	"limit.period":        windows,
+	"limit.max_duration":  windows,
 	"cost.header":         {`"x-cost"`, `""`, `5`},
 	"cost.default":        {`0`, `1`, `2`, `-1`, `1.5`},
 	"rule.response_cost": {`{"usage":"openai_chat"}`, `{"statuses":[401,403]}`, `{"header":"x-usage","reserve":1}`,

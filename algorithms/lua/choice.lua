@@ -1,17 +1,19 @@
 -- choice: a call in which Redis picks the limits of some rule keys.
 -- ARGV[1] = 'g', ARGV[2] = nb, ARGV[3] = np: np plain limits follow
 -- (KEYS[nb+1..nb+np], four values each as in decide.lua), then choices to
--- the end. A choice is 'x', flags, m, cost, ntiers, then per tier: its
--- name, its count of limits, and per limit algorithm, a, b. Its KEYS: the
--- tier key when flags has 1, the override key when flags has 2, then the
--- state keys of its m positions.
+-- the end. A choice is 'x', flags, m, cost, ntiers, then a slot id when
+-- flags has 4, then per tier: its name, its count of limits, and per
+-- limit algorithm, a, b. Its KEYS: the tier key when flags has 1, the
+-- override key when flags has 2, then the state keys of its m positions.
+-- Every picked limit takes cost, but a concurrency limit takes the slot
+-- id when there is one.
 -- Redis picks the override when its key holds one ("algorithm:a:b,...",
 -- 1 to m limits), else the tier the tier key names, else tier 1, the
 -- default. The picked limits decide on the positions' keys in order.
 -- Reply: {now, -2, 5 values per plain limit as in decide.lua, then per
 -- choice: the pick (0 the override, else the tier's number), then per
 -- position: allowed, a, remaining, retry_after_us, reset_after_us,
--- algorithm (1 l, 2 c, 3 f) and b, or 1, 0, 0, -1, 0, 0, 0 when the
+-- algorithm (1 l, 2 c, 3 f, 4 k) and b, or 1, 0, 0, -1, 0, 0, 0 when the
 -- picked limits leave the position unused}.
 
 -- The limits to decide, in order: key, algorithm, a, b, cost; and per
@@ -33,20 +35,25 @@ if grouped then
     if ARGV[j] ~= 'x' or not flags or not m or not cost or not ntiers or m < 1 or ntiers < 1 then
       return redis.error_reply('ERR ratelimit: bad choice at argument ' .. j)
     end
-    local tier, over
+    local tier, over, slot = nil, nil, cost
     if flags % 2 == 1 then tier = redis.call('GET', KEYS[k]); k = k + 1 end
-    if flags >= 2 then over = redis.call('GET', KEYS[k]); k = k + 1 end
+    if flags % 4 >= 2 then over = redis.call('GET', KEYS[k]); k = k + 1 end
+    if flags >= 4 then
+      slot = tonumber(ARGV[j + 5])
+      if not slot or slot < 1 then return redis.error_reply('ERR ratelimit: bad slot at argument ' .. (j + 5)) end
+      j = j + 1
+    end
     if k + m - 1 > #KEYS then
       return redis.error_reply('ERR ratelimit: bad choice at argument ' .. j)
     end
     local first, pick, count = #lk + 1, 1, 0
     if over then
       local ok = true
-      for code, a, b in string.gmatch(over, '([lcf]):(%d+):(%d+)') do
+      for code, a, b in string.gmatch(over, '([lcfk]):(%d+):(%d+)') do
         count = count + 1
         if count > m or tonumber(a) < 1 or tonumber(b) < 1 then ok = false; break end
         local i = first + count - 1
-        lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[k + count - 1], code, tonumber(a), tonumber(b), cost
+        lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[k + count - 1], code, tonumber(a), tonumber(b), code == 'k' and slot or cost
       end
       if ok and count > 0 then
         pick = 0
@@ -69,7 +76,7 @@ if grouped then
       count = tonumber(ARGV[at + 1])
       for p = 1, count do
         local i, q = first + p - 1, at + 3 * p - 1
-        lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[k + p - 1], ARGV[q], tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]), cost
+        lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[k + p - 1], ARGV[q], tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]), ARGV[q] == 'k' and slot or cost
       end
     end
     picks[#picks + 1] = {pick, m, first, count}

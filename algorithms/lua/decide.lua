@@ -1,9 +1,10 @@
 -- decide: every limit of one request, all-or-nothing, on one Redis clock.
 -- ARGV[1] = nb, the number of block keys; KEYS[1..nb] are block keys and
 -- KEYS[nb+i] is the key of limit i. ARGV then holds four values per limit:
--- algorithm ('l', 'c' or 'f'), a, b, cost. A cost of 0 peeks; a cost of
--- -1 checks only: decided as a cost of 1, reported as a peek when it fits,
--- never charged.
+-- algorithm ('l', 'c', 'f' or 'k'), a, b, cost. A cost of 0 peeks; a cost
+-- of -1 checks only: decided as a cost of 1, reported as a peek when it
+-- fits, never charged. A concurrency limit ('k') takes one slot whatever
+-- the request's cost: its cost field carries the slot id instead (> 0).
 -- Reply: {now_us, -2, then per limit: allowed, limit, remaining,
 -- retry_after_us, reset_after_us}, or {now_us, block_pttl_ms, block_index}
 -- when a block key exists.
@@ -17,10 +18,11 @@
 -- which charges it.
 --
 -- The script is funnel.lua, this file, sliding_log.lua, sliding_counter.lua,
--- settle.lua, choice.lua and decide_all.lua, run top to bottom on every call. Each
--- function and table it creates costs Redis CPU on every call (the other
--- algorithms' functions 0.3-0.7us of a 7us call), so the commonest shape,
--- one funnel limit, is decided here, before they exist.
+-- concurrency.lua, settle.lua, choice.lua and decide_all.lua, run top to
+-- bottom on every call. Each function and table it creates costs Redis
+-- CPU on every call (the other algorithms' functions 0.3-0.7us of a 7us
+-- call), so the commonest shape, one funnel limit, is decided here,
+-- before they exist.
 
 -- ARGV[1] = 'e' reads the epoch an operator's change bumps, KEYS[1]: the
 -- number, 0 when unset. ARGV[1] = 'g' is a call with choices: see

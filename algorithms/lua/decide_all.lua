@@ -4,8 +4,8 @@
 -- If any limit denies, nothing is charged. A check-only limit (cost -1)
 -- is checked as a cost of 1, reported as a peek and never charged.
 
-local checks = {l = log_check, c = counter_check, f = funnel_check}
-local commits = {l = log_commit, c = counter_commit, f = funnel_commit}
+local checks = {l = log_check, c = counter_check, f = funnel_check, k = conc_check}
+local commits = {l = log_commit, c = counter_commit, f = funnel_commit, k = conc_commit}
 
 -- One limit: as decide.lua decides one funnel.
 if not grouped and #KEYS == nb + 1 then
@@ -66,7 +66,7 @@ if not grouped then
   for i = 1, 5 * n do reply[i + 2] = res[i] end
   return reply
 end
-local np, codes = tonumber(ARGV[3]), {l = 1, c = 2, f = 3}
+local np, codes = tonumber(ARGV[3]), {l = 1, c = 2, f = 3, k = 4}
 for i = 1, 5 * np do reply[i + 2] = res[i] end
 for _, c in ipairs(picks) do
   local pick, m, first, count = c[1], c[2], c[3], c[4]

@@ -10,6 +10,9 @@
 -- once it no longer counts, is charged now; a refund of a record that no
 -- longer counts is nothing. reserved = 0 charges cost now. A settle never
 -- denies, may overdraw, and is independent of the others of its call.
+-- A concurrency limit's settle is a release: reserved is the slot id,
+-- cost is unused; applied is -1 when the slot was held, 0 when it had
+-- expired or was lost, and remaining is the slots free after it.
 
 if settle then
   -- The TAT moves by d * T, never below now. Applied is the change in
@@ -69,7 +72,7 @@ if settle then
     elseif d > 0 then
       w = d
       log_add(key, now, w)
-      redis.call('PEXPIRE', key, math.ceil(window / 1000))
+      log_expire(key, window)
     else
       d = 0
     end
@@ -77,7 +80,14 @@ if settle then
     return d, limit - total - d
   end
 
-  local settles = {l = log_settle, c = counter_settle, f = funnel_settle}
+  -- A release: the slot leaves, unless it has expired already.
+  local function conc_settle(key, limit, _, now, _, slot)
+    local used = conc_trim(key, now)
+    local gone = redis.call('ZREM', key, string.format('%d', slot))
+    return -gone, limit - used + gone
+  end
+
+  local settles = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle}
   if #ARGV ~= 1 + 6 * #KEYS then
     return redis.error_reply('ERR ratelimit: bad settle argument count')
   end

@@ -76,10 +76,17 @@ local function log_add(key, at, w)
   while redis.call('ZADD', key, at, string.format('%d.%d', at, k) .. tail) == 0 do k = k + 1 end
 end
 
+-- log_expire keeps the key for at least one window: never less than it
+-- had, since the tiers sharing a key may have longer windows.
+local function log_expire(key, window)
+  local ms = math.ceil(window / 1000)
+  if redis.call('PTTL', key) < ms then redis.call('PEXPIRE', key, ms) end
+end
+
 -- log_commit adds one entry of weight n at now, keeps the total in 's'
 -- once a weight is not 1, and keeps the key for one window.
 local function log_commit(key, _, window, now, n, used, weighted)
   log_add(key, now, n)
   if weighted or n ~= 1 then redis.call('ZADD', key, -(used + n), 's') end
-  redis.call('PEXPIRE', key, math.ceil(window / 1000))
+  log_expire(key, window)
 end

@@ -1,0 +1,264 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
+)
+
+// heldCall is a request in flight from a client that can drop it.
+type heldCall struct {
+	cancel context.CancelFunc
+	done   chan int // its status, 0 when it failed
+}
+
+// hold sends a request through h that waits at the upstream's gate.
+func hold(h *wasmhost.Host, gate string, headers ...string) *heldCall {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &heldCall{cancel: cancel, done: make(chan int, 1)}
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.URL()+"/", nil)
+	req.Header.Set("x-gate", gate)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			c.done <- 0
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		c.done <- resp.StatusCode
+	}()
+	return c
+}
+
+// status sends one request through h that the upstream answers at once.
+func status(t *testing.T, h *wasmhost.Host, headers ...string) int {
+	t.Helper()
+	req, _ := http.NewRequest("GET", h.URL()+"/", nil)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// zcard reads the slots a key holds from Redis; -1 when the call fails
+// (a server restarting).
+func zcard(c *redistest.Client, key string) int64 {
+	n, err := c.Int("ZCARD", key)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// A VM that dies holding slots sends no release (here its path to Redis
+// is cut first, then its host closed): the slots stay, each expiring at
+// its acquisition's Redis time plus max_duration, and once they have the
+// key admits again. The waits are on Redis's own clock: its PTTL.
+func TestConcurrencySlotsOutliveADeadVM(t *testing.T) {
+	const limit = 3
+	for _, kind := range moduleKinds {
+		t.Run(kind, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			key := slotsKey(prefix)
+			rec := newSlotRecord(key)
+			proxy := redistest.StartProxy(t, server.Addr)
+			proxy.SetObserve(rec.observe)
+			up := newSlotUpstream(t)
+			config := slotsConfig(prefix, limit, "2s")
+			dead := startSlotHost(t, kind, config, proxy.Addr, up.URL)
+			for range limit {
+				hold(dead, "dead")
+			}
+			waitFor(t, "every slot taken", func() bool { return up.inFlight.Load() == limit })
+			if s := status(t, dead); s != 429 {
+				t.Fatalf("with every slot taken: %d, want 429", s)
+			}
+			// Each slot expires at its acquisition's Redis time plus
+			// max_duration; the key goes with the last.
+			scores, err := server.Do("ZRANGE", key, "0", "-1", "WITHSCORES")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rec.mu.Lock()
+			var last int64
+			for _, at := range rec.acquired {
+				last = max(last, at+2_000_000)
+			}
+			kv := scores.([]any)
+			for i := 0; i+1 < len(kv); i += 2 {
+				at, ok := rec.acquired[kv[i].(string)]
+				if expiry, _ := strconv.ParseInt(kv[i+1].(string), 10, 64); !ok || expiry != at+2_000_000 {
+					t.Errorf("slot %s expires at %d: want its acquisition at %d + 2s", kv[i], expiry, at)
+				}
+			}
+			rec.mu.Unlock()
+			proxy.SetCanned([]byte("-ERR the VM is gone\r\n"))
+			dead.Close()
+			proxy.SetCanned(nil)
+			if acquired, released := rec.counts(); acquired != limit || released != 0 {
+				t.Fatalf("%d slots acquired, %d released in Redis: want %d, none released", acquired, released, limit)
+			}
+			waitFor(t, "the slots to expire on Redis's clock", func() bool {
+				ttl, err := server.Client.Int("PTTL", key)
+				return err == nil && ttl == -2
+			})
+			if now := redisNow(t); now < last {
+				t.Fatalf("the key went at %d, before its last slot's expiry at %d, with no release", now, last)
+			}
+			alive := startSlotHost(t, kind, config, proxy.Addr, up.URL)
+			var calls []*heldCall
+			for range limit {
+				calls = append(calls, hold(alive, "alive"))
+			}
+			waitFor(t, "a new VM to take every slot again", func() bool { return zcard(server.Client, key) == limit })
+			up.release("alive")
+			for _, c := range calls {
+				if s := <-c.done; s != 200 {
+					t.Errorf("a request after the expiry: %d", s)
+				}
+			}
+			waitFor(t, "every slot released", func() bool { return zcard(server.Client, key) == 0 })
+		})
+	}
+}
+
+// Redis restarting loses every slot: requests are admitted by the failure
+// mode while it is down and by the new server's empty set after, which
+// may put more than the limit in flight until the old ones end; their
+// releases then free nothing (counted in slots_expired), and nothing is
+// left held or paused.
+func TestConcurrencyRedisRestarts(t *testing.T) {
+	const limit = 2
+	for _, kind := range moduleKinds {
+		t.Run(kind, func(t *testing.T) {
+			r := redistest.NewProc(t)
+			r.Start()
+			rdb := redistest.NewClient(r.Addr, redistest.Options{})
+			t.Cleanup(func() { rdb.Close() })
+			prefix := redistest.Prefix(t)
+			key := slotsKey(prefix)
+			up := newSlotUpstream(t)
+			h := startSlotHost(t, kind, slotsConfig(prefix, limit, "1m"), r.Addr, up.URL)
+			metric := func(name string) int64 { v, _ := h.Metric(name); return v }
+			before := []*heldCall{hold(h, "before"), hold(h, "before")}
+			waitFor(t, "both slots taken", func() bool { return zcard(rdb, key) == limit })
+			if s := status(t, h); s != 429 {
+				t.Fatalf("with both slots taken: %d", s)
+			}
+			r.Kill()
+			if s := status(t, h); s != 200 || metric("ratelimit.failure_mode.allowed") == 0 {
+				t.Fatalf("Redis down: %d, failure_mode.allowed %d", s, metric("ratelimit.failure_mode.allowed"))
+			}
+			r.Start()
+			decided := metric("ratelimit.rule.slots.allowed")
+			waitFor(t, "a decision by the new server", func() bool {
+				return status(t, h) == 200 && metric("ratelimit.rule.slots.allowed") > decided
+			})
+			after := []*heldCall{hold(h, "after"), hold(h, "after")}
+			waitFor(t, "the new server's two slots taken", func() bool { return zcard(rdb, key) == limit })
+			if s := status(t, h); s != 429 {
+				t.Fatalf("with the new server's slots taken: %d", s)
+			}
+			up.release("before")
+			waitFor(t, "the lost slots' releases", func() bool { return metric("ratelimit.rule.slots.slots_expired") == limit })
+			if n := zcard(rdb, key); n != limit {
+				t.Fatalf("%d slots after releasing those Redis lost, want the new %d", n, limit)
+			}
+			up.release("after")
+			waitFor(t, "every slot released", func() bool { return zcard(rdb, key) == 0 })
+			for _, c := range append(before, after...) {
+				if s := <-c.done; s != 200 {
+					t.Errorf("a held request ended with %d", s)
+				}
+			}
+			if n := metric("ratelimit.rule.slots.releases_failed"); n != 0 {
+				t.Errorf("%d releases failed", n)
+			}
+		})
+	}
+}
+
+// Streams that end by an upstream reset, a client reset (with proxy_on_log
+// on time, or deferred past proxy_on_delete as HTTP/3's logging may), or
+// a local reply after admission release their slots.
+func TestConcurrencyResetsRelease(t *testing.T) {
+	for _, kind := range moduleKinds {
+		for _, deferred := range []bool{false, true} {
+			t.Run(kind+map[bool]string{false: "", true: "/deferred-log"}[deferred], func(t *testing.T) {
+				prefix := redistest.Prefix(t)
+				key := slotsKey(prefix)
+				up := newSlotUpstream(t)
+				config := slotsConfig(prefix, 2, "1m")
+				h := startResetHost(t, kind, config, up.URL, deferred)
+				status(t, h, "x-reset", "1") // a 200 cut short, or an error
+				waitFor(t, "the upstream reset's release", func() bool { return zcard(server.Client, key) == 0 })
+				c := hold(h, "never")
+				waitFor(t, "the held request at the upstream", func() bool { return up.inFlight.Load() == 1 })
+				c.cancel()
+				waitFor(t, "the client reset's release", func() bool { return zcard(server.Client, key) == 0 })
+				gone := startResetHost(t, kind, config, refusedURL(t), deferred)
+				if s := status(t, gone); s != 503 {
+					t.Fatalf("with the upstream refusing: %d, want the proxy's 503", s)
+				}
+				waitFor(t, "the local reply's release", func() bool { return zcard(server.Client, key) == 0 })
+			})
+		}
+	}
+	t.Run("native", func(t *testing.T) {
+		prefix := redistest.Prefix(t)
+		nt := startNative(t, slotsConfig(prefix, 2, "1m"), server.Addr).(*nativeTarget)
+		o := newOpenStream(nt, [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "a"}})
+		if n := zcard(server.Client, slotsKey(prefix)); !o.admitted || n != 1 {
+			t.Fatalf("admitted %t, %d slots", o.admitted, n)
+		}
+		o.respond(&filtertest.Response{Headers: map[string]string{":status": "200"}, Chunks: []string{"par"}, Reset: true})
+		if n := zcard(server.Client, slotsKey(prefix)); n != 0 {
+			t.Fatalf("%d slots after the reset", n)
+		}
+	})
+}
+
+// startResetHost starts a host of one VM on the shared Redis.
+func startResetHost(t *testing.T, kind, config, upstream string, deferred bool) *wasmhost.Host {
+	t.Helper()
+	cfg := wasmhost.Config{Module: module, Workers: 1, Upstream: upstream, DeferredLog: deferred,
+		RedisClusters: map[string]string{"redis": server.Addr}}
+	if kind == "stock" {
+		config = webdisConfig(t, config)
+		cfg = wasmhost.Config{Module: stockModule, Workers: 1, Upstream: upstream, DeferredLog: deferred,
+			HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}}
+	}
+	cfg.PluginConfig = []byte(config)
+	return startHostWith(t, cfg)
+}
+
+func refusedURL(t *testing.T) string { return "http://" + refused(t) }
+
+// redisNow is the shared Redis's clock, in microseconds.
+func redisNow(t *testing.T) int64 {
+	t.Helper()
+	v, err := server.Do("TIME")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := v.([]any)
+	s, _ := strconv.ParseInt(parts[0].(string), 10, 64)
+	us, _ := strconv.ParseInt(parts[1].(string), 10, 64)
+	return s*1_000_000 + us
+}

@@ -1,0 +1,389 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
+)
+
+// Concurrency limits (issue 14), end to end: requests in flight per key,
+// proven against Redis's own record of every slot, through both modules
+// and natively.
+
+func slotsConfig(prefix string, limit int, maxDuration string) string {
+	return fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q},"circuit_breaker":{"failures":0},"rules":[{"name":"slots",`+
+		`"key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"concurrency","limit":%d,"max_duration":%q}]}]}`,
+		prefix, limit, maxDuration)
+}
+
+// slotsKey is the one concurrency key of slotsConfig.
+func slotsKey(prefix string) string { return prefix + "{slots|all}:0" }
+
+// slotUpstream counts the requests it serves at once. A request waits for
+// x-hold-us microseconds, or until release(x-gate) when it names a gate;
+// x-reset: 1 drops the connection after the first bytes of the body.
+type slotUpstream struct {
+	*httptest.Server
+	inFlight, peak, served atomic.Int64
+	mu                     sync.Mutex
+	gates                  map[string]chan struct{}
+}
+
+func newSlotUpstream(t *testing.T) *slotUpstream {
+	u := &slotUpstream{gates: map[string]chan struct{}{}}
+	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
+	t.Cleanup(func() {
+		u.mu.Lock()
+		for name, ch := range u.gates {
+			close(ch)
+			delete(u.gates, name)
+		}
+		u.mu.Unlock()
+		u.Close()
+	})
+	return u
+}
+
+func (u *slotUpstream) gate(name string) chan struct{} {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.gates[name] == nil {
+		u.gates[name] = make(chan struct{})
+	}
+	return u.gates[name]
+}
+
+// release lets every request waiting at the gate name finish.
+func (u *slotUpstream) release(name string) {
+	ch := u.gate(name)
+	u.mu.Lock()
+	delete(u.gates, name)
+	u.mu.Unlock()
+	close(ch)
+}
+
+func (u *slotUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	n := u.inFlight.Add(1)
+	u.served.Add(1)
+	for p := u.peak.Load(); n > p && !u.peak.CompareAndSwap(p, n); p = u.peak.Load() {
+	}
+	if us, _ := strconv.Atoi(r.Header.Get("x-hold-us")); us > 0 {
+		time.Sleep(time.Duration(us) * time.Microsecond)
+	}
+	if name := r.Header.Get("x-gate"); name != "" {
+		select {
+		case <-u.gate(name):
+		case <-r.Context().Done():
+		}
+	}
+	if r.Header.Get("x-reset") == "1" {
+		w.Header().Set("content-length", "100")
+		io.WriteString(w, "partial")
+		w.(http.Flusher).Flush()
+		u.inFlight.Add(-1)
+		panic(http.ErrAbortHandler) // the upstream resets mid-body
+	}
+	// Counted out before the body ends, so before the filter can see the
+	// end and release the slot: the upstream never counts more than the
+	// slots held.
+	u.inFlight.Add(-1)
+	io.WriteString(w, "ok")
+}
+
+// slotRecord is Redis's own record of one concurrency key: every script
+// call a proxy in front of Redis relayed, with the Redis time its reply
+// carries. A slot is held from the call that acquired it to the call that
+// released it, on Redis's clock.
+type slotRecord struct {
+	key      string
+	mu       sync.Mutex
+	acquired map[string]int64 // slot id -> Redis time (us)
+	released map[string]int64
+	denials  []int64 // Redis times of the calls that found no slot free
+	// freedNothing counts releases that found their slot gone; twice
+	// counts slots released twice, unknown releases of slots never
+	// acquired.
+	freedNothing, twice, unknown int
+}
+
+func newSlotRecord(key string) *slotRecord {
+	return &slotRecord{key: key, acquired: map[string]int64{}, released: map[string]int64{}}
+}
+
+// observe reads one relayed command and its reply (redistest.Proxy).
+func (r *slotRecord) observe(args []string, reply []byte) {
+	if len(args) < 4 || args[0] != "EVALSHA" && args[0] != "EVAL" {
+		return
+	}
+	nk, _ := strconv.Atoi(args[2])
+	if len(args) < 3+nk+1 {
+		return
+	}
+	keys, argv := args[3:3+nk], args[3+nk:]
+	v, _, err := redisproto.Decode(reply)
+	if err != nil || v.Err() != nil {
+		return // -NOSCRIPT: nothing ran
+	}
+	var ints []int64
+	for _, e := range v.Elems {
+		n, _ := e.Int64()
+		ints = append(ints, n)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch argv[0] {
+	case "e", "g":
+	case "s": // settles: six values each; a release's slot is its fifth
+		for i, k := range keys {
+			if j := 1 + 6*i; k == r.key && argv[j] == "k" {
+				r.noteRelease(argv[j+4], ints[0], ints[1+2*i])
+			}
+		}
+	default: // a decision: four values per limit, after nb
+		nb, _ := strconv.Atoi(argv[0])
+		if len(ints) < 2 || ints[1] != -2 {
+			return // blocked
+		}
+		allowed := true
+		for i := 2; i+4 < len(ints); i += 5 {
+			allowed = allowed && ints[i] == 1
+		}
+		for i, k := range keys[nb:] {
+			if j := 1 + 4*i; k == r.key && argv[j] == "k" && argv[j+3] != "0" && argv[j+3] != "-1" {
+				if allowed {
+					r.acquired[argv[j+3]] = ints[0]
+				} else {
+					r.denials = append(r.denials, ints[0])
+				}
+			}
+		}
+	}
+}
+
+func (r *slotRecord) noteRelease(slot string, now, applied int64) {
+	_, known := r.acquired[slot]
+	_, again := r.released[slot]
+	switch {
+	case applied == 0:
+		r.freedNothing++
+	case !known:
+		r.unknown++
+	case again:
+		r.twice++
+	default:
+		r.released[slot] = now
+	}
+}
+
+// counts returns the slots acquired and released so far.
+func (r *slotRecord) counts() (acquired, released int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.acquired), len(r.released)
+}
+
+// check proves the record: every slot acquired was released exactly once,
+// never more than limit were held at once, and each denial came when
+// exactly limit were held. It returns the peak.
+func (r *slotRecord) check(t *testing.T, limit int) int {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type event struct {
+		at    int64
+		delta int
+	}
+	var events []event
+	for slot, at := range r.acquired {
+		events = append(events, event{at, +1})
+		if rel, ok := r.released[slot]; ok {
+			events = append(events, event{rel, -1})
+		} else {
+			t.Errorf("slot %s acquired at %d was never released", slot, at)
+		}
+	}
+	if r.twice > 0 || r.unknown > 0 {
+		t.Errorf("%d slots released twice, %d releases of slots never acquired", r.twice, r.unknown)
+	}
+	// Redis runs one script at a time, each at its own microsecond: at a
+	// tie the acquisition counts first, which can only raise the peak.
+	slices.SortFunc(events, func(a, b event) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return b.delta - a.delta
+	})
+	held, peak := 0, 0
+	heldAt := func(at int64) int { // slots held just before at
+		n := 0
+		for _, e := range events {
+			if e.at >= at {
+				break
+			}
+			n += e.delta
+		}
+		return n
+	}
+	for _, e := range events {
+		held += e.delta
+		peak = max(peak, held)
+	}
+	if peak > limit {
+		t.Errorf("%d slots held at once by Redis's record, limit %d", peak, limit)
+	}
+	for _, d := range r.denials {
+		if n := heldAt(d); n != limit {
+			t.Errorf("a request denied at %d when %d slots were held, limit %d", d, n, limit)
+		}
+	}
+	return peak
+}
+
+// N clients, many more than the limit, on one key, with responses held a
+// random while: never more than the limit in flight, by Redis's record and
+// by the upstream's own count, and every slot released at the end.
+func TestConcurrencyNeverAboveLimit(t *testing.T) {
+	const clients, limit, perClient = 32, 5, 5
+	for _, kind := range llmKinds {
+		t.Run(kind, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			rec := newSlotRecord(slotsKey(prefix))
+			proxy := redistest.StartProxy(t, server.Addr)
+			proxy.SetObserve(rec.observe)
+			up := newSlotUpstream(t)
+			var admitted, denied int64
+			if kind == "native" {
+				admitted, denied = nativeConcurrency(t, slotsConfig(prefix, limit, "1m"), proxy.Addr, limit, 3*clients*perClient)
+			} else {
+				hosts := []*wasmhost.Host{startSlotHost(t, kind, slotsConfig(prefix, limit, "1m"), proxy.Addr, up.URL),
+					startSlotHost(t, kind, slotsConfig(prefix, limit, "1m"), proxy.Addr, up.URL)}
+				admitted, denied = slotClients(t, hosts, clients, perClient)
+				if peak := up.peak.Load(); peak > limit || up.served.Load() != admitted {
+					t.Errorf("the upstream served %d requests, %d at once; %d were admitted, limit %d", up.served.Load(), peak, admitted, limit)
+				}
+			}
+			waitFor(t, "every slot released", func() bool {
+				a, r := rec.counts()
+				n, _ := server.Do("ZCARD", slotsKey(prefix))
+				return a == r && n == int64(0)
+			})
+			peak := rec.check(t, limit)
+			if a, _ := rec.counts(); int64(a) != admitted || denied == 0 {
+				t.Errorf("%d slots acquired in Redis for %d requests admitted; %d denied", a, admitted, denied)
+			}
+			t.Logf("%d admitted, %d denied, at most %d in flight by Redis's record", admitted, denied, peak)
+			if kind != "native" {
+				t.Logf("at most %d at once at the upstream", up.peak.Load())
+			}
+		})
+	}
+}
+
+// startSlotHost starts a host of two VMs of kind ("higress" or "stock")
+// reaching the Redis at redisAddr, in front of upstream.
+func startSlotHost(t *testing.T, kind, config, redisAddr, upstream string) *wasmhost.Host {
+	t.Helper()
+	cfg := wasmhost.Config{Module: module, Workers: 2, Upstream: upstream, RedisClusters: map[string]string{"redis": redisAddr}}
+	if kind == "stock" {
+		config = webdisConfig(t, config)
+		cfg = wasmhost.Config{Module: stockModule, Workers: 2, Upstream: upstream,
+			HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, redisAddr)}}
+	}
+	cfg.PluginConfig = []byte(config)
+	return startHostWith(t, cfg)
+}
+
+// slotClients runs clients, each sending requests in turn through the
+// hosts until perClient were admitted, each held a random while at the
+// upstream; a denied client tries again at once.
+func slotClients(t *testing.T, hosts []*wasmhost.Host, clients, perClient int) (admitted, denied int64) {
+	t.Helper()
+	var ok, no atomic.Int64
+	var bad problems
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i, got := 0, 0; got < perClient; i++ {
+				if i == 100*perClient {
+					bad.add("client %d: %d of %d requests admitted after %d tries", c, got, perClient, i)
+					return
+				}
+				req, _ := http.NewRequest("GET", hosts[(c+i)%len(hosts)].URL()+"/", nil)
+				req.Header.Set("x-hold-us", strconv.Itoa(rand.IntN(4000)))
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					bad.add("client %d: %v", c, err)
+					return
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				switch resp.StatusCode {
+				case 200:
+					ok.Add(1)
+					got++
+				case 429:
+					no.Add(1)
+				default:
+					bad.add("client %d: status %d", c, resp.StatusCode)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	bad.check(t)
+	return ok.Load(), no.Load()
+}
+
+// nativeConcurrency drives n requests through filter.Plugin, interleaved:
+// at each step a new request arrives, or an open one ends (its response
+// whole, or reset), at random, never more than the test's own count of
+// open admitted requests allowed.
+func nativeConcurrency(t *testing.T, config, redisAddr string, limit, n int) (admitted, denied int64) {
+	t.Helper()
+	nt := startNative(t, config, redisAddr).(*nativeTarget)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 14))
+	var open []*openStream
+	end := func(i int) {
+		o := open[i]
+		open = slices.Delete(open, i, i+1)
+		o.respond(&filtertest.Response{Headers: map[string]string{":status": "200"}, Chunks: []string{"ok"}, Reset: rng.IntN(4) == 0})
+	}
+	for sent := 0; sent < n || len(open) > 0; {
+		if sent == n || len(open) > 0 && rng.IntN(3) == 0 {
+			end(rng.IntN(len(open)))
+			continue
+		}
+		sent++
+		o := newOpenStream(nt, [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "a"}})
+		if !o.admitted {
+			denied++
+			o.done()
+			continue
+		}
+		admitted++
+		if open = append(open, o); len(open) > limit {
+			t.Fatalf("%d requests admitted and open, limit %d", len(open), limit)
+		}
+	}
+	if nt.plugin.LiveStreams() != 0 || nt.plugin.Pending() != 0 {
+		t.Errorf("live streams %d, pending calls %d", nt.plugin.LiveStreams(), nt.plugin.Pending())
+	}
+	return admitted, denied
+}
