@@ -50,8 +50,11 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 				ageOut = max(ageOut, l.Period)
 			}
 			for step := range 400 {
-				// Right after a long sleep, settle what has aged out.
-				if len(pending) > 0 && (rng.IntN(3) == 0 || step%40 == 0) {
+				// Right after a long sleep, settle what has aged out; for a
+				// quarter of the time, nothing, so that limits fill up
+				// (concurrency slots are freed only by settles).
+				hold := step%40 >= 20 && step%40 < 30
+				if len(pending) > 0 && !hold && (rng.IntN(3) == 0 || step%40 == 0) {
 					pending = settleStep(t, rng, c, model, pending, cases, step%40 == 0)
 				} else {
 					pending = decideStep(t, rng, c, model, p, limits, pending, cases, &slots)
