@@ -21,6 +21,16 @@ type admission struct {
 // settleCases counts what a random sequence exercised.
 type settleCases map[string]int
 
+// cover reports whether every case of want occurred.
+func (c settleCases) cover(want []string) bool {
+	for _, k := range want {
+		if c[k] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // Random sequences mixing reservations, check-only and peek checks,
 // settles (charges, refunds, overdraws far past capacity, fail-open ones
 // with nothing reserved, records aged out) and several limits per call go
@@ -49,7 +59,26 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 				}
 				ageOut = max(ageOut, l.Period)
 			}
-			for step := range 400 {
+			want := []string{"admitted", "denied", "check-only admitted", "check-only denied", "peek"}
+			concurrent, settled := false, false
+			for _, l := range limits {
+				concurrent = concurrent || l.Algorithm == Concurrency
+				settled = settled || l.Algorithm != Concurrency
+			}
+			if settled {
+				want = append(want, "charge", "refund", "refund all", "overdraw", "nothing reserved", "aged out", "denied in debt")
+			}
+			if concurrent {
+				want = append(want, "release", "release expired")
+			}
+			if len(limits) > 1 {
+				want = append(want, "check-only among others")
+			}
+			// 400 steps, and more, up to 4,000, until every case occurred:
+			// a random sequence may take long to meet a rare one.
+			steps := 0
+			for step := 0; step < 400 || step < 4000 && !cases.cover(want); step++ {
+				steps = step + 1
 				// Right after a long sleep, settle what has aged out; for a
 				// quarter of the time, nothing, so that limits fill up
 				// (concurrency slots are freed only by settles).
@@ -66,22 +95,7 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 					time.Sleep(time.Duration(rng.IntN(8000)) * time.Microsecond)
 				}
 			}
-			t.Logf("cases: %v", cases)
-			want := []string{"admitted", "denied", "check-only admitted", "check-only denied", "peek"}
-			concurrent, settled := false, false
-			for _, l := range limits {
-				concurrent = concurrent || l.Algorithm == Concurrency
-				settled = settled || l.Algorithm != Concurrency
-			}
-			if settled {
-				want = append(want, "charge", "refund", "refund all", "overdraw", "nothing reserved", "aged out", "denied in debt")
-			}
-			if concurrent {
-				want = append(want, "release", "release expired")
-			}
-			if len(limits) > 1 {
-				want = append(want, "check-only among others")
-			}
+			t.Logf("cases after %d steps: %v", steps, cases)
 			for _, k := range want {
 				if cases[k] == 0 {
 					t.Errorf("the sequence never exercised %q: %v", k, cases)

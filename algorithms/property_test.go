@@ -75,7 +75,7 @@ func propertyMixes(t *testing.T) map[string][]Limit {
 			must(NewSlidingLog(8, 60*time.Millisecond)),
 			must(NewSlidingCounter(6, 25*time.Millisecond)),
 			must(NewFunnel(4, 2, 10*time.Millisecond)),
-			must(NewConcurrency(2, 12*time.Millisecond)),
+			must(NewConcurrency(2, 50*time.Millisecond)), // long enough to be released before it expires, on a busy machine
 		},
 	}
 }
