@@ -23,7 +23,9 @@ var runtimeModes = map[string]bool{"sleep": true, "gc": true, "timer-gc": true, 
 func runtimeMode(mode string) string {
 	switch mode {
 	case "sleep":
-		time.Sleep(time.Millisecond)
+		// Long enough that the scheduler is still waiting when it looks,
+		// however busy the machine: a timer already due needs no idle.
+		time.Sleep(50 * time.Millisecond)
 	case "gc":
 		runtime.GC()
 	case "timer-gc":
