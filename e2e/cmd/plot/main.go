@@ -6,7 +6,8 @@
 //
 // For each algorithm it starts the e2e wazero host (two VMs) with a
 // configuration holding one limit of -limit requests per second (for the
-// funnel: capacity -limit, draining -limit per second), and sends one key
+// funnel: capacity -limit, draining -limit per second; for the concurrency
+// limit, -limit/10 in flight, each held 100 ms by the upstream), and sends one key
 // -factor times that rate for -seconds, on a fixed schedule, to a real
 // redis-server (started here, or -redis). It builds the filter from this
 // module unless -wasm names a built one.
@@ -38,6 +39,7 @@ const bucket = 100 * time.Millisecond
 type algorithm struct {
 	name, limit string // limit is the JSON of the rule's one limit
 	note        string
+	hold        bool     // the upstream holds each request holdFor: a concurrency limit's panel
 	buckets     [][2]int // allowed, denied
 	other       int      // answers that were neither 200 nor 429
 	allowed     int
@@ -97,6 +99,9 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 			note: fmt.Sprintf("approximate: %d per 1 s, the previous second weighted", limit)},
 		{name: "funnel", limit: fmt.Sprintf(`{"algorithm":"funnel","capacity":%d,"rate":%d,"period":"1s"}`, limit, limit),
 			note: fmt.Sprintf("GCRA: a burst of %d, then %d per second", limit, limit)},
+		{name: "concurrency", hold: true,
+			limit: fmt.Sprintf(`{"algorithm":"concurrency","limit":%d,"max_duration":"1m"}`, slotsFor(limit)),
+			note:  fmt.Sprintf("at most %d in flight, each held %v by the upstream: %d per second", slotsFor(limit), holdFor, limit)},
 	}
 	rate := factor * float64(limit)
 	run := time.Now().UnixNano()
@@ -110,8 +115,8 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 		}
 		res, err := bench.Run(ctx, bench.Load{
 			Addr:        strings.TrimPrefix(h.URL(), "http://"),
-			Requests:    [][]byte{bench.Request("/", [2]string{"x-user", "burst-" + a.name})},
-			Connections: 8,
+			Requests:    [][]byte{bench.Request(a.path(), [2]string{"x-user", "burst-" + a.name})},
+			Connections: a.connections(),
 			Duration:    d,
 			Rate:        rate,
 		})
@@ -171,13 +176,39 @@ func column(b [][2]int, i int) []int {
 	return out
 }
 
-// startUpstream serves 200 "ok" on a loopback port.
+// holdFor is how long the upstream holds a request of the concurrency
+// panel, whose limit of slotsFor(limit) in flight then admits limit per
+// second.
+const holdFor = 100 * time.Millisecond
+
+func slotsFor(limit int) int { return max(1, int(time.Duration(limit)*holdFor/time.Second)) }
+
+// connections keeps the schedule: held requests tie up their connections.
+func (a *algorithm) connections() int {
+	if a.hold {
+		return 64
+	}
+	return 8
+}
+
+// path is the panel's request path: /hold asks the upstream to hold it.
+func (a *algorithm) path() string {
+	if a.hold {
+		return "/hold"
+	}
+	return "/"
+}
+
+// startUpstream serves 200 "ok" on a loopback port, after holdFor on /hold.
 func startUpstream() (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hold" {
+			time.Sleep(holdFor)
+		}
 		io.WriteString(w, "ok\n")
 	}), ReadHeaderTimeout: 5 * time.Second}
 	go srv.Serve(ln)
