@@ -40,6 +40,7 @@ type algorithm struct {
 	name, limit string // limit is the JSON of the rule's one limit
 	note        string
 	hold        bool     // the upstream holds each request holdFor: a concurrency limit's panel
+	outage      bool     // Redis, its own, stops a third of the way: failure_mode local's panel
 	buckets     [][2]int // allowed, denied
 	other       int      // answers that were neither 200 nor 429
 	allowed     int
@@ -102,14 +103,28 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 		{name: "concurrency", hold: true,
 			limit: fmt.Sprintf(`{"algorithm":"concurrency","limit":%d,"max_duration":"1m"}`, slotsFor(limit)),
 			note:  fmt.Sprintf("at most %d in flight, each held %v by the upstream: %d per second", slotsFor(limit), holdFor, limit)},
+		{name: "local fallback", outage: true, limit: fmt.Sprintf(`{"algorithm":"sliding_log","limit":%d,"window":"1s"}`, limit),
+			note: fmt.Sprintf("sliding log; Redis stops at %.1f s: each of 2 VMs admits half, %d per 1 s", d.Seconds()/3, (limit+1)/2)},
 	}
 	rate := factor * float64(limit)
 	run := time.Now().UnixNano()
 	for _, a := range algos {
 		config := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":"burst%d:"},"rules":[{"name":"burst",
 			"key":[{"source":"header","name":"x-user"}],"limits":[%s]}]}`, run, a.limit)
+		addr := redisAddr
+		if a.outage {
+			srv, err := redistest.StartServer()
+			if err != nil {
+				return err
+			}
+			defer srv.Stop()
+			addr = srv.Addr
+			time.AfterFunc(d/3, srv.Stop)
+			config = strings.Replace(config, `"rules"`, `"failure_mode":"local","local_fallback":{"share":0.5},`+
+				`"circuit_breaker":{"failures":1,"backoff":"10s"},"rules"`, 1)
+		}
 		h, err := wasmhost.Start(ctx, wasmhost.Config{Module: mod, PluginConfig: []byte(config), Upstream: upstream,
-			RedisClusters: map[string]string{"redis": redisAddr}})
+			RedisClusters: map[string]string{"redis": addr}, Workers: 2})
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.name, err)
 		}
@@ -120,6 +135,10 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 			Duration:    d,
 			Rate:        rate,
 		})
+		if a.outage {
+			local, _ := h.Metric("ratelimit.failure_mode.local_allowed")
+			a.note += fmt.Sprintf(" (%d admitted by the VMs alone)", local)
+		}
 		h.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.name, err)
