@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
@@ -166,17 +167,20 @@ func TestConcurrencyRedisRestarts(t *testing.T) {
 				t.Fatalf("Redis down: %d, failure_mode.allowed %d", s, metric("ratelimit.failure_mode.allowed"))
 			}
 			r.Start()
-			// Every connection to Redis must be back: Webdis's pool (20
-			// connections) reconnects one connection at a time, and a call on
-			// one still down is admitted by the failure mode, taking no slot.
-			waitFor(t, "40 decisions in a row by the new server", func() bool {
+			// Every connection to Redis must be back: Webdis's pool (2
+			// threads of 10 connections) finds a connection down only when it
+			// uses it, answering that call 503, which the failure mode admits,
+			// taking no slot. Rounds of concurrent calls reach every one.
+			waitFor(t, "a round of 64 concurrent decisions, all by the new server", func() bool {
 				failed, decided := metric("ratelimit.failure_mode.allowed"), metric("ratelimit.rule.slots.allowed")
-				for range 40 {
-					if status(t, h) != 200 {
-						return false
-					}
+				denied := metric("ratelimit.rule.slots.denied")
+				var wg sync.WaitGroup
+				for range 64 {
+					wg.Go(func() { status(t, h) }) // 200 or 429: more than 2 at once
 				}
-				return metric("ratelimit.failure_mode.allowed") == failed && metric("ratelimit.rule.slots.allowed") == decided+40
+				wg.Wait()
+				return metric("ratelimit.failure_mode.allowed") == failed &&
+					metric("ratelimit.rule.slots.allowed")-decided+metric("ratelimit.rule.slots.denied")-denied == 64
 			})
 			after := []*heldCall{hold(h, "after"), hold(h, "after")}
 			waitFor(t, "the new server's two slots taken", func() bool { return zcard(rdb, key) == limit })
