@@ -34,16 +34,7 @@ func AppendCommand(dst []byte, f Framing, eval bool, blocks []string, checks []C
 	}
 	w.int(int64(len(blocks)))
 	for i := range checks {
-		c := &checks[i]
-		a, b := c.Limit.args()
-		w.str(c.Limit.Algorithm.code())
-		w.int(a)
-		w.int(b)
-		if c.CheckOnly {
-			w.int(-1)
-		} else {
-			w.int(c.Cost)
-		}
+		w.check(&checks[i])
 	}
 	return w.dst
 }

@@ -187,16 +187,7 @@ func (p *Plugin) settleLocally(sc *settleCall) {
 	}
 	res := l.model.Settle(us, sc.settles)
 	for i, r := range res.Results {
-		m := p.metrics.rules[sc.rules[i]].response
-		switch {
-		case r.Applied > 0:
-			m.charged.Increment(uint64(r.Applied))
-			if r.Remaining < 0 {
-				m.overdrawn.Increment(uint64(min(r.Applied, -r.Remaining)))
-			}
-		case r.Applied < 0:
-			m.refunded.Increment(uint64(-r.Applied))
-		}
+		p.metrics.rules[sc.rules[i]].response.count(r)
 	}
 	p.freeSettle(sc)
 }

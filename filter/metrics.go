@@ -1,5 +1,7 @@
 package filter
 
+import "github.com/redisrate/envoy-redis-ratelimit/algorithms"
+
 // metrics are the plugin's proxy-wasm metrics; Envoy exports them with the
 // prefix "wasmcustom.".
 type metrics struct {
@@ -80,4 +82,18 @@ func newMetrics(cfg *Config, h PluginHost) metrics {
 		}
 	}
 	return m
+}
+
+// count counts what one settle applied: a charge (and how much of it
+// overdrew the limit) or a refund.
+func (m *responseMetrics) count(r algorithms.Settled) {
+	switch {
+	case r.Applied > 0:
+		m.charged.Increment(uint64(r.Applied))
+		if r.Remaining < 0 {
+			m.overdrawn.Increment(uint64(min(r.Applied, -r.Remaining)))
+		}
+	case r.Applied < 0:
+		m.refunded.Increment(uint64(-r.Applied))
+	}
 }
