@@ -22,7 +22,14 @@ type Choice struct {
 	CheckOnly bool
 	// Slot, when > 0, is what a picked Concurrency limit takes instead:
 	// the slot id it acquires, whatever Cost and CheckOnly (see Check.Cost).
-	Slot  int64
+	Slot int64
+	// Lease, when set, asks for more than Cost when the whole call is
+	// admitted: the most units up to Lease (>= Cost >= 1) that every
+	// picked limit still admits, all taken as one admission of that cost
+	// (Decision.Granted). The limits decide at Cost as ever: Cost is the
+	// least the lease takes. Not with CheckOnly; a picked Concurrency
+	// limit takes its slot and the lease then takes Cost alone.
+	Lease int64
 	Tiers []Tier
 }
 
@@ -52,6 +59,9 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 		}
 		args += 5
 		if c.Slot > 0 {
+			args++
+		}
+		if c.Lease > 0 {
 			args++
 		}
 		for _, t := range c.Tiers {
@@ -96,6 +106,9 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 		if c.Slot > 0 {
 			flags |= 4
 		}
+		if c.Lease > 0 {
+			flags |= 8
+		}
 		w.str("x")
 		w.int(flags)
 		w.int(int64(len(c.Keys)))
@@ -103,6 +116,9 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 		w.int(int64(len(c.Tiers)))
 		if c.Slot > 0 {
 			w.int(c.Slot)
+		}
+		if c.Lease > 0 {
+			w.int(c.Lease)
 		}
 		for _, t := range c.Tiers {
 			w.str(t.Name)
@@ -147,17 +163,21 @@ const PickOverride = -1
 // Results holds one per position of each choice; d.Picks the tier each
 // choice picked (an index into its Tiers, or PickOverride); d.Picked the
 // limit each position decided, the zero Limit for a position the picked
-// limits leave unused, whose Result is Unused.
+// limits leave unused, whose Result is Unused; d.Granted what each
+// choice's lease took (0 for a choice without one, or when denied).
 func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 	if len(choices) == 0 {
-		d.Picks, d.Picked = d.Picks[:0], d.Picked[:0]
+		d.Picks, d.Picked, d.Granted = d.Picks[:0], d.Picked[:0], d.Granted[:0]
 		return d.FromInts(f, nb, n)
 	}
 	want := 2 + 5*n
 	for i := range choices {
 		want += 1 + 7*len(choices[i].Keys)
+		if choices[i].Lease > 0 {
+			want++
+		}
 	}
-	d.Picks, d.Picked = d.Picks[:0], d.Picked[:0]
+	d.Picks, d.Picked, d.Granted = d.Picks[:0], d.Picked[:0], d.Granted[:0]
 	if len(f) < 2 || f[1] != -2 { // a block, {now, pttl, i}, or a bad header
 		return d.FromInts(f, nb, n)
 	}
@@ -176,6 +196,14 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 		}
 		d.Picks = append(d.Picks, pick)
 		at++
+		granted := int64(0)
+		if c.Lease > 0 {
+			if granted = f[at]; granted != 0 && (granted < c.Cost || granted > c.Lease) {
+				return fmt.Errorf("%w: choice %d's lease took %d", ErrUnexpectedReply, ci, granted)
+			}
+			at++
+		}
+		d.Granted = append(d.Granted, granted)
 		for p := range c.Keys {
 			v := f[at : at+7]
 			at += 7

@@ -69,6 +69,11 @@ func (m *Model) DecideCall(now int64, blockPTTLs []int64, checks []Check, choice
 		}
 		all = all && outs[i].ok
 	}
+	if all {
+		m.lease(checks, choices, slots, outs, now, &d)
+	} else if len(choices) > 0 {
+		d.Granted = make([]int64, len(choices))
+	}
 	for i, c := range checks {
 		o := outs[i]
 		if all {
@@ -98,6 +103,40 @@ func (m *Model) DecideCall(now int64, blockPTTLs []int64, checks []Check, choice
 		}
 	}
 	return d
+}
+
+// lease grows each lease's checks to the most units, up to the lease's
+// most, that all of them admit, re-checked at that cost, and records each
+// choice's grant in d.Granted.
+func (m *Model) lease(checks []Check, choices []Choice, slots []int, outs []outcome, now int64, d *Decision) {
+	at := 0
+	for _, c := range choices {
+		positions := slots[at : at+len(c.Keys)]
+		at += len(c.Keys)
+		if c.Lease == 0 {
+			d.Granted = append(d.Granted, 0)
+			continue
+		}
+		extra := c.Lease - c.Cost
+		for _, i := range positions {
+			if i < 0 {
+				continue
+			}
+			if checks[i].Limit.Algorithm == Concurrency {
+				extra = 0
+			}
+			extra = min(extra, outs[i].remaining)
+		}
+		if extra > 0 {
+			for _, i := range positions {
+				if i >= 0 {
+					checks[i].Cost += extra
+					outs[i] = m.check(checks[i], now, checks[i].Cost)
+				}
+			}
+		}
+		d.Granted = append(d.Granted, c.Cost+max(extra, 0))
+	}
 }
 
 // expand appends to checks the limits each choice picks, and returns, per

@@ -44,6 +44,8 @@ type Decision struct {
 	// Picks and Picked say what each choice picked; see FromIntsCall.
 	Picks  []int
 	Picked []Limit
+	// Granted is, per choice, the units its lease took; see Choice.Lease.
+	Granted []int64
 }
 
 // Allowed reports whether the request is admitted: not blocked, and allowed

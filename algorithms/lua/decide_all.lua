@@ -49,6 +49,30 @@ for i = 1, n do
   state[i] = {s1, s2}
 end
 
+-- A lease takes what every limit of its choice has left, up to its most:
+-- each is checked again at the larger cost, which then fits.
+if all and grouped then
+  for _, c in ipairs(picks) do
+    local first, count, most, cost = c[3], c[4], c[5], c[6]
+    if most then
+      local extra = most - cost
+      for i = first, first + count - 1 do
+        if lc[i] == 'k' then extra = 0 end
+        extra = math.min(extra, res[5 * i - 2])
+      end
+      if extra > 0 then
+        for i = first, first + count - 1 do
+          local r = 5 * i - 4
+          ln[i] = ln[i] + extra
+          local _, remaining, retry, reset, s1, s2 = checks[lc[i]](lk[i], la[i], lb[i], now, ln[i])
+          res[r + 2], res[r + 3], res[r + 4], state[i] = remaining, retry, reset, {s1, s2}
+        end
+      end
+      c[7] = cost + math.max(extra, 0)
+    end
+  end
+end
+
 for i = 1, n do
   local r, s = 5 * i - 4, state[i]
   if all then
@@ -71,6 +95,7 @@ for i = 1, 5 * np do reply[i + 2] = res[i] end
 for _, c in ipairs(picks) do
   local pick, m, first, count = c[1], c[2], c[3], c[4]
   reply[#reply + 1] = pick
+  if c[5] then reply[#reply + 1] = c[7] or 0 end
   for p = 1, m do
     local i = first + p - 1
     if p <= count then
