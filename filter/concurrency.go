@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -143,7 +144,10 @@ func (p *Plugin) onDetachedReply(c *call, ok bool, reply []byte, ints []int64) {
 	if ok && p.parseReply(c, reply, ints) == nil {
 		c.noteAcquired()
 		p.releaseSlots(c)
+	} else {
+		c.err = errDetached
 	}
+	p.fillDetachedLeases(c)
 }
 
 // sweepDetached releases blind a detached call overdue by a second past
@@ -154,6 +158,11 @@ func (p *Plugin) sweepDetached(c *call, now time.Time) {
 		return
 	}
 	p.untrack(c)
+	c.err = errDetached
+	p.fillDetachedLeases(c)
+	if c.slot == 0 {
+		return
+	}
 	for i := len(c.checks); i < len(c.owners); i++ {
 		o := &c.owners[i]
 		o.picked = algorithms.Limit{}
@@ -166,3 +175,6 @@ func (p *Plugin) sweepDetached(c *call, now time.Time) {
 	c.acquired = true
 	p.releaseSlots(c)
 }
+
+// errDetached marks a detached call that has no decision to act on.
+var errDetached = errors.New("the stream ended before the reply")

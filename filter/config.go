@@ -123,6 +123,8 @@ type Rule struct {
 	// ManualBlock: the rule's calls carry its block key, so an operator
 	// can block a key (manual_block, true unless set false).
 	ManualBlock bool
+	// Lease, when set, lets each VM spend batches of a hot key's units.
+	Lease *Lease
 }
 
 // NamedLimit is a limit with the policy name the headers show.

@@ -14,7 +14,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease")
 	if err != nil {
 		return r, err
 	}
@@ -94,6 +94,9 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		return r, err
 	}
 	if r.ManualBlock, err = boolean(o["manual_block"], path+".manual_block", true); err != nil {
+		return r, err
+	}
+	if r.Lease, err = parseLease(o["lease"], path+".lease", &r); err != nil {
 		return r, err
 	}
 	return r, nil

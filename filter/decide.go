@@ -87,6 +87,7 @@ func (s *Stream) decide() {
 	if local {
 		s.p.local.count(denied)
 	}
+	s.fillLeases(!denied)
 	if denied {
 		s.reject(&deny)
 		return
@@ -144,8 +145,16 @@ func (s *Stream) countRules(c *call) {
 // stream's verdict, and caches every denial Redis made until its
 // Retry-After.
 func (s *Stream) noteResults(c *call) {
+	granted := c.decision.Granted
 	for i := range c.owners {
 		o, r := &c.owners[i], c.decision.Results[i]
+		cost := o.cost
+		if i >= len(c.checks) && c.choices[o.choice].Lease > 0 {
+			if o.choice < len(granted) && granted[o.choice] > 0 {
+				continue // the lease's verdict: see fillLeases
+			}
+			cost = c.choices[o.choice].Cost // what Redis denied
+		}
 		if r.Unused() {
 			continue
 		}
@@ -156,7 +165,7 @@ func (s *Stream) noteResults(c *call) {
 		// The cache repeats only Redis, and not a concurrency limit's
 		// denial: a slot may be released long before its RetryAfter.
 		if !r.Allowed && r.RetryAfter > 0 && !c.local && !c.isSlot(i) {
-			s.p.denyCache.store(o.ruleKey, o.cost, s.clock().Add(r.RetryAfter), v)
+			s.p.denyCache.store(o.ruleKey, cost, s.clock().Add(r.RetryAfter), v)
 		}
 	}
 }
@@ -194,6 +203,7 @@ func (s *Stream) countDenial(v *verdict) {
 // reject answers the request locally.
 func (s *Stream) reject(v *verdict) Action {
 	s.decided, s.allowed = true, false
+	s.refundLeased()
 	cfg := s.p.cfg
 	status := cfg.RejectStatus
 	if v.reason == reasonUnavailable {

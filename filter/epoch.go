@@ -34,13 +34,14 @@ func newEpochPoll(cfg *Config, host PluginHost) epochPoll {
 		changes: host.Counter("ratelimit.epoch.changes")}
 }
 
-// cached reports whether a deny cache of the plugin holds entries.
+// cached reports whether a deny cache of the plugin holds entries, or a
+// lease table keys.
 func (p *Plugin) cached() bool {
-	if p.denyCache.size() > 0 {
+	if p.denyCache.size() > 0 || p.leasing() {
 		return true
 	}
 	for i := range p.routed {
-		if p.routed[i].plugin.denyCache.size() > 0 {
+		if q := p.routed[i].plugin; q.denyCache.size() > 0 || q.leasing() {
 			return true
 		}
 	}
@@ -93,8 +94,10 @@ func (p *Plugin) onEpochReply(ok bool, reply []byte, ints []int64) {
 	e.seen, e.known = v, true
 	e.changes.Increment(1)
 	p.denyCache.clear()
+	p.endLeases()
 	for i := range p.routed {
 		p.routed[i].plugin.denyCache.clear()
+		p.routed[i].plugin.endLeases()
 	}
 }
 

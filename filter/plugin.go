@@ -43,6 +43,9 @@ type Plugin struct {
 	waiting   []*Stream
 	// headers are the header pieces of each rule, rendered once.
 	headers []ruleHeaders
+	// leases are each rule's leases (nil for a rule without, or all nil).
+	leases       []*leaseTable
+	leaseMetrics leaseMetrics
 }
 
 // breaker counts consecutive failures; see BreakerConfig.
@@ -72,6 +75,10 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.local = newLocalLimiter(cfg, host)
 	p.epoch = newEpochPoll(cfg, host)
+	p.leases = newLeaseTables(cfg, host)
+	if p.leases != nil {
+		p.leaseMetrics = newLeaseMetrics(host)
+	}
 	for _, r := range cfg.Rules {
 		p.bodyRules = p.bodyRules || r.Response != nil && r.Response.Reserve.Body != ""
 		p.headers = append(p.headers, newRuleHeaders(&r))
@@ -241,6 +248,10 @@ func (p *Plugin) OnTick() {
 	p.sweepBodyWaits(now)
 	p.pollEpoch(now)
 	p.sweepLocal(now)
+	p.sweepLeases(now)
+	for i := range p.routed {
+		p.routed[i].plugin.sweepLeases(now)
+	}
 	for _, c := range p.pending {
 		if c.detached != nil {
 			c.detached.sweepDetached(c, now)

@@ -26,6 +26,7 @@ type settleCall struct {
 	settles []algorithms.Settle
 	rules   []int // per settle, its rule
 	eval    bool
+	lease   bool // gives back a lease's unspent units
 	buf     []byte
 	id      uint32
 	sentAt  time.Time
@@ -50,7 +51,7 @@ func (p *Plugin) newSettleCall() *settleCall {
 	} else {
 		sc = &settleCall{}
 	}
-	sc.p, sc.eval = p, false
+	sc.p, sc.eval, sc.lease = p, false, false
 	sc.settles, sc.rules = sc.settles[:0], sc.rules[:0]
 	return sc
 }
@@ -144,6 +145,9 @@ func (p *Plugin) onSettleReply(sc *settleCall, ok bool, reply []byte, ints []int
 		return
 	}
 	for i, r := range sc.result.Results {
+		if sc.lease {
+			break // counted as sent: ratelimit.lease.returned
+		}
 		if sc.settles[i].Limit.Algorithm == algorithms.Concurrency {
 			if r.Applied == 0 { // the slot was gone already
 				p.metrics.rules[sc.rules[i]].slots.expired.Increment(1)

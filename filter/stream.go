@@ -43,6 +43,8 @@ type Stream struct {
 	// slot is the request's concurrency slot id, 0 until a concurrency
 	// limit joins a call (see concurrency.go).
 	slot int64
+	// leased are the request's spends from leases (see lease.go).
+	leased []leaseUse
 	// bodyFollows: the request has a body (set by the proxy before the
 	// headers). body is the request's body when a rule's reservation
 	// reads it; waitingSince is when the stream began to wait for it.
@@ -66,7 +68,8 @@ type call struct {
 	choiceOwners []owner
 	choiceAt     []choiceAt
 	choiceKeys   []string
-	keys         []byte // every key of the call, back to back
+	leases       []leaseAsk // the choices that ask for a batch
+	keys         []byte     // every key of the call, back to back
 	eval         bool   // -NOSCRIPT was seen; send the whole script
 	local        bool   // decided in the VM (failure_mode: local), not by Redis
 	failure      string // why the transport failed, when it says
@@ -105,7 +108,7 @@ type owner struct {
 func (c *call) reset(s *Stream, shadow bool) {
 	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
 	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
-	c.choices, c.choiceOwners, c.choiceAt = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0]
+	c.choices, c.choiceOwners, c.choiceAt, c.leases = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0], c.leases[:0]
 	c.slot, c.acquired, c.released = 0, false, false
 }
 
@@ -199,6 +202,20 @@ func (s *Stream) evaluate() Action {
 			s.p.metrics.rules[ri].denied.Increment(1)
 			return s.reject(&verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
 		}
+		if s.p.leases != nil && s.p.leases[ri] != nil && cost > 0 {
+			switch how, e := s.lease(s.p.leases[ri], tier, cost); how {
+			case leaseSpent:
+				s.noteLeased(e, ri)
+				continue
+			case leaseHeld:
+				s.p.metrics.rules[ri].denied.Increment(1)
+				v := s.heldVerdict(e)
+				return s.reject(&v)
+			case leaseAsked:
+				s.addLeased(e, ri, tier, cost)
+				continue
+			}
+		}
 		s.add(ri, tier, cost, checkOnly)
 	}
 	if len(s.calls) == 0 {
@@ -263,6 +280,29 @@ func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
 func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 	rule := &s.p.cfg.Rules[ri]
 	s.charged = s.charged || rule.Response != nil || rule.hasConcurrency()
+	c := s.callFor(rule)
+	ruleKeyAt := s.addBlockKey(c, ri, cost)
+	if rule.chosenInRedis() {
+		s.addChoice(c, ri, tier, cost, checkOnly)
+		return
+	}
+	for li, l := range rule.tierLimits(tier) {
+		keyAt := len(c.keys)
+		c.keys = append(c.keys, s.ruleKey...)
+		c.keys = append(c.keys, ':')
+		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
+		chk := algorithms.Check{Limit: l.Limit, Cost: cost, CheckOnly: checkOnly}
+		if l.Limit.Algorithm == algorithms.Concurrency { // one slot, whatever the cost
+			chk.Cost, chk.CheckOnly, c.slot = s.slotID(), false, s.slotID()
+		}
+		c.checks = append(c.checks, chk)
+		c.owners = append(c.owners, owner{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+	}
+}
+
+// callFor returns the call a rule's limits join: the request's call of
+// enforced or of shadow rules, or a new one per rule on Redis Cluster.
+func (s *Stream) callFor(rule *Rule) *call {
 	var c *call
 	if !s.p.cfg.Redis.ClusterMode {
 		for _, existing := range s.calls {
@@ -280,29 +320,20 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 		c.reset(s, rule.Shadow)
 		s.calls = append(s.calls, c)
 	}
-	// The rule's key starts its block key, or else its first limit's key.
+	return c
+}
+
+// addBlockKey adds the rule's block key to c, unless the rule has
+// manual_block off, and returns where the rule's key starts in c.keys
+// (the block key starts with it), or will start.
+func (s *Stream) addBlockKey(c *call, ri int, cost int64) int {
 	ruleKeyAt := len(c.keys)
-	if rule.ManualBlock {
+	if s.p.cfg.Rules[ri].ManualBlock {
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ":block"...)
 		c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
-	if rule.chosenInRedis() {
-		s.addChoice(c, ri, tier, cost, checkOnly)
-		return
-	}
-	for li, l := range rule.tierLimits(tier) {
-		keyAt := len(c.keys)
-		c.keys = append(c.keys, s.ruleKey...)
-		c.keys = append(c.keys, ':')
-		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
-		chk := algorithms.Check{Limit: l.Limit, Cost: cost, CheckOnly: checkOnly}
-		if l.Limit.Algorithm == algorithms.Concurrency { // one slot, whatever the cost
-			chk.Cost, chk.CheckOnly, c.slot = s.slotID(), false, s.slotID()
-		}
-		c.checks = append(c.checks, chk)
-		c.owners = append(c.owners, owner{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
-	}
+	return ruleKeyAt
 }
 
 // cost reads the request's cost: the configured header when it holds a
@@ -386,10 +417,10 @@ func (s *Stream) OnDone() {
 	if s.waitingBody {
 		s.awaitBody(false)
 	}
-	s.charged, s.bodyFollows, s.body, s.slot = false, false, s.body[:0], 0
+	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
 	for _, c := range s.calls {
-		if c.inFlight && c.slot != 0 {
-			s.p.detach(c) // its reply releases what it acquired
+		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
+			s.p.detach(c) // its reply releases what it acquired, and fills its leases
 			continue
 		}
 		s.p.releaseSlots(c) // a call that admitted a denied request, or was never followed

@@ -1,0 +1,297 @@
+package filter
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+)
+
+// leaseTable is one leased rule's state in one VM: which of its keys are
+// hot, and the units each hot key's lease holds.
+//
+// A hot key's request that finds no units asks Redis for a batch: the
+// call decides the request's cost as ever (so it is exact), and when
+// admitted takes up to batch units more, as many as every limit still
+// admits (algorithms.Choice.Lease). The VM then admits the key's requests
+// from those units, with no Redis call, until they run out or max_hold
+// passes; what is left goes back in a settle. The batch is what the key's
+// recent rate spends in max_hold, at most max_batch, so a lease lasts
+// about max_hold; near the limit, Redis grants only what is left.
+//
+// When Redis denies a batch call, the key is overloaded: the VM holds its
+// requests (429) until the Retry-After Redis gave, and asks for a whole
+// batch at least from then on (the call's cost is the batch), so that a
+// key far over its limit takes its units a batch per call instead of one;
+// the units wait in Redis meanwhile. It asks for its cost again once a
+// grant leaves a batch in Redis.
+type leaseTable struct {
+	cfg     *Lease
+	rule    int
+	entries map[string]*leaseEntry
+	order   []*leaseEntry // oldest first, for eviction
+	sketch  hotSketch
+	rand    uint64
+}
+
+// leaseEntry is one hot key's lease.
+type leaseEntry struct {
+	t    *leaseTable
+	key  string // the rule's key
+	tier int
+	// units are left to spend of granted, taken at Redis time at (µs),
+	// until expires; granted 0: no lease held.
+	units, granted, at int64
+	expires            time.Time
+	// v is the grant's tightest result, for the headers: its Remaining
+	// was Redis's after the grant; resetAt when it was to reset.
+	v       verdict
+	resetAt time.Time
+	// holdUntil: Redis denied a batch; hold is that denial.
+	holdUntil  time.Time
+	hold       verdict
+	overloaded bool
+	pending    bool  // a batch call is out
+	hits, rate int64 // requests this tick, and in the last
+	gen        uint32
+	gone       bool // evicted: a grant still coming goes back at once
+}
+
+// leaseUse is a request's spend from a lease, given back if it is denied.
+type leaseUse struct {
+	e    *leaseEntry
+	gen  uint32
+	cost int64
+}
+
+// leaseAsk is a batch call's lease: its choice in the call, the request's
+// cost and the entry it fills.
+type leaseAsk struct {
+	choice int
+	cost   int64
+	e      *leaseEntry
+}
+
+func newLeaseTables(cfg *Config, h PluginHost) []*leaseTable {
+	var out []*leaseTable
+	for ri := range cfg.Rules {
+		l := cfg.Rules[ri].Lease
+		if l == nil {
+			continue
+		}
+		if out == nil {
+			out = make([]*leaseTable, len(cfg.Rules))
+		}
+		out[ri] = &leaseTable{cfg: l, rule: ri, entries: map[string]*leaseEntry{}, rand: uint64(h.Now().UnixNano()) | 1}
+	}
+	return out
+}
+
+// leaseOutcome is what a lease says of a request.
+type leaseOutcome uint8
+
+const (
+	leaseNone  leaseOutcome = iota // not hot, or a batch is out: a plain call
+	leaseSpent                     // admitted from the lease
+	leaseHeld                      // held: Redis denied the last batch
+	leaseAsked                     // the rule joins a call asking for a batch
+)
+
+// lease decides the rule's part of a request of cost on s.ruleKey, in the
+// given tier, from the rule's lease table, and returns the key's entry
+// unless it is cold.
+func (s *Stream) lease(t *leaseTable, tier int, cost int64) (leaseOutcome, *leaseEntry) {
+	e := t.entries[string(s.ruleKey)]
+	if e == nil {
+		n := t.sketch.add(s.ruleKey)
+		if n < t.cfg.HotRate {
+			return leaseNone, nil
+		}
+		e = s.p.addLease(t, string(s.ruleKey), tier)
+		e.hits = n - 1 // this tick's, before this request
+	}
+	e.hits++
+	now := s.clock()
+	if e.tier != tier {
+		s.p.endLease(e)
+		e.tier = tier
+	}
+	if e.granted > 0 && e.units >= cost && now.Before(e.expires) {
+		e.units -= cost
+		s.leased = append(s.leased, leaseUse{e: e, gen: e.gen, cost: cost})
+		s.p.leaseMetrics.local.Increment(1)
+		return leaseSpent, e
+	}
+	if now.Before(e.holdUntil) {
+		s.p.leaseMetrics.held.Increment(1)
+		return leaseHeld, e
+	}
+	if e.pending {
+		return leaseNone, e
+	}
+	s.p.endLease(e)
+	return leaseAsked, e
+}
+
+// batch is what e's next call asks for, the least and the most: the
+// units its rate spends in max_hold, from cost to max_batch; the least is
+// cost, or the batch while overloaded.
+func (t *leaseTable) batch(e *leaseEntry, cost int64) (least, most int64) {
+	rate := max(e.rate, e.hits)
+	most = (rate*int64(t.cfg.MaxHold) + int64(time.Second) - 1) / int64(time.Second)
+	most = max(cost, min(most, t.cfg.MaxBatch))
+	if e.overloaded {
+		return most, most
+	}
+	return cost, most
+}
+
+// addLeased adds the rule to a call asking for a batch for e's key.
+func (s *Stream) addLeased(e *leaseEntry, ri, tier int, cost int64) {
+	least, most := e.t.batch(e, cost)
+	c := s.callFor(&s.p.cfg.Rules[ri])
+	s.addBlockKey(c, ri, cost)
+	ch := len(c.choices)
+	from := len(c.choiceOwners)
+	s.addChoice(c, ri, tier, least, false)
+	c.choices[ch].Lease = most
+	for i := from; i < len(c.choiceOwners); i++ {
+		c.choiceOwners[i].cost = cost
+	}
+	c.leases = append(c.leases, leaseAsk{choice: ch, cost: cost, e: e})
+	e.pending = true
+}
+
+// noteLeased counts a spend from e's lease, and makes it part of the
+// request's verdict and headers.
+func (s *Stream) noteLeased(e *leaseEntry, ri int) {
+	s.p.metrics.rules[ri].allowed.Increment(1)
+	s.enforced = append(s.enforced, enforcedRule{rule: ri, tier: e.v.tier})
+	s.leaseVerdict(e)
+}
+
+// leaseVerdict makes e's lease the request's verdict when it is the
+// tightest: the grant's result with the units the VM still holds.
+func (s *Stream) leaseVerdict(e *leaseEntry) {
+	v := e.v
+	v.result.Remaining += e.units
+	v.result.ResetAfter = max(0, e.resetAt.Sub(s.clock()))
+	if !s.hasVerdict || algorithms.Tighter(v.result, s.verdict.result) {
+		s.verdict, s.hasVerdict = v, true
+	}
+}
+
+// heldVerdict is the denial a held key answers with.
+func (s *Stream) heldVerdict(e *leaseEntry) verdict {
+	v := e.hold
+	v.result.RetryAfter = e.holdUntil.Sub(s.clock())
+	return v
+}
+
+// fillLeases, once a request is decided, fills each lease its calls
+// asked for; an admitted request spends its cost from its batch.
+func (s *Stream) fillLeases(admitted bool) {
+	for _, c := range s.calls {
+		for _, a := range c.leases {
+			s.p.fillLease(c, a, admitted, s.clock())
+			if admitted && a.e.granted > 0 {
+				s.leaseVerdict(a.e)
+			}
+		}
+	}
+}
+
+// refundLeased gives a denied request's spends back to their leases.
+func (s *Stream) refundLeased() {
+	for _, u := range s.leased {
+		if u.e.gen == u.gen && !u.e.gone {
+			u.e.units += u.cost
+		}
+	}
+	s.leased = s.leased[:0]
+}
+
+// fillLease stores what a batch call took in its entry, less the
+// request's cost when it was admitted: a denied call holds the key until
+// its Retry-After; a failed one, not at all.
+func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) {
+	e := a.e
+	e.pending = false
+	d := &c.decision
+	if c.err != nil || c.local || d.Blocked || a.choice >= len(d.Granted) {
+		return
+	}
+	g := d.Granted[a.choice]
+	v, denied := p.grantVerdict(c, a.choice)
+	if g == 0 {
+		if denied {
+			e.overloaded, e.hold = true, v
+			e.holdUntil = now.Add(v.result.RetryAfter)
+		}
+		return
+	}
+	p.leaseMetrics.grants.Increment(1)
+	p.leaseMetrics.units.Increment(uint64(g))
+	e.gen++
+	e.granted, e.units, e.at = g, g, d.Now
+	e.expires, e.v, e.resetAt = now.Add(e.t.cfg.MaxHold), v, now.Add(v.result.ResetAfter)
+	_, most := e.t.batch(e, a.cost)
+	e.overloaded = e.overloaded && v.result.Remaining < most
+	if admitted {
+		e.units -= a.cost
+	}
+	if e.gone {
+		p.endLease(e)
+	}
+}
+
+// grantVerdict is the tightest result of a choice's positions, and
+// whether one of them denied.
+func (p *Plugin) grantVerdict(c *call, choice int) (verdict, bool) {
+	var v verdict
+	found, denied := false, false
+	for i := len(c.checks); i < len(c.owners); i++ {
+		o, r := &c.owners[i], c.decision.Results[i]
+		if o.choice != choice || r.Unused() {
+			continue
+		}
+		denied = denied || !r.Allowed
+		if !found || algorithms.Tighter(r, v.result) {
+			v = verdict{rule: o.rule, limit: o.limit, tier: o.tier, lim: o.picked, result: r, reason: reasonRateLimited}
+			found = true
+		}
+	}
+	return v, denied
+}
+
+// endLease gives back what e's lease did not spend, in one settle of
+// each of its limits, and forgets the lease.
+func (p *Plugin) endLease(e *leaseEntry) {
+	if e.granted == 0 {
+		return
+	}
+	left, granted := e.units, e.granted
+	e.gen++
+	e.granted, e.units = 0, 0
+	if left <= 0 {
+		return
+	}
+	p.leaseMetrics.returned.Increment(uint64(left))
+	sc := p.newSettleCall()
+	for i, l := range p.cfg.Rules[e.t.rule].tierLimits(e.tier) {
+		key := e.key + ":" + strconv.Itoa(i)
+		sc.settles = append(sc.settles, algorithms.Settle{Key: key, Limit: l.Limit, At: e.at, Reserved: granted, Cost: granted - left})
+		sc.rules = append(sc.rules, e.t.rule)
+	}
+	sc.lease = true
+	p.settle(sc)
+}
+
+// fillDetachedLeases fills the leases of a call whose stream ended while
+// it was out: the request took nothing, so a grant is all the lease's.
+func (p *Plugin) fillDetachedLeases(c *call) {
+	for _, a := range c.leases {
+		p.fillLease(c, a, false, p.host.Now())
+	}
+	c.leases = c.leases[:0]
+}
