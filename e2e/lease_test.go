@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
+)
+
+// Leases end to end: VMs of the Higress build in wasmhost take batches of
+// a hot key's units from a real Redis and spend them alone. Redis's own
+// record never passes the limit; what the VMs admit beyond it is what
+// they held from before the window moved, at most V × max_batch.
+
+const (
+	leaseVMs   = 4
+	leaseLimit = 20
+	leaseBatch = 3
+)
+
+// leaseConfig leases a sliding log of leaseLimit an hour on the query's k,
+// in batches of at most leaseBatch, held up to an hour, every key hot.
+func leaseConfig(prefix string) string {
+	return fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q},"headers":"draft10","rules":[{"name":"hot",
+	"key":[{"source":"query","name":"k"}],
+	"limits":[{"algorithm":"sliding_log","limit":%d,"window":"1h"}],
+	"lease":{"max_hold":"1h","max_batch":%d,"hot_rate":1}}]}`, prefix, leaseLimit, leaseBatch)
+}
+
+// logUnits is the units a sliding log key holds in Redis: the total its
+// member "s" keeps once an entry weighs more than 1, else its entries.
+func logUnits(t *testing.T, key string) int64 {
+	t.Helper()
+	if s, err := server.Do("ZSCORE", key, "s"); err != nil {
+		t.Fatal(err)
+	} else if s != nil {
+		n, err := strconv.ParseFloat(s.(string), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return -int64(n)
+	}
+	n, err := server.Do("ZCARD", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.(int64)
+}
+
+// The worst case of the overshoot bound: every VM holds what is left of a
+// batch when the window moves on (the test deletes the key, as the window
+// does to every entry once it has passed). The VMs then admit what they
+// held, and Redis a whole limit more: L + V × (max_batch − 1) here, within
+// the bound L + V × max_batch (a batch whose request was gone by the reply
+// is held whole). Redis's record never passes L.
+func TestLeaseOvershootBound(t *testing.T) {
+	prefix := redistest.Prefix(t)
+	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(leaseConfig(prefix)), Workers: leaseVMs,
+		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
+	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
+	key := prefix + "{hot|k}:0"
+
+	// One request per VM: each takes a batch of 3 and spends 1.
+	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs || logUnits(t, key) != leaseVMs*leaseBatch {
+		t.Fatalf("admitted %v; Redis holds %d units", admitted, logUnits(t, key))
+	}
+	held := int64(leaseVMs * (leaseBatch - 1))
+	if grants := l.w.metric("ratelimit.lease.grants"); grants != leaseVMs {
+		t.Fatalf("%d grants for %d VMs", grants, leaseVMs)
+	}
+
+	// The window moves on: Redis forgets, the VMs still hold their units.
+	if _, err := server.Do("DEL", key); err != nil {
+		t.Fatal(err)
+	}
+	admitted := l.count("/?k=k", 15*leaseVMs)
+	bound := leaseLimit + leaseVMs*leaseBatch
+	if got := sum(admitted); int64(got) != leaseLimit+held || got > bound {
+		t.Errorf("after the window moved: admitted %d %v, want L + held = %d (bound L + V × max_batch = %d)",
+			got, admitted, leaseLimit+held, bound)
+	}
+	if got := logUnits(t, key); got != leaseLimit {
+		t.Errorf("Redis's record holds %d units, want the limit %d", got, leaseLimit)
+	}
+	t.Logf("limit %d, %d VMs, max_batch %d: admitted %d %v in the window after it moved (bound %d); Redis's record %d",
+		leaseLimit, leaseVMs, leaseBatch, sum(admitted), admitted, bound, logUnits(t, key))
+}
+
+// Unspent units go back: an operator's change (the epoch moves) ends
+// every lease within a tick, and Redis's record is then exactly what was
+// admitted. The key's next requests ask Redis again.
+func TestLeaseUnspentUnitsGoBack(t *testing.T) {
+	prefix := redistest.Prefix(t)
+	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(leaseConfig(prefix)), Workers: leaseVMs,
+		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
+	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
+	key := prefix + "{hot|k}:0"
+	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs || logUnits(t, key) != leaseVMs*leaseBatch {
+		t.Fatalf("admitted %v; Redis holds %d units", admitted, logUnits(t, key))
+	}
+	waitFor(t, "every VM's first epoch read", func() bool { return l.w.metric("ratelimit.epoch.changes") >= leaseVMs })
+	// The first read ends the leases too; take batches again.
+	l.count("/?k=k", leaseVMs)
+	spent := logUnits(t, key) - int64(leaseVMs*(leaseBatch-1))
+	if _, err := server.Do("INCR", filter.EpochKey(prefix)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the leases given back", func() bool { return logUnits(t, key) == spent })
+	if got := l.w.metric("ratelimit.lease.returned"); got < leaseVMs*(leaseBatch-1) {
+		t.Errorf("ratelimit.lease.returned %d", got)
+	}
+	o, _ := l.send("/?k=k")
+	if o.status != 200 || o.headers["ratelimit"] == "" {
+		t.Fatalf("after the leases ended: %+v", o)
+	}
+}
+
+// Through Webdis (the stock build), batches are taken and given back the
+// same way: their settles go out from the root context.
+func TestLeaseStockBuild(t *testing.T) {
+	prefix := redistest.Prefix(t)
+	w := startStock(t, leaseConfig(prefix), server.Addr).(*wasmTarget)
+	key := prefix + "{hot|k}:0"
+	for i := range 10 {
+		if o := w.send(t, map[string]string{":path": "/?k=k"}); o.status != 200 {
+			t.Fatalf("request %d: %+v", i, o)
+		}
+	}
+	if w.metric("ratelimit.lease.local") == 0 || logUnits(t, key) <= 10 {
+		t.Fatalf("no request admitted from a batch: local %d, Redis holds %d", w.metric("ratelimit.lease.local"), logUnits(t, key))
+	}
+	if _, err := server.Do("INCR", filter.EpochKey(prefix)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the leases given back", func() bool { return logUnits(t, key) == 10 })
+}
