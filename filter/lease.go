@@ -23,15 +23,15 @@ import (
 // requests (429) until the Retry-After Redis gave, and asks for a whole
 // batch at least from then on (the call's cost is the batch), so that a
 // key far over its limit takes its units a batch per call instead of one;
-// the units wait in Redis meanwhile. It asks for its cost again once a
-// grant leaves a batch in Redis.
+// the units wait in Redis meanwhile. Other VMs wait for the same units, so
+// each denial in a row doubles the hold, by at most max_hold more. It asks
+// for its cost again once a grant leaves a batch in Redis.
 type leaseTable struct {
 	cfg     *Lease
 	rule    int
 	entries map[string]*leaseEntry
 	order   []*leaseEntry // oldest first, for eviction
 	sketch  hotSketch
-	rand    uint64
 }
 
 // leaseEntry is one hot key's lease.
@@ -51,6 +51,7 @@ type leaseEntry struct {
 	holdUntil  time.Time
 	hold       verdict
 	overloaded bool
+	losses     int   // batch calls denied in a row
 	pending    bool  // a batch call is out
 	hits, rate int64 // requests this tick, and in the last
 	gen        uint32
@@ -72,7 +73,7 @@ type leaseAsk struct {
 	e      *leaseEntry
 }
 
-func newLeaseTables(cfg *Config, h PluginHost) []*leaseTable {
+func newLeaseTables(cfg *Config) []*leaseTable {
 	var out []*leaseTable
 	for ri := range cfg.Rules {
 		l := cfg.Rules[ri].Lease
@@ -82,7 +83,7 @@ func newLeaseTables(cfg *Config, h PluginHost) []*leaseTable {
 		if out == nil {
 			out = make([]*leaseTable, len(cfg.Rules))
 		}
-		out[ri] = &leaseTable{cfg: l, rule: ri, entries: map[string]*leaseEntry{}, rand: uint64(h.Now().UnixNano()) | 1}
+		out[ri] = &leaseTable{cfg: l, rule: ri, entries: map[string]*leaseEntry{}}
 	}
 	return out
 }
@@ -226,10 +227,13 @@ func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) {
 	if g == 0 {
 		if denied {
 			e.overloaded, e.hold = true, v
-			e.holdUntil = now.Add(v.result.RetryAfter)
+			e.losses = min(e.losses+1, 4)
+			wait := v.result.RetryAfter
+			e.holdUntil = now.Add(wait + min(wait*(1<<(e.losses-1)-1), e.t.cfg.MaxHold))
 		}
 		return
 	}
+	e.losses = 0
 	p.leaseMetrics.grants.Increment(1)
 	p.leaseMetrics.units.Increment(uint64(g))
 	e.gen++

@@ -75,7 +75,7 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.local = newLocalLimiter(cfg, host)
 	p.epoch = newEpochPoll(cfg, host)
-	p.leases = newLeaseTables(cfg, host)
+	p.leases = newLeaseTables(cfg)
 	if p.leases != nil {
 		p.leaseMetrics = newLeaseMetrics(host)
 	}
