@@ -68,9 +68,9 @@ type leaseUse struct {
 // leaseAsk is a batch call's lease: its choice in the call, the request's
 // cost and the entry it fills.
 type leaseAsk struct {
-	choice int
-	cost   int64
-	e      *leaseEntry
+	choice, tier int
+	cost         int64
+	e            *leaseEntry
 }
 
 func newLeaseTables(cfg *Config) []*leaseTable {
@@ -159,7 +159,7 @@ func (s *Stream) addLeased(e *leaseEntry, ri, tier int, cost int64) {
 	for i := from; i < len(c.choiceOwners); i++ {
 		c.choiceOwners[i].cost = cost
 	}
-	c.leases = append(c.leases, leaseAsk{choice: ch, cost: cost, e: e})
+	c.leases = append(c.leases, leaseAsk{choice: ch, tier: tier, cost: cost, e: e})
 	e.pending = true
 }
 
@@ -236,14 +236,18 @@ func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) {
 	e.losses = 0
 	p.leaseMetrics.grants.Increment(1)
 	p.leaseMetrics.units.Increment(uint64(g))
+	if admitted {
+		g -= a.cost
+	}
+	if a.tier != e.tier { // the key's requests changed tier meanwhile
+		p.giveBack(e.t, e.key, a.tier, d.Now, g+a.cost, g)
+		return
+	}
 	e.gen++
-	e.granted, e.units, e.at = g, g, d.Now
+	e.granted, e.units, e.at = d.Granted[a.choice], g, d.Now
 	e.expires, e.v, e.resetAt = now.Add(e.t.cfg.MaxHold), v, now.Add(v.result.ResetAfter)
 	_, most := e.t.batch(e, a.cost)
 	e.overloaded = e.overloaded && v.result.Remaining < most
-	if admitted {
-		e.units -= a.cost
-	}
 	if e.gone {
 		p.endLease(e)
 	}
@@ -277,15 +281,21 @@ func (p *Plugin) endLease(e *leaseEntry) {
 	left, granted := e.units, e.granted
 	e.gen++
 	e.granted, e.units = 0, 0
+	p.giveBack(e.t, e.key, e.tier, e.at, granted, left)
+}
+
+// giveBack settles a batch of granted units taken at Redis time at on a
+// key in tier, left of them unspent: each limit's record of it shrinks by
+// left.
+func (p *Plugin) giveBack(t *leaseTable, key string, tier int, at, granted, left int64) {
 	if left <= 0 {
 		return
 	}
 	p.leaseMetrics.returned.Increment(uint64(left))
 	sc := p.newSettleCall()
-	for i, l := range p.cfg.Rules[e.t.rule].tierLimits(e.tier) {
-		key := e.key + ":" + strconv.Itoa(i)
-		sc.settles = append(sc.settles, algorithms.Settle{Key: key, Limit: l.Limit, At: e.at, Reserved: granted, Cost: granted - left})
-		sc.rules = append(sc.rules, e.t.rule)
+	for i, l := range p.cfg.Rules[t.rule].tierLimits(tier) {
+		sc.settles = append(sc.settles, algorithms.Settle{Key: key + ":" + strconv.Itoa(i), Limit: l.Limit, At: at, Reserved: granted, Cost: granted - left})
+		sc.rules = append(sc.rules, t.rule)
 	}
 	sc.lease = true
 	p.settle(sc)

@@ -141,3 +141,40 @@ func TestLeaseEndsWhenEpochMoves(t *testing.T) {
 		t.Fatalf("after the epoch moved Redis holds %d units for 7 admitted; lease %+v", got, e)
 	}
 }
+
+// Keys below hot_rate take one call per request; a key that passes it in
+// a tick is leased. A full table gives the oldest key's lease back.
+func TestLeaseHotKeysOnly(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"hot",
+	"key":[{"source":"header","name":"x-user"}],
+	"limits":[{"algorithm":"sliding_log","limit":1000,"window":"1h"}],
+	"lease":{"max_hold":"1h","max_batch":10,"hot_rate":5,"max_keys":1}}]}`)
+	h.Clock = time.Unix(1_700_000_000, 0)
+	calls := func() uint64 { return uint64(h.Calls) - h.Counters["ratelimit.redis.noscript"] }
+	for tick := range 3 {
+		for range 4 {
+			h.send("x-user=cold")
+		}
+		h.plugin.OnTick() // a new tick: the sketch starts again
+		h.Pump()
+		if got := calls(); got != uint64(4*(tick+1)) {
+			t.Fatalf("tick %d: %d calls for %d requests of a cold key", tick, got, 4*(tick+1))
+		}
+	}
+	before := calls()
+	for range 20 {
+		h.send("x-user=hot")
+	}
+	// Four plain calls, then the key is hot: batches of 10 for 16.
+	if got := calls() - before; got != 4+2 || h.Counters["ratelimit.lease.hot_keys"] != 1 {
+		t.Fatalf("%d calls for 20 requests of a hot key; %v", got, h.Counters)
+	}
+	held := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|hot}"].units
+	for range 5 {
+		h.send("x-user=hot2") // hot too: the table holds one key, so hot's lease goes back
+	}
+	h.Pump()
+	if got := h.logCount("{hot|hot}:0"); held == 0 || got != 20 || h.Counters["ratelimit.lease.hot_keys"] != 2 {
+		t.Fatalf("evicted key: Redis holds %d units for 20 admitted (%d were held); %v", got, held, h.Counters)
+	}
+}

@@ -41,6 +41,7 @@ type algorithm struct {
 	note        string
 	hold        bool     // the upstream holds each request holdFor: a concurrency limit's panel
 	outage      bool     // Redis, its own, stops a third of the way: failure_mode local's panel
+	lease       bool     // the rule leases batches of leaseBatch: the leases' panel
 	buckets     [][2]int // allowed, denied
 	other       int      // answers that were neither 200 nor 429
 	allowed     int
@@ -105,12 +106,17 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 			note:  fmt.Sprintf("at most %d in flight, each held %v by the upstream: %d per second", slotsFor(limit), holdFor, limit)},
 		{name: "local fallback", outage: true, limit: fmt.Sprintf(`{"algorithm":"sliding_log","limit":%d,"window":"1s"}`, limit),
 			note: fmt.Sprintf("sliding log; Redis stops at %.1f s: each of 2 VMs admits half, %d per 1 s", d.Seconds()/3, (limit+1)/2)},
+		{name: "leases", lease: true, limit: fmt.Sprintf(`{"algorithm":"sliding_log","limit":%d,"window":"1s"}`, limit),
+			note: fmt.Sprintf("sliding log, hot key leased in batches of up to %d", leaseBatch)},
 	}
 	rate := factor * float64(limit)
 	run := time.Now().UnixNano()
 	for _, a := range algos {
 		config := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":"burst%d:"},"rules":[{"name":"burst",
 			"key":[{"source":"header","name":"x-user"}],"limits":[%s]}]}`, run, a.limit)
+		if a.lease {
+			config = strings.Replace(config, `]}]}`, fmt.Sprintf(`],"lease":{"max_batch":%d}}]}`, leaseBatch), 1)
+		}
 		addr := redisAddr
 		if a.outage {
 			srv, err := redistest.StartServer()
@@ -138,6 +144,11 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 		if a.outage {
 			local, _ := h.Metric("ratelimit.failure_mode.local_allowed")
 			a.note += fmt.Sprintf(" (%d admitted by the VMs alone)", local)
+		}
+		if a.lease {
+			local, _ := h.Metric("ratelimit.lease.local")
+			grants, _ := h.Metric("ratelimit.lease.grants")
+			a.note += fmt.Sprintf(": %d admitted from %d batches with no Redis call", local, grants)
 		}
 		h.Close()
 		if err != nil {
@@ -194,6 +205,9 @@ func column(b [][2]int, i int) []int {
 	}
 	return out
 }
+
+// leaseBatch is the leases' panel's max_batch.
+const leaseBatch = 5
 
 // holdFor is how long the upstream holds a request of the concurrency
 // panel, whose limit of slotsFor(limit) in flight then admits limit per
