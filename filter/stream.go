@@ -70,9 +70,9 @@ type call struct {
 	choiceKeys   []string
 	leases       []leaseAsk // the choices that ask for a batch
 	keys         []byte     // every key of the call, back to back
-	eval         bool   // -NOSCRIPT was seen; send the whole script
-	local        bool   // decided in the VM (failure_mode: local), not by Redis
-	failure      string // why the transport failed, when it says
+	eval         bool       // -NOSCRIPT was seen; send the whole script
+	local        bool       // decided in the VM (failure_mode: local), not by Redis
+	failure      string     // why the transport failed, when it says
 	buf          []byte
 
 	calloutID uint32
