@@ -259,6 +259,11 @@ var exceptions = []exception{
 				_, err := time.ParseDuration(s)
 				return ok && durationPattern.MatchString(s) && err != nil
 			}
+			for _, l := range leases(doc) {
+				if overflows(l["max_hold"]) {
+					return true
+				}
+			}
 			return overflows(field(doc, "redis", "timeout")) || overflows(field(doc, "circuit_breaker", "backoff")) ||
 				anyLimit(doc, func(_ string, l map[string]any) bool {
 					return overflows(l["window"]) || overflows(l["period"]) || overflows(l["max_duration"])

@@ -42,6 +42,8 @@ func kindOf(path []string) string {
 		return "cost"
 	case n == 3 && path[2] == "response_cost":
 		return "responseCost"
+	case n == 3 && path[2] == "lease":
+		return "lease"
 	case n == 4 && path[2] == "response_cost" && path[3] == "reserve":
 		return "reserve"
 	case n == 4 && path[2] == "key":
@@ -59,7 +61,7 @@ var optionalFields = map[string][]string{
 	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback"},
 	"breaker":      {"failures", "backoff"},
 	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
-	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block"},
+	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease"},
 	"match":        {"path", "path_prefix", "methods", "hosts", "headers"},
 	"headerMatch":  {"exact", "prefix", "present", "absent"},
 	"keyPart":      {"name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len"},
@@ -67,6 +69,7 @@ var optionalFields = map[string][]string{
 	"cost":         {"header", "default"},
 	"responseCost": {"header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes"},
 	"reserve":      {"header", "body", "default"},
+	"lease":        {"max_hold", "max_batch", "hot_rate", "max_keys"},
 }
 
 var (
@@ -172,6 +175,13 @@ var pools = map[string][]string{
 	"reserve.header":              {`"x-max-tokens"`, `""`, `5`},
 	"reserve.body":                {`"max_tokens"`, `"max_output_tokens"`, `""`, `"messages.#"`, `"a@b"`, `5`},
 	"reserve.default":             {`0`, `1`, `2`, `-1`, `1.5`, `1099511627777`},
+	"rule.lease": {`{}`, `{"max_hold":"500ms","max_batch":1}`, `{"hot_rate":10,"max_keys":1}`, `{"max_batch":0}`, `{"batch":5}`,
+		`{"max_hold":"0s"}`, `true`, `[]`, `null`},
+	// max_holds stay within the parser's 1h, or are not positive durations.
+	"lease.max_hold":  {`"1s"`, `"250ms"`, `"1m"`, `"1h"`, `"+2s"`, `"0s"`, `"0"`, `"-1s"`, `""`, `"1d"`, `1`},
+	"lease.max_batch": {`1`, `2`, `0`, `-1`, `1.5`, `"1"`, `9007199254740994`},
+	"lease.hot_rate":  {`1`, `2`, `65535`, `65536`, `0`, `-1`, `"2"`},
+	"lease.max_keys":  {`1`, `1000`, `1048576`, `1048577`, `0`, `2.5`},
 }
 
 // anyValues replace a value by one of another JSON type.
