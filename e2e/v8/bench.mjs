@@ -49,9 +49,9 @@ import { VM } from "./vm.mjs";
 import { RedisCluster, httpCallout, closeCallouts } from "./callouts.mjs";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const SCENARIOS = ["admitted", "denied", "cached", "tiered", "llm", "llm_exact"];
+const SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "llm", "llm_exact"];
 // Scenarios whose requests are admitted with no response to follow.
-const ADMITTED = new Set(["admitted", "tiered"]);
+const ADMITTED = new Set(["admitted", "tiered", "leased"]);
 const STREAMS = spec.streams ?? {};
 const say = (line) => process.stderr.write(line + "\n");
 

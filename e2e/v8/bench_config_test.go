@@ -1,6 +1,9 @@
 package v8
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 var benchScenarios = []struct {
 	name, status, what string
@@ -10,6 +13,7 @@ var benchScenarios = []struct {
 	{"denied", "429", "denied by Redis", 1},
 	{"cached", "429", "denied from the deny cache", 0},
 	{"tiered", "200", "admitted, tier and override read from Redis", 1},
+	{"leased", "200", "admitted from a lease (one call per batch of 100)", 0.01},
 	{"llm", "200", "LLM stream, response_cost: settles (refund)", 2},
 	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
 }
@@ -80,12 +84,21 @@ func tieredConfig(redis, prefix string) string {
 		redis, prefix, limits(1000000, 100000000), limits(2000000, 200000000))
 }
 
+// leasedConfig is benchConfig's rule leased: every key is hot, and each
+// call takes a batch of 100 (the limits are far from full), spent for up
+// to an hour.
+func leasedConfig(redis, prefix string) string {
+	return strings.Replace(benchConfig(redis, prefix, false, true), `"window":"1h"}]`,
+		`"window":"1h"}],"lease":{"max_hold":"1h","max_batch":100,"hot_rate":1}`, 1)
+}
+
 func benchConfigs(redis, prefix string) map[string]string {
 	return map[string]string{
 		"admitted":  benchConfig(redis, prefix+"a:", false, true),
 		"denied":    benchConfig(redis, prefix+"d:", true, false),
 		"cached":    benchConfig(redis, prefix+"c:", true, true),
 		"tiered":    tieredConfig(redis, prefix+"t:"),
+		"leased":    leasedConfig(redis, prefix+"h:"),
 		"llm":       llmConfig(redis, prefix+"l:", true),
 		"llm_exact": llmConfig(redis, prefix+"e:", true),
 		"llm_plain": llmConfig(redis, prefix+"p:", false),
