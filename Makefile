@@ -57,6 +57,7 @@ bench: deps build fixtures
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./filter
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
+	$(GO) test -run '^$$' -bench '^BenchmarkLeases$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) run ./e2e/cmd/plot -out docs/burst.svg
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).

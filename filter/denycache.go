@@ -83,6 +83,25 @@ func (d *denyCache) clear() {
 	d.ring, d.next = d.ring[:0], 0
 }
 
+// sweep forgets the entries that ended before now, keeping the others
+// oldest first: the epoch is read only while something is cached.
+func (d *denyCache) sweep(now time.Time) {
+	if d == nil || len(d.entries) == 0 {
+		return
+	}
+	n := len(d.ring)
+	kept := make([]string, 0, len(d.entries))
+	for i := range n {
+		key := d.ring[(d.next+i)%n]
+		if e, ok := d.entries[key]; ok && now.Before(e.until) {
+			kept = append(kept, key)
+		} else {
+			delete(d.entries, key)
+		}
+	}
+	d.ring, d.next = kept, 0
+}
+
 // size is the number of entries.
 func (d *denyCache) size() int {
 	if d == nil {

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"testing"
+	"time"
 )
 
 // A denial cached until its Retry-After (an hour here) is dropped once an
@@ -53,5 +54,28 @@ func TestEpochClearsDenyCache(t *testing.T) {
 	}
 	if polls := h.Counters["ratelimit.epoch.polls"]; polls != 3 {
 		t.Fatalf("one read per tick while cached: %d", polls)
+	}
+}
+
+// Denials past their Retry-After are swept on the tick, so a VM whose
+// cache held only those stops reading the epoch.
+func TestDenyCacheSweepStopsEpochReads(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"r",
+	"key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1s"}]}]}`)
+	h.Clock = time.Unix(1_700_000_000, 0)
+	h.send("x-user=a")
+	if o := h.send("x-user=a"); o.status != 429 || h.plugin.denyCache.size() != 1 {
+		t.Fatalf("second request: %+v, cache %d", o, h.plugin.denyCache.size())
+	}
+	h.plugin.OnTick()
+	h.Pump()
+	polls := h.Counters["ratelimit.epoch.polls"]
+	h.Clock = h.Clock.Add(2 * time.Second) // past the Retry-After
+	h.plugin.OnTick()
+	h.Pump()
+	h.plugin.OnTick()
+	h.Pump()
+	if h.plugin.denyCache.size() != 0 || h.Counters["ratelimit.epoch.polls"] != polls || polls != 1 {
+		t.Fatalf("cache %d, epoch polls %d then %d", h.plugin.denyCache.size(), polls, h.Counters["ratelimit.epoch.polls"])
 	}
 }

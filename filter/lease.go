@@ -248,9 +248,26 @@ func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) {
 	e.expires, e.v, e.resetAt = now.Add(e.t.cfg.MaxHold), v, now.Add(v.result.ResetAfter)
 	_, most := e.t.batch(e, a.cost)
 	e.overloaded = e.overloaded && v.result.Remaining < most
+	if e.overloaded {
+		e.holdAfterBatch(v, most, now)
+	}
 	if e.gone {
 		p.endLease(e)
 	}
+}
+
+// holdAfterBatch holds an overloaded key, once its batch is spent, until
+// its tightest limit should have a whole batch again at its average rate
+// (a funnel's exactly): asking sooner is a call Redis denies.
+func (e *leaseEntry) holdAfterBatch(v verdict, most int64, now time.Time) {
+	l := v.lim
+	if l.Rate <= 0 || l.Period <= 0 {
+		return
+	}
+	each := l.Period / time.Duration(l.Rate)
+	e.hold = v
+	e.hold.result.Allowed = false
+	e.holdUntil = now.Add(time.Duration(most-v.result.Remaining) * each)
 }
 
 // grantVerdict is the tightest result of a choice's positions, and

@@ -249,8 +249,10 @@ func (p *Plugin) OnTick() {
 	p.pollEpoch(now)
 	p.sweepLocal(now)
 	p.sweepLeases(now)
+	p.denyCache.sweep(now)
 	for i := range p.routed {
 		p.routed[i].plugin.sweepLeases(now)
+		p.routed[i].plugin.denyCache.sweep(now)
 	}
 	for _, c := range p.pending {
 		if c.detached != nil {

@@ -46,6 +46,7 @@ func TestMain(m *testing.M) {
 	printSettleCosts(os.Stdout)
 	printRequestSummary(os.Stdout)
 	printThroughputSummary(os.Stdout)
+	printLeaseSummary(os.Stdout)
 	if mods != nil {
 		mods.Close(context.Background())
 	}
