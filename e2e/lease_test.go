@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
@@ -50,6 +51,22 @@ func logUnits(t *testing.T, key string) int64 {
 	return n.(int64)
 }
 
+// startLeased starts leaseVMs VMs of the Higress build on leaseConfig and
+// sends one request to each: each takes a batch of leaseBatch and spends
+// 1. It returns the host and the key's state key.
+func startLeased(t *testing.T) (*localHost, string) {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(leaseConfig(prefix)), Workers: leaseVMs,
+		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
+	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
+	key := prefix + "{hot|k}:0"
+	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs || logUnits(t, key) != leaseVMs*leaseBatch {
+		t.Fatalf("admitted %v; Redis holds %d units", admitted, logUnits(t, key))
+	}
+	return l, key
+}
+
 // The worst case of the overshoot bound: every VM holds what is left of a
 // batch when the window moves on (the test deletes the key, as the window
 // does to every entry once it has passed). The VMs then admit what they
@@ -57,16 +74,7 @@ func logUnits(t *testing.T, key string) int64 {
 // the bound L + V × max_batch (a batch whose request was gone by the reply
 // is held whole). Redis's record never passes L.
 func TestLeaseOvershootBound(t *testing.T) {
-	prefix := redistest.Prefix(t)
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(leaseConfig(prefix)), Workers: leaseVMs,
-		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
-	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
-	key := prefix + "{hot|k}:0"
-
-	// One request per VM: each takes a batch of 3 and spends 1.
-	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs || logUnits(t, key) != leaseVMs*leaseBatch {
-		t.Fatalf("admitted %v; Redis holds %d units", admitted, logUnits(t, key))
-	}
+	l, key := startLeased(t)
 	held := int64(leaseVMs * (leaseBatch - 1))
 	if grants := l.w.metric("ratelimit.lease.grants"); grants != leaseVMs {
 		t.Fatalf("%d grants for %d VMs", grants, leaseVMs)
@@ -93,14 +101,8 @@ func TestLeaseOvershootBound(t *testing.T) {
 // every lease within a tick, and Redis's record is then exactly what was
 // admitted. The key's next requests ask Redis again.
 func TestLeaseUnspentUnitsGoBack(t *testing.T) {
-	prefix := redistest.Prefix(t)
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(leaseConfig(prefix)), Workers: leaseVMs,
-		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
-	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
-	key := prefix + "{hot|k}:0"
-	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs || logUnits(t, key) != leaseVMs*leaseBatch {
-		t.Fatalf("admitted %v; Redis holds %d units", admitted, logUnits(t, key))
-	}
+	l, key := startLeased(t)
+	prefix := strings.TrimSuffix(key, "{hot|k}:0")
 	waitFor(t, "every VM's first epoch read", func() bool { return l.w.metric("ratelimit.epoch.changes") >= leaseVMs })
 	// The first read ends the leases too; take batches again.
 	l.count("/?k=k", leaseVMs)
