@@ -51,20 +51,27 @@ func logUnits(t *testing.T, key string) int64 {
 	return n.(int64)
 }
 
-// startLeased starts leaseVMs VMs of the Higress build on leaseConfig and
-// sends one request to each: each takes a batch of leaseBatch and spends
-// 1. It returns the host and the key's state key.
-func startLeased(t *testing.T) (*localHost, string) {
+// startLeased starts leaseVMs VMs of the Higress build on leaseConfig,
+// waits for each VM's first epoch read (which ends every lease, as it
+// clears the deny cache), then sends one request to each: each takes a
+// batch of leaseBatch and spends 1. It returns the host, the key's state
+// key and the requests admitted so far.
+func startLeased(t *testing.T) (*localHost, string, int64) {
 	t.Helper()
 	prefix := redistest.Prefix(t)
 	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(leaseConfig(prefix)), Workers: leaseVMs,
 		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
 	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
 	key := prefix + "{hot|k}:0"
-	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs || logUnits(t, key) != leaseVMs*leaseBatch {
+	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs {
+		t.Fatalf("admitted %v", admitted)
+	}
+	waitFor(t, "every VM's first epoch read", func() bool { return l.w.metric("ratelimit.epoch.changes") >= leaseVMs })
+	waitFor(t, "the first batches given back", func() bool { return logUnits(t, key) == leaseVMs })
+	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs || logUnits(t, key) != leaseVMs+leaseVMs*leaseBatch {
 		t.Fatalf("admitted %v; Redis holds %d units", admitted, logUnits(t, key))
 	}
-	return l, key
+	return l, key, 2 * leaseVMs
 }
 
 // The worst case of the overshoot bound: every VM holds what is left of a
@@ -74,10 +81,10 @@ func startLeased(t *testing.T) (*localHost, string) {
 // the bound L + V × max_batch (a batch whose request was gone by the reply
 // is held whole). Redis's record never passes L.
 func TestLeaseOvershootBound(t *testing.T) {
-	l, key := startLeased(t)
+	l, key, _ := startLeased(t)
 	held := int64(leaseVMs * (leaseBatch - 1))
-	if grants := l.w.metric("ratelimit.lease.grants"); grants != leaseVMs {
-		t.Fatalf("%d grants for %d VMs", grants, leaseVMs)
+	if grants := l.w.metric("ratelimit.lease.grants"); grants != 2*leaseVMs {
+		t.Fatalf("%d grants for %d VMs, twice", grants, leaseVMs)
 	}
 
 	// The window moves on: Redis forgets, the VMs still hold their units.
@@ -101,18 +108,15 @@ func TestLeaseOvershootBound(t *testing.T) {
 // every lease within a tick, and Redis's record is then exactly what was
 // admitted. The key's next requests ask Redis again.
 func TestLeaseUnspentUnitsGoBack(t *testing.T) {
-	l, key := startLeased(t)
+	l, key, admitted := startLeased(t)
 	prefix := strings.TrimSuffix(key, "{hot|k}:0")
-	waitFor(t, "every VM's first epoch read", func() bool { return l.w.metric("ratelimit.epoch.changes") >= leaseVMs })
-	// The first read ends the leases too; take batches again.
-	l.count("/?k=k", leaseVMs)
-	spent := logUnits(t, key) - int64(leaseVMs*(leaseBatch-1))
+	returned := l.w.metric("ratelimit.lease.returned")
 	if _, err := server.Do("INCR", filter.EpochKey(prefix)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the leases given back", func() bool { return logUnits(t, key) == spent })
-	if got := l.w.metric("ratelimit.lease.returned"); got < leaseVMs*(leaseBatch-1) {
-		t.Errorf("ratelimit.lease.returned %d", got)
+	waitFor(t, "the leases given back", func() bool { return logUnits(t, key) == admitted })
+	if got := l.w.metric("ratelimit.lease.returned") - returned; got != leaseVMs*(leaseBatch-1) {
+		t.Errorf("ratelimit.lease.returned grew by %d, want %d", got, leaseVMs*(leaseBatch-1))
 	}
 	o, _ := l.send("/?k=k")
 	if o.status != 200 || o.headers["ratelimit"] == "" {
