@@ -35,7 +35,13 @@ func leaseConfig(prefix string) string {
 // member "s" keeps once an entry weighs more than 1, else its entries.
 func logUnits(t *testing.T, key string) int64 {
 	t.Helper()
-	if s, err := server.Do("ZSCORE", key, "s"); err != nil {
+	return logUnitsBy(t, func(args ...any) (any, error) { return server.Do(args...) }, key)
+}
+
+// logUnitsBy is logUnits through do, a client's Do.
+func logUnitsBy(t *testing.T, do func(args ...any) (any, error), key string) int64 {
+	t.Helper()
+	if s, err := do("ZSCORE", key, "s"); err != nil {
 		t.Fatal(err)
 	} else if s != nil {
 		n, err := strconv.ParseFloat(s.(string), 64)
@@ -44,7 +50,7 @@ func logUnits(t *testing.T, key string) int64 {
 		}
 		return -int64(n)
 	}
-	n, err := server.Do("ZCARD", key)
+	n, err := do("ZCARD", key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,4 +148,28 @@ func TestLeaseStockBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the leases given back", func() bool { return logUnits(t, key) == 10 })
+}
+
+// On Redis Cluster (cluster_mode), a batch call and the settle that gives
+// its units back carry only keys of the rule key's slot.
+func TestLeaseRedisCluster(t *testing.T) {
+	cluster := redistest.StartCluster(t, 3)
+	prefix := redistest.Prefix(t)
+	config := strings.Replace(leaseConfig(prefix), `"redis":{"cluster":"redis",`, `"redis":{"cluster":"redis","cluster_mode":true,`, 1)
+	w := startCluster(t, config, cluster)
+	key := prefix + "{hot|k}:0"
+	do := func(args ...any) (any, error) { return cluster.Do(key, args...) }
+	for i := range 10 {
+		if o := w.send(t, map[string]string{":path": "/?k=k"}); o.status != 200 {
+			t.Fatalf("request %d: %+v", i, o)
+		}
+	}
+	if w.metric("ratelimit.lease.local") == 0 || logUnitsBy(t, do, key) <= 10 {
+		t.Fatalf("no request admitted from a batch: local %d, Redis holds %d", w.metric("ratelimit.lease.local"), logUnitsBy(t, do, key))
+	}
+	epoch := filter.EpochKey(prefix)
+	if _, err := cluster.Do(epoch, "INCR", epoch); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the leases given back", func() bool { return logUnitsBy(t, do, key) == 10 })
 }
