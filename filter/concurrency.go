@@ -142,6 +142,7 @@ func (p *Plugin) detach(c *call) {
 func (p *Plugin) onDetachedReply(c *call, ok bool, reply []byte, ints []int64) {
 	p.untrack(c)
 	if ok && p.parseReply(c, reply, ints) == nil {
+		c.replied = true
 		c.noteAcquired()
 		p.releaseSlots(c)
 	} else {

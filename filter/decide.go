@@ -150,7 +150,7 @@ func (s *Stream) noteResults(c *call) {
 		o, r := &c.owners[i], c.decision.Results[i]
 		cost := o.cost
 		if i >= len(c.checks) && c.choices[o.choice].Lease > 0 {
-			if o.choice < len(granted) && granted[o.choice] > 0 {
+			if !c.local && o.choice < len(granted) && granted[o.choice] > 0 {
 				continue // the lease's verdict: see fillLeases
 			}
 			cost = c.choices[o.choice].Cost // what Redis denied
@@ -204,6 +204,7 @@ func (s *Stream) countDenial(v *verdict) {
 func (s *Stream) reject(v *verdict) Action {
 	s.decided, s.allowed = true, false
 	s.refundLeased()
+	s.fillLeases(false)
 	cfg := s.p.cfg
 	status := cfg.RejectStatus
 	if v.reason == reasonUnavailable {

@@ -39,10 +39,11 @@ type leaseEntry struct {
 	t    *leaseTable
 	key  string // the rule's key
 	tier int
-	// units are left to spend of granted, taken at Redis time at (µs),
+	// units are left to spend of granted, recorded in Redis as rec,
 	// until expires; granted 0: no lease held.
-	units, granted, at int64
-	expires            time.Time
+	units, granted int64
+	rec            *leaseGrant
+	expires        time.Time
 	// v is the grant's tightest result, for the headers: its Remaining
 	// was Redis's after the grant; resetAt when it was to reset.
 	v       verdict
@@ -58,9 +59,21 @@ type leaseEntry struct {
 	gone       bool // evicted: a grant still coming goes back at once
 }
 
-// leaseUse is a request's spend from a lease, given back if it is denied.
+// leaseGrant is a batch as Redis recorded it: taken at Redis time at (µs)
+// on key in tier, weighing recorded units (a sliding log's one entry),
+// less what was given back since.
+type leaseGrant struct {
+	key      string
+	tier     int
+	at       int64
+	recorded int64
+}
+
+// leaseUse is a request's spend from a lease, given back if it is denied:
+// to the lease while it lasts, else to Redis.
 type leaseUse struct {
 	e    *leaseEntry
+	rec  *leaseGrant
 	gen  uint32
 	cost int64
 }
@@ -119,7 +132,7 @@ func (s *Stream) lease(t *leaseTable, tier int, cost int64) (leaseOutcome, *leas
 	}
 	if e.granted > 0 && e.units >= cost && now.Before(e.expires) {
 		e.units -= cost
-		s.leased = append(s.leased, leaseUse{e: e, gen: e.gen, cost: cost})
+		s.leased = append(s.leased, leaseUse{e: e, rec: e.rec, gen: e.gen, cost: cost})
 		s.p.leaseMetrics.local.Increment(1)
 		return leaseSpent, e
 	}
@@ -127,8 +140,8 @@ func (s *Stream) lease(t *leaseTable, tier int, cost int64) (leaseOutcome, *leas
 		s.p.leaseMetrics.held.Increment(1)
 		return leaseHeld, e
 	}
-	if e.pending {
-		return leaseNone, e
+	if e.pending || cost > t.cfg.MaxBatch {
+		return leaseNone, e // a batch never holds more than max_batch
 	}
 	s.p.endLease(e)
 	return leaseAsked, e
@@ -177,6 +190,11 @@ func (s *Stream) leaseVerdict(e *leaseEntry) {
 	v := e.v
 	v.result.Remaining += e.units
 	v.result.ResetAfter = max(0, e.resetAt.Sub(s.clock()))
+	s.noteGrant(v)
+}
+
+// noteGrant makes v the request's verdict when it is the tightest.
+func (s *Stream) noteGrant(v verdict) {
 	if !s.hasVerdict || algorithms.Tighter(v.result, s.verdict.result) {
 		s.verdict, s.hasVerdict = v, true
 	}
@@ -189,24 +207,32 @@ func (s *Stream) heldVerdict(e *leaseEntry) verdict {
 	return v
 }
 
-// fillLeases, once a request is decided, fills each lease its calls
-// asked for; an admitted request spends its cost from its batch.
+// fillLeases fills each lease the stream's calls asked for, once: when
+// the request is decided (an admitted request spends its cost from its
+// batch), rejected before its calls went out, or ended before it was
+// decided. A call still out is left to its detached reply.
 func (s *Stream) fillLeases(admitted bool) {
 	for _, c := range s.calls {
+		if c.inFlight {
+			continue
+		}
 		for _, a := range c.leases {
-			s.p.fillLease(c, a, admitted, s.clock())
-			if admitted && a.e.granted > 0 {
-				s.leaseVerdict(a.e)
+			if v, ok := s.p.fillLease(c, a, admitted, s.clock()); ok {
+				s.noteGrant(v)
 			}
 		}
+		c.leases = c.leases[:0]
 	}
 }
 
-// refundLeased gives a denied request's spends back to their leases.
+// refundLeased gives a denied request's spends back: to their leases, or
+// to Redis when the lease has ended meanwhile.
 func (s *Stream) refundLeased() {
 	for _, u := range s.leased {
 		if u.e.gen == u.gen && !u.e.gone {
 			u.e.units += u.cost
+		} else {
+			s.p.giveBack(u.e.t, u.rec, u.cost)
 		}
 	}
 	s.leased = s.leased[:0]
@@ -214,13 +240,14 @@ func (s *Stream) refundLeased() {
 
 // fillLease stores what a batch call took in its entry, less the
 // request's cost when it was admitted: a denied call holds the key until
-// its Retry-After; a failed one, not at all.
-func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) {
+// its Retry-After; a failed or unsent one, not at all. For an admitted
+// grant it returns the verdict the request's headers show.
+func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) (verdict, bool) {
 	e := a.e
 	e.pending = false
 	d := &c.decision
-	if c.err != nil || c.local || d.Blocked || a.choice >= len(d.Granted) {
-		return
+	if !c.replied || c.err != nil || c.local || d.Blocked || a.choice >= len(d.Granted) {
+		return verdict{}, false
 	}
 	g := d.Granted[a.choice]
 	v, denied := p.grantVerdict(c, a.choice)
@@ -231,29 +258,30 @@ func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) {
 			wait := v.result.RetryAfter
 			e.holdUntil = now.Add(wait + min(wait*(1<<(e.losses-1)-1), e.t.cfg.MaxHold))
 		}
-		return
+		return verdict{}, false
 	}
 	e.losses = 0
 	p.leaseMetrics.grants.Increment(1)
 	p.leaseMetrics.units.Increment(uint64(g))
+	rec := &leaseGrant{key: e.key, tier: a.tier, at: d.Now, recorded: g}
 	if admitted {
 		g -= a.cost
 	}
-	if a.tier != e.tier { // the key's requests changed tier meanwhile
-		p.giveBack(e.t, e.key, a.tier, d.Now, g+a.cost, g)
-		return
+	if a.tier != e.tier || e.gone { // the key changed tier meanwhile, or left the table
+		p.giveBack(e.t, rec, g)
+		v.result.Remaining += g // back in Redis
+		return v, admitted
 	}
 	e.gen++
-	e.granted, e.units, e.at = d.Granted[a.choice], g, d.Now
+	e.granted, e.units, e.rec = rec.recorded, g, rec
 	e.expires, e.v, e.resetAt = now.Add(e.t.cfg.MaxHold), v, now.Add(v.result.ResetAfter)
 	_, most := e.t.batch(e, a.cost)
 	e.overloaded = e.overloaded && v.result.Remaining < most
 	if e.overloaded {
 		e.holdAfterBatch(v, most, now)
 	}
-	if e.gone {
-		p.endLease(e)
-	}
+	v.result.Remaining += e.units
+	return v, admitted
 }
 
 // holdAfterBatch holds an overloaded key, once its batch is spent, until
@@ -266,7 +294,7 @@ func (e *leaseEntry) holdAfterBatch(v verdict, most int64, now time.Time) {
 	}
 	each := l.Period / time.Duration(l.Rate)
 	e.hold = v
-	e.hold.result.Allowed = false
+	e.hold.result.Allowed, e.hold.result.Remaining = false, 0
 	e.holdUntil = now.Add(time.Duration(most-v.result.Remaining) * each)
 }
 
@@ -295,25 +323,26 @@ func (p *Plugin) endLease(e *leaseEntry) {
 	if e.granted == 0 {
 		return
 	}
-	left, granted := e.units, e.granted
+	left := e.units
 	e.gen++
 	e.granted, e.units = 0, 0
-	p.giveBack(e.t, e.key, e.tier, e.at, granted, left)
+	p.giveBack(e.t, e.rec, left)
 }
 
-// giveBack settles a batch of granted units taken at Redis time at on a
-// key in tier, left of them unspent: each limit's record of it shrinks by
-// left.
-func (p *Plugin) giveBack(t *leaseTable, key string, tier int, at, granted, left int64) {
-	if left <= 0 {
+// giveBack settles left units of the batch rec back: each limit's record
+// of it shrinks by left.
+func (p *Plugin) giveBack(t *leaseTable, rec *leaseGrant, left int64) {
+	if left <= 0 || rec == nil {
 		return
 	}
 	p.leaseMetrics.returned.Increment(uint64(left))
 	sc := p.newSettleCall()
-	for i, l := range p.cfg.Rules[t.rule].tierLimits(tier) {
-		sc.settles = append(sc.settles, algorithms.Settle{Key: key + ":" + strconv.Itoa(i), Limit: l.Limit, At: at, Reserved: granted, Cost: granted - left})
+	for i, l := range p.cfg.Rules[t.rule].tierLimits(rec.tier) {
+		sc.settles = append(sc.settles, algorithms.Settle{Key: rec.key + ":" + strconv.Itoa(i), Limit: l.Limit, At: rec.at,
+			Reserved: rec.recorded, Cost: rec.recorded - left})
 		sc.rules = append(sc.rules, t.rule)
 	}
+	rec.recorded -= left
 	sc.lease = true
 	p.settle(sc)
 }

@@ -53,7 +53,7 @@ func (h *hotSketch) add(key []byte) int64 {
 func (p *Plugin) addLease(t *leaseTable, key string, tier int) *leaseEntry {
 	if len(t.order) >= t.cfg.MaxKeys {
 		old := t.order[0]
-		t.order = append(t.order[:0], t.order[1:]...)
+		t.order[0], t.order = nil, t.order[1:]
 		p.dropLease(old)
 	}
 	e := &leaseEntry{t: t, key: key, tier: tier}

@@ -97,6 +97,7 @@ func (l *localLimiter) decide(c *call, cfg *Config, now time.Time) verdict {
 	d := l.model.Decide(us, nil, l.checks)
 	c.decision.Now, c.decision.Blocked = us, false
 	c.decision.Results, c.decision.Picks, c.decision.Picked = c.decision.Results[:0], c.decision.Picks[:0], c.decision.Picked[:0]
+	c.decision.Granted = c.decision.Granted[:0]
 	for _, i := range l.at {
 		if i < 0 {
 			c.decision.Results = append(c.decision.Results, algorithms.Result{Allowed: true, RetryAfter: -1})

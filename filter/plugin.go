@@ -180,6 +180,7 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 		return
 	}
 	p.breaker.failures = 0
+	c.replied = true
 	c.noteAcquired()
 	c.stream.callDone(c, nil)
 }

@@ -77,6 +77,7 @@ type call struct {
 
 	calloutID uint32
 	inFlight  bool
+	replied   bool // decision holds Redis's reply
 	sentAt    time.Time
 	epoch     uint64 // the breaker's epoch when sent
 	decision  algorithms.Decision
@@ -109,7 +110,8 @@ func (c *call) reset(s *Stream, shadow bool) {
 	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
 	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
 	c.choices, c.choiceOwners, c.choiceAt, c.leases = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0], c.leases[:0]
-	c.slot, c.acquired, c.released = 0, false, false
+	c.slot, c.acquired, c.released, c.replied = 0, false, false, false
+	c.decision.Granted = c.decision.Granted[:0]
 }
 
 // seal turns the key offsets into strings: one allocation for the call.
@@ -410,6 +412,7 @@ func (s *Stream) Abandon() {
 // OnDone ends the stream: replies still in flight will be ignored, and the
 // stream goes back to the plugin for reuse. Call it once per NewStream.
 func (s *Stream) OnDone() {
+	s.fillLeases(false) // undecided: what its calls were granted is the leases'
 	if s.resp.watching || s.allowed && s.charged && s.followRules() {
 		s.endResponse(false) // no response, or not all of it
 	}
