@@ -159,62 +159,42 @@ func TestLeaseSpendGivenBackAfterLeaseEnded(t *testing.T) {
 	}
 }
 
-// cluster_mode, one call per rule: the leased rule's call replies (a
-// grant), the other call is still out, and the stream ends. The grant is
-// the lease's, whole: not left charged in Redis and held by nobody.
-func TestLeaseClusterStreamEndsBetweenReplies(t *testing.T) {
-	h := newFakeHost(t, `{"redis":{"cluster":"redis","cluster_mode":true},"rules":[{"name":"hot",
-	"key":[{"source":"header","name":"x-user"}],
-	"limits":[{"algorithm":"sliding_log","limit":100,"window":"1h"}],
-	"lease":{"max_hold":"1h","max_batch":5,"hot_rate":1}},
-	{"name":"other","key":[{"source":"header","name":"x-user"}],
-	"limits":[{"algorithm":"sliding_log","limit":100,"window":"1h"}]}]}`)
-	h.Clock = time.Unix(1_700_000_000, 0)
-	h.send("x-user=warm") // loads the script: no NOSCRIPT below
-	fs := filtertest.NewStream("192.0.2.7:40000", nil)
-	s := h.plugin.NewStream(fs)
-	s.OnRequestHeaders([][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "e"}, {"x-user", "a"}})
-	if len(h.Queue) != 2 {
-		t.Fatalf("%d calls queued", len(h.Queue))
-	}
-	// Deliver only the leased rule's call (the first), then the client goes.
-	q := append([]filtertest.Call(nil), h.Queue...)
-	h.Queue = append([]filtertest.Call(nil), q[0])
-	h.Pump()
-	s.OnDone()
-	h.Queue = append(h.Queue, q[1])
-	h.Pump()
-	e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|a}"]
-	if e.pending || h.logCount("{hot|a}:0") != e.units {
-		t.Fatalf("pending=%v; Redis holds %d units of hot, the VM %d", e.pending, h.logCount("{hot|a}:0"), e.units)
+// A leased rule's call replies (a grant) while the request's other call
+// is still out, and the stream ends: with cluster_mode (one call per rule)
+// or beside a shadow rule (its own call). The grant is the lease's, whole:
+// not left charged in Redis and held by nobody.
+func TestLeaseStreamEndsBetweenReplies(t *testing.T) {
+	for name, other := range map[string]string{
+		"cluster_mode": `"cluster_mode":true},"rules":[` + leaseHotRule + `,{"name":"other",`,
+		"shadow":       `"timeout":"200ms"},"rules":[` + leaseHotRule + `,{"name":"other","shadow":true,`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := newFakeHost(t, `{"redis":{"cluster":"redis",`+other+`"key":[{"source":"header","name":"x-user"}],
+			"limits":[{"algorithm":"sliding_log","limit":100,"window":"1h"}]}]}`)
+			h.Clock = time.Unix(1_700_000_000, 0)
+			h.send("x-user=warm") // loads the script: no NOSCRIPT below
+			s := h.plugin.NewStream(filtertest.NewStream("192.0.2.7:40000", nil))
+			s.OnRequestHeaders([][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "e"}, {"x-user", "a"}})
+			if len(h.Queue) != 2 {
+				t.Fatalf("%d calls queued", len(h.Queue))
+			}
+			// Deliver only the leased rule's call (the first), then the client goes.
+			q := append([]filtertest.Call(nil), h.Queue...)
+			h.Queue = append([]filtertest.Call(nil), q[0])
+			h.Pump()
+			s.OnDone()
+			h.Queue = append(h.Queue, q[1])
+			h.Pump()
+			e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|a}"]
+			if e.pending || h.logCount("{hot|a}:0") != e.units || e.units != 5 {
+				t.Fatalf("pending=%v; Redis holds %d units of hot, the VM %d", e.pending, h.logCount("{hot|a}:0"), e.units)
+			}
+		})
 	}
 }
 
-// The same with a shadow rule, whose call is apart from the enforced one.
-func TestLeaseShadowStreamEndsBetweenReplies(t *testing.T) {
-	h := newFakeHost(t, `{"redis":{"cluster":"redis","timeout":"200ms"},"rules":[{"name":"hot",
-	"key":[{"source":"header","name":"x-user"}],
+// leaseHotRule is a sliding log of 100 an hour on x-user, every key hot,
+// leased in batches of 5 held up to an hour.
+const leaseHotRule = `{"name":"hot","key":[{"source":"header","name":"x-user"}],
 	"limits":[{"algorithm":"sliding_log","limit":100,"window":"1h"}],
-	"lease":{"max_hold":"1h","max_batch":5,"hot_rate":1}},
-	{"name":"other","shadow":true,"key":[{"source":"header","name":"x-user"}],
-	"limits":[{"algorithm":"sliding_log","limit":100,"window":"1h"}]}]}`)
-	h.Clock = time.Unix(1_700_000_000, 0)
-	h.send("x-user=warm") // loads the script: no NOSCRIPT below
-	fs := filtertest.NewStream("192.0.2.7:40000", nil)
-	s := h.plugin.NewStream(fs)
-	s.OnRequestHeaders([][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "e"}, {"x-user", "a"}})
-	if len(h.Queue) != 2 {
-		t.Fatalf("%d calls queued", len(h.Queue))
-	}
-	// Deliver only the leased rule's call (the first), then the client goes.
-	q := append([]filtertest.Call(nil), h.Queue...)
-	h.Queue = append([]filtertest.Call(nil), q[0])
-	h.Pump()
-	s.OnDone()
-	h.Queue = append(h.Queue, q[1])
-	h.Pump()
-	e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|a}"]
-	if e.pending || h.logCount("{hot|a}:0") != e.units {
-		t.Fatalf("pending=%v; Redis holds %d units of hot, the VM %d", e.pending, h.logCount("{hot|a}:0"), e.units)
-	}
-}
+	"lease":{"max_hold":"1h","max_batch":5,"hot_rate":1}}`
