@@ -61,15 +61,22 @@ func hotPhase(url string) (hotSummary, error) {
 	return sum, nil
 }
 
+// hostMetrics reads the metrics re matches (name, value) from the host's
+// log, by name.
+func hostMetrics(hostLog string, re *regexp.Regexp) map[string]int64 {
+	m := map[string]int64{}
+	for _, g := range re.FindAllStringSubmatch(hostLog, -1) {
+		m[g[1]], _ = strconv.ParseInt(g[2], 10, 64)
+	}
+	return m
+}
+
 var leaseMetric = regexp.MustCompile(`ratelimit\.lease\.([a-z_]+):(\d+)`)
 
 // printLeaseMetrics prints the lease metrics from the host's log, ended
 // by its metrics at shutdown.
 func printLeaseMetrics(hostLog string, sum hotSummary) {
-	m := map[string]int64{}
-	for _, g := range leaseMetric.FindAllStringSubmatch(hostLog, -1) {
-		m[g[1]], _ = strconv.ParseInt(g[2], 10, 64)
-	}
+	m := hostMetrics(hostLog, leaseMetric)
 	if len(m) == 0 {
 		fmt.Println("\nlease metrics: the host reported none at shutdown")
 		return

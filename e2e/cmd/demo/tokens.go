@@ -212,10 +212,7 @@ var tokenMetric = regexp.MustCompile(`ratelimit\.rule\.` + tokenRule + `\.([a-z_
 // printTokenMetrics prints the token rule's metrics from the host's log,
 // and checks them against what the client saw and Redis holds.
 func printTokenMetrics(hostLog string, sum tokenSummary) {
-	m := map[string]int64{}
-	for _, g := range tokenMetric.FindAllStringSubmatch(hostLog, -1) {
-		m[g[1]], _ = strconv.ParseInt(g[2], 10, 64)
-	}
+	m := hostMetrics(hostLog, tokenMetric)
 	if len(m) == 0 {
 		fmt.Println("\ntoken metrics: the host reported none at shutdown")
 		return
