@@ -173,3 +173,32 @@ func TestLeaseRedisCluster(t *testing.T) {
 	}
 	waitFor(t, "the leases given back", func() bool { return logUnitsBy(t, do, key) == 10 })
 }
+
+// A batch is spent for at most max_hold (1 s here): the VM's tick then
+// gives back what is left, and Redis's record falls to what was admitted.
+// (After each VM's first epoch read, which ends leases too: no other
+// change moves the epoch.)
+func TestLeaseEndsAfterMaxHold(t *testing.T) {
+	prefix := redistest.Prefix(t)
+	config := strings.Replace(leaseConfig(prefix), `"max_hold":"1h"`, `"max_hold":"1s"`, 1)
+	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: leaseVMs,
+		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
+	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
+	key := prefix + "{hot|k}:0"
+	admitted := int64(sum(l.count("/?k=k", leaseVMs)))
+	waitFor(t, "every VM's first epoch read", func() bool { return l.w.metric("ratelimit.epoch.changes") >= leaseVMs })
+	waitFor(t, "the first batches given back", func() bool { return logUnits(t, key) == admitted })
+	// The rate in this tick sizes the batches: send until a VM holds some.
+	for logUnits(t, key) == admitted && admitted < leaseLimit/2 {
+		admitted += int64(sum(l.count("/?k=k", 1)))
+	}
+	held := logUnits(t, key) - admitted
+	if held <= 0 {
+		t.Fatalf("no VM holds units after %d admitted", admitted)
+	}
+	returned := l.w.metric("ratelimit.lease.returned")
+	waitFor(t, "the leases ended by max_hold", func() bool { return logUnits(t, key) == admitted })
+	if got := l.w.metric("ratelimit.lease.returned") - returned; got != held || l.w.metric("ratelimit.epoch.changes") != leaseVMs {
+		t.Errorf("returned %d units of %d held; epoch changes %d", got, held, l.w.metric("ratelimit.epoch.changes"))
+	}
+}
