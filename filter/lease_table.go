@@ -112,6 +112,14 @@ func (p *Plugin) endLeases() {
 	}
 }
 
+// leaseTable is rule ri's lease table, nil when the rule has no lease.
+func (p *Plugin) leaseTable(ri int) *leaseTable {
+	if p.leases == nil {
+		return nil
+	}
+	return p.leases[ri]
+}
+
 // leasing reports whether a lease or hold may answer a request, so that
 // an operator's change must reach it.
 func (p *Plugin) leasing() bool {

@@ -144,10 +144,11 @@ func (p *Plugin) onSettleReply(sc *settleCall, ok bool, reply []byte, ints []int
 		p.settleFailed(sc, err)
 		return
 	}
-	for i, r := range sc.result.Results {
-		if sc.lease {
-			break // counted as sent: ratelimit.lease.returned
-		}
+	results := sc.result.Results
+	if sc.lease {
+		results = nil // counted as sent: ratelimit.lease.returned
+	}
+	for i, r := range results {
 		if sc.settles[i].Limit.Algorithm == algorithms.Concurrency {
 			if r.Applied == 0 { // the slot was gone already
 				p.metrics.rules[sc.rules[i]].slots.expired.Increment(1)

@@ -204,8 +204,8 @@ func (s *Stream) evaluate() Action {
 			s.p.metrics.rules[ri].denied.Increment(1)
 			return s.reject(&verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
 		}
-		if s.p.leases != nil && s.p.leases[ri] != nil && cost > 0 {
-			switch how, e := s.lease(s.p.leases[ri], tier, cost); how {
+		if t := s.p.leaseTable(ri); t != nil && cost > 0 {
+			switch how, e := s.lease(t, tier, cost); how {
 			case leaseSpent:
 				s.noteLeased(e, ri)
 				continue
