@@ -196,9 +196,11 @@ func TestLeaseEndsAfterMaxHold(t *testing.T) {
 	if held <= 0 {
 		t.Fatalf("no VM holds units after %d admitted", admitted)
 	}
-	returned := l.w.metric("ratelimit.lease.returned")
 	waitFor(t, "the leases ended by max_hold", func() bool { return logUnits(t, key) == admitted })
-	if got := l.w.metric("ratelimit.lease.returned") - returned; got != held || l.w.metric("ratelimit.epoch.changes") != leaseVMs {
-		t.Errorf("returned %d units of %d held; epoch changes %d", got, held, l.w.metric("ratelimit.epoch.changes"))
+	// No other change moved the epoch: max_hold alone ended them. (The
+	// returned counter is bumped as a settle is sent, Redis's record when
+	// it is applied: compared across a tick, they race.)
+	if changes := l.w.metric("ratelimit.epoch.changes"); changes != leaseVMs {
+		t.Errorf("epoch changes %d, want %d (one first read per VM)", changes, leaseVMs)
 	}
 }
