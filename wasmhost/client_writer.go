@@ -46,9 +46,14 @@ func (c *clientWriter) write(b []byte) {
 }
 
 // end writes the last bytes and the trailers; the handler's return ends
-// the response.
+// the response. With trailers it flushes first: Go frames a response that
+// was never flushed when the handler returns, from the headers as they were
+// at WriteHeader, and would give it a content-length and drop the trailers.
 func (c *clientWriter) end(b []byte, trailers [][2]string) {
 	c.write(b)
+	if len(trailers) > 0 {
+		c.flush()
+	}
 	for _, t := range trailers {
 		c.w.Header().Add(http.TrailerPrefix+t[0], t[1])
 	}
