@@ -30,7 +30,13 @@ type Choice struct {
 	// least the lease takes. Not with CheckOnly; a picked Concurrency
 	// limit takes its slot and the lease then takes Cost alone.
 	Lease int64
-	Tiers []Tier
+	// Throttle, when > 0, is the longest a request its funnels deny now
+	// may wait instead: when it conforms to all of them within Throttle,
+	// it is admitted and charged as of that time, and Decision.Delay says
+	// how long to hold it. The call's throttles share one time, the latest.
+	// Not with CheckOnly, Lease or a Cost below 1; other limits decide now.
+	Throttle time.Duration
+	Tiers    []Tier
 }
 
 // Tier is a named set of limits: at most len(Choice.Keys), and at least one.
@@ -62,6 +68,9 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 			args++
 		}
 		if c.Lease > 0 {
+			args++
+		}
+		if c.Throttle > 0 {
 			args++
 		}
 		for _, t := range c.Tiers {
@@ -109,6 +118,9 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 		if c.Lease > 0 {
 			flags |= 8
 		}
+		if c.Throttle > 0 {
+			flags |= 16
+		}
 		w.str("x")
 		w.int(flags)
 		w.int(int64(len(c.Keys)))
@@ -119,6 +131,9 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 		}
 		if c.Lease > 0 {
 			w.int(c.Lease)
+		}
+		if c.Throttle > 0 {
+			w.int(c.Throttle.Microseconds())
 		}
 		for _, t := range c.Tiers {
 			w.str(t.Name)
@@ -164,8 +179,10 @@ const PickOverride = -1
 // choice picked (an index into its Tiers, or PickOverride); d.Picked the
 // limit each position decided, the zero Limit for a position the picked
 // limits leave unused, whose Result is Unused; d.Granted what each
-// choice's lease took (0 for a choice without one, or when denied).
+// choice's lease took (0 for a choice without one, or when denied);
+// d.Delay how long its throttles hold the request.
 func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
+	d.Delay = 0
 	if len(choices) == 0 {
 		d.Picks, d.Picked, d.Granted = d.Picks[:0], d.Picked[:0], d.Granted[:0]
 		return d.FromInts(f, nb, n)
@@ -174,6 +191,9 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 	for i := range choices {
 		want += 1 + 7*len(choices[i].Keys)
 		if choices[i].Lease > 0 {
+			want++
+		}
+		if choices[i].Throttle > 0 {
 			want++
 		}
 	}
@@ -204,6 +224,14 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 			at++
 		}
 		d.Granted = append(d.Granted, granted)
+		if c.Throttle > 0 {
+			delay := time.Duration(f[at]) * time.Microsecond
+			if delay < 0 {
+				return fmt.Errorf("%w: choice %d's throttle delays %v", ErrUnexpectedReply, ci, delay)
+			}
+			d.Delay = max(d.Delay, delay)
+			at++
+		}
 		for p := range c.Keys {
 			v := f[at : at+7]
 			at += 7

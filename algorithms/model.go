@@ -56,18 +56,26 @@ func (m *Model) DecideCall(now int64, blockPTTLs []int64, checks []Check, choice
 	}
 	n := len(checks)
 	checks, slots := m.expand(checks, choices, &d)
+	at, late := m.throttle(checks, choices, slots, now)
 	outs := make([]outcome, len(checks))
 	all := true
 	for i, c := range checks {
-		if c.CheckOnly {
+		switch {
+		case c.CheckOnly:
 			outs[i] = m.check(c, now, 1)
 			if outs[i].ok {
 				outs[i] = m.check(c, now, 0)
 			}
-		} else {
+		case late[i]:
+			outs[i] = m.check(c, at, c.Cost)
+			outs[i].reset += at - now
+		default:
 			outs[i] = m.check(c, now, c.Cost)
 		}
 		all = all && outs[i].ok
+	}
+	if all && at > now {
+		d.Delay = time.Duration(at-now) * time.Microsecond
 	}
 	if all {
 		m.lease(checks, choices, slots, outs, now, &d)
@@ -137,6 +145,42 @@ func (m *Model) lease(checks []Check, choices []Choice, slots []int, outs []outc
 		}
 		d.Granted = append(d.Granted, c.Cost+max(extra, 0))
 	}
+}
+
+// throttle returns the time as of which the throttles' funnels decide, the
+// latest at which a throttle's funnels all conform within its max delay,
+// and which checks decide then.
+func (m *Model) throttle(checks []Check, choices []Choice, slots []int, now int64) (int64, []bool) {
+	at, late, first := now, make([]bool, len(checks)), 0
+	for _, c := range choices {
+		positions := slots[first : first+len(c.Keys)]
+		first += len(c.Keys)
+		if c.Throttle <= 0 {
+			continue
+		}
+		conform := now
+		for _, i := range positions {
+			if i < 0 || checks[i].Limit.Algorithm != Funnel {
+				continue
+			}
+			burst, t := checks[i].Limit.args()
+			tat, ok := m.tats[checks[i].Key]
+			if !ok {
+				tat = now
+			}
+			conform = max(conform, max(tat, now)+(checks[i].Cost-burst)*t)
+		}
+		if conform-now > c.Throttle.Microseconds() {
+			continue
+		}
+		at = max(at, conform)
+		for _, i := range positions {
+			if i >= 0 && checks[i].Limit.Algorithm == Funnel {
+				late[i] = true
+			}
+		}
+	}
+	return at, late
 }
 
 // expand appends to checks the limits each choice picks, and returns, per

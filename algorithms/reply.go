@@ -46,6 +46,9 @@ type Decision struct {
 	Picked []Limit
 	// Granted is, per choice, the units its lease took; see Choice.Lease.
 	Granted []int64
+	// Delay is how long the call's throttles hold an admitted request; see
+	// Choice.Throttle.
+	Delay time.Duration
 }
 
 // Allowed reports whether the request is admitted: not blocked, and allowed

@@ -10,19 +10,23 @@
 -- A lease (flags has 8) takes more than cost when the whole call is
 -- admitted: the most units, up to its most, that every picked limit still
 -- admits (see decide_all.lua); never for a concurrency limit.
+-- A throttle (flags has 16, then its max delay in microseconds) lets a
+-- request its funnels deny now through later: see decide_all.lua.
 -- Redis picks the override when its key holds one ("algorithm:a:b,...",
 -- 1 to m limits), else the tier the tier key names, else tier 1, the
 -- default. The picked limits decide on the positions' keys in order.
 -- Reply: {now, -2, 5 values per plain limit as in decide.lua, then per
 -- choice: the pick (0 the override, else the tier's number), for a lease
--- the units it took (0 when denied), then per
+-- the units it took (0 when denied), for a throttle the call's delay in
+-- microseconds (0 when denied), then per
 -- position: allowed, a, remaining, retry_after_us, reset_after_us,
 -- algorithm (1 l, 2 c, 3 f, 4 k) and b, or 1, 0, 0, -1, 0, 0, 0 when the
 -- picked limits leave the position unused}.
 
 -- The limits to decide, in order: key, algorithm, a, b, cost; and per
 -- choice {pick, m, index of its first limit, its count of limits, the
--- lease's most units or nil, cost}.
+-- lease's most units or nil, cost, the lease's grant (set later), the
+-- throttle's max delay or nil}.
 local lk, lc, la, lb, ln, picks = {}, {}, {}, {}, {}, nil
 if grouped then
   picks = {}
@@ -40,7 +44,7 @@ if grouped then
     if ARGV[j] ~= 'x' or not flags or not m or not cost or not ntiers or m < 1 or ntiers < 1 then
       return redis.error_reply('ERR ratelimit: bad choice at argument ' .. j)
     end
-    local tier, over, slot, most = nil, nil, cost, nil
+    local tier, over, slot, most, wait = nil, nil, cost, nil, nil
     if flags % 2 == 1 then tier = redis.call('GET', KEYS[k]); k = k + 1 end
     if flags % 4 >= 2 then over = redis.call('GET', KEYS[k]); k = k + 1 end
     if flags % 8 >= 4 then
@@ -48,9 +52,14 @@ if grouped then
       if not slot or slot < 1 then return redis.error_reply('ERR ratelimit: bad slot at argument ' .. (j + 5)) end
       j = j + 1
     end
-    if flags >= 8 then
+    if flags % 16 >= 8 then
       most = tonumber(ARGV[j + 5])
       if not most or most < cost or cost < 1 then return redis.error_reply('ERR ratelimit: bad lease at argument ' .. (j + 5)) end
+      j = j + 1
+    end
+    if flags >= 16 then
+      wait = tonumber(ARGV[j + 5])
+      if not wait or wait < 0 or cost < 1 then return redis.error_reply('ERR ratelimit: bad throttle at argument ' .. (j + 5)) end
       j = j + 1
     end
     if k + m - 1 > #KEYS then
@@ -89,7 +98,7 @@ if grouped then
         lk[i], lc[i], la[i], lb[i], ln[i] = KEYS[k + p - 1], ARGV[q], tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]), ARGV[q] == 'k' and slot or cost
       end
     end
-    picks[#picks + 1] = {pick, m, first, count, most, cost}
+    picks[#picks + 1] = {pick, m, first, count, most, cost, nil, wait}
     k = k + m
   end
   if k ~= #KEYS + 1 then

@@ -30,6 +30,30 @@ if not grouped then -- choice.lua filled the limits of a grouped call
   end
 end
 
+-- A throttle's funnels decide as of the time the request conforms to all
+-- of them (as a request arriving then would), when that is within its max
+-- delay: at, the latest such time of the call's throttles. Each funnel is
+-- then charged as of at, and the request is to wait until at. A throttle
+-- whose time is beyond its max delay decides now, and denies.
+local at, late = now, {}
+if grouped then
+  for _, c in ipairs(picks) do
+    if c[8] then
+      local first, count, cost, conform = c[3], c[4], c[6], now
+      for i = first, first + count - 1 do
+        if lc[i] == 'f' and la[i] and lb[i] then
+          local tat = tonumber(redis.call('GET', lk[i])) or now
+          conform = math.max(conform, math.max(tat, now) + (cost - la[i]) * lb[i])
+        end
+      end
+      if conform - now <= c[8] then
+        at = math.max(at, conform)
+        for i = first, first + count - 1 do late[i] = lc[i] == 'f' end
+      end
+    end
+  end
+end
+
 -- Phase one writes each limit's verdict into res, five values per limit,
 -- and keeps in state[i] what its check returned for its commit.
 local n = #lk
@@ -39,7 +63,9 @@ for i = 1, n do
   if not check or not a or not b or not cost or cost < -1 then
     return redis.error_reply('ERR ratelimit: bad arguments for limit ' .. i)
   end
-  local allowed, remaining, retry, reset, s1, s2 = check(lk[i], a, b, now, cost == -1 and 1 or cost)
+  local t = late[i] and at or now
+  local allowed, remaining, retry, reset, s1, s2 = check(lk[i], a, b, t, cost == -1 and 1 or cost)
+  reset = reset + t - now
   if not allowed then
     all = false
   elseif cost == -1 then
@@ -96,6 +122,7 @@ for _, c in ipairs(picks) do
   local pick, m, first, count = c[1], c[2], c[3], c[4]
   reply[#reply + 1] = pick
   if c[5] then reply[#reply + 1] = c[7] or 0 end
+  if c[8] then reply[#reply + 1] = all and at - now or 0 end
   for p = 1, m do
     local i = first + p - 1
     if p <= count then

@@ -1,0 +1,129 @@
+package algorithms
+
+import (
+	"cmp"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+// Throttled choices go through the real script and the Model, alone, two
+// in one call and beside plain limits: every Decision must agree exactly.
+// Then each funnel's admissions, taken at their release times (Now +
+// Delay), must conform to the funnel as arrivals: a throttle never lets a
+// request through before its time.
+func TestScriptMatchesModelWithThrottles(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 15))
+	c := dial(t)
+	p := NewModel()
+	prefix := fmt.Sprintf("throttle%d", seed%1000000)
+	must := mustLimit(t)
+	mixes := map[string][]Limit{
+		"funnel":         {must(NewFunnel(5, 3, 20*time.Millisecond))},
+		"token_bucket":   {must(TokenBucket(4, 1, 7*time.Millisecond))},
+		"two funnels":    {must(NewFunnel(3, 1, 5*time.Millisecond)), must(NewFunnel(8, 4, 40*time.Millisecond))},
+		"funnel and log": {must(NewFunnel(4, 2, 10*time.Millisecond)), must(NewSlidingLog(12, 60*time.Millisecond))},
+	}
+	names := []string{"funnel", "token_bucket", "two funnels", "funnel and log"}
+	plain := must(NewSlidingLog(40, 50*time.Millisecond))
+	released := map[string][]release{}
+	seen := map[string]int{}
+	for step := 0; step < 3000; step++ {
+		var choices []Choice
+		for n := 1 + rng.IntN(2); len(choices) < n; {
+			mix := names[rng.IntN(len(names))]
+			base := fmt.Sprintf("%s{%s}", prefix, "t")
+			choice := Choice{Tiers: []Tier{{Name: "default", Limits: mixes[mix]}}, Cost: 1 + rng.Int64N(2),
+				Throttle: time.Duration(1+rng.IntN(40)) * time.Millisecond}
+			for i := range mixes[mix] {
+				choice.Keys = append(choice.Keys, fmt.Sprintf("%s:%s:%d", base, mix, i))
+			}
+			if len(choices) == 1 && choices[0].Keys[0] == choice.Keys[0] {
+				continue // one call decides each key once
+			}
+			choices = append(choices, choice)
+		}
+		var checks []Check
+		if rng.IntN(3) == 0 {
+			checks = []Check{{Key: prefix + "{t}:plain", Limit: plain, Cost: 1}}
+		}
+		got := c.decideCall("", checks, choices)
+		want := p.DecideCall(got.Now, nil, checks, choices)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("step %d, choices %+v, checks %+v:\nscript %+v\nmodel  %+v", step, choices, checks, got, want)
+		}
+		switch {
+		case !got.Allowed():
+			seen["denied"]++
+		case got.Delay == 0:
+			seen["at once"]++
+		case got.Delay > minThrottle(choices):
+			seen["held by another throttle"]++
+		default:
+			seen["held"]++
+		}
+		if got.Allowed() {
+			for _, ch := range choices {
+				for i, l := range ch.Tiers[0].Limits {
+					if l.Algorithm == Funnel {
+						released[ch.Keys[i]] = append(released[ch.Keys[i]], release{at: got.Now + got.Delay.Microseconds(), cost: ch.Cost, limit: l})
+					}
+				}
+			}
+		}
+		if rng.IntN(6) == 0 {
+			time.Sleep(time.Duration(rng.IntN(20000)) * time.Microsecond)
+		}
+		if step >= 300 && seen["denied"] > 0 && seen["at once"] > 0 && seen["held"] > 0 && seen["held by another throttle"] > 0 {
+			break
+		}
+	}
+	for _, k := range []string{"denied", "at once", "held", "held by another throttle"} {
+		if seen[k] == 0 {
+			t.Errorf("no call %s: %v", k, seen)
+		}
+	}
+	for key, rs := range released {
+		if err := conforms(rs); err != nil {
+			t.Errorf("%s: %v", key, err)
+		}
+	}
+}
+
+type release struct {
+	at, cost int64
+	limit    Limit
+}
+
+func minThrottle(choices []Choice) time.Duration {
+	m := choices[0].Throttle
+	for _, c := range choices {
+		m = min(m, c.Throttle)
+	}
+	return m
+}
+
+// conforms checks releases against their funnel as arrivals: the units
+// released in any span of time, times the emission interval, never exceed
+// the funnel's tolerance plus the span. (A request held by another
+// throttle may be released after later ones: the funnel charged it as of
+// its release, and GCRA bounds every span whatever the order of charges.)
+func conforms(rs []release) error {
+	burst, t := rs[0].limit.args()
+	slices.SortStableFunc(rs, func(a, b release) int { return cmp.Compare(a.at, b.at) })
+	for i := range rs {
+		sum := int64(0)
+		for j := i; j < len(rs); j++ {
+			sum += rs[j].cost
+			if sum*t > burst*t+rs[j].at-rs[i].at {
+				return fmt.Errorf("releases %d..%d: %d units in %dus, over a funnel of %d per %dus", i, j, sum, rs[j].at-rs[i].at, burst, t)
+			}
+		}
+	}
+	return nil
+}
