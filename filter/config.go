@@ -125,6 +125,9 @@ type Rule struct {
 	ManualBlock bool
 	// Lease, when set, lets each VM spend batches of a hot key's units.
 	Lease *Lease
+	// Throttle, when set, holds a request its funnels deny now until it
+	// conforms, up to a max delay, instead of denying it.
+	Throttle *Throttle
 }
 
 // NamedLimit is a limit with the policy name the headers show.

@@ -14,7 +14,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle")
 	if err != nil {
 		return r, err
 	}
@@ -97,6 +97,9 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		return r, err
 	}
 	if r.Lease, err = parseLease(o["lease"], path+".lease", &r); err != nil {
+		return r, err
+	}
+	if r.Throttle, err = parseThrottle(o["throttle"], path+".throttle", &r); err != nil {
 		return r, err
 	}
 	return r, nil

@@ -93,9 +93,25 @@ func (s *Stream) decide() {
 		return
 	}
 	s.allowed = true
+	if delay := s.delay(); delay > 0 {
+		s.hold(delay)
+		return
+	}
 	if !s.inHeaders {
 		s.host.Resume()
 	}
+}
+
+// delay is the longest a throttle of the request's calls holds it: the
+// Redis calls' decision, as a local one never delays.
+func (s *Stream) delay() time.Duration {
+	var d time.Duration
+	for _, c := range s.calls {
+		if c.err == nil && !c.local && !c.shadow {
+			d = max(d, c.decision.Delay)
+		}
+	}
+	return d
 }
 
 // noteBlock counts a call an operator's block key stopped. The first
@@ -164,8 +180,13 @@ func (s *Stream) noteResults(c *call) {
 		}
 		// The cache repeats only Redis, and not a concurrency limit's
 		// denial: a slot may be released long before its RetryAfter.
-		if !r.Allowed && r.RetryAfter > 0 && !c.local && !c.isSlot(i) {
-			s.p.denyCache.store(o.ruleKey, cost, s.clock().Add(r.RetryAfter), v)
+		// A throttle admits, held, what comes within its max delay of it.
+		retry := r.RetryAfter
+		if t := s.p.cfg.Rules[o.rule].Throttle; t != nil && s.root.throttle != nil {
+			retry -= t.MaxDelay
+		}
+		if !r.Allowed && retry > 0 && !c.local && !c.isSlot(i) {
+			s.p.denyCache.store(o.ruleKey, cost, s.clock().Add(retry), v)
 		}
 	}
 }

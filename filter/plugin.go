@@ -46,6 +46,11 @@ type Plugin struct {
 	// leases are each rule's leases (nil for a rule without, or all nil).
 	leases       []*leaseTable
 	leaseMetrics leaseMetrics
+	// throttle holds what throttles delay (on the top-level Plugin, when
+	// a rule has one and the host can change the tick); lastWork is when
+	// the periodic work of OnTick last ran.
+	throttle *throttleState
+	lastWork time.Time
 }
 
 // breaker counts consecutive failures; see BreakerConfig.
@@ -84,7 +89,27 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 		p.headers = append(p.headers, newRuleHeaders(&r))
 	}
 	p.addMatchRules()
+	if p.throttled() {
+		if p.throttle = newThrottleState(host); p.throttle == nil {
+			host.Log(LogWarn, "ratelimit: this host cannot change the tick period: throttled rules deny instead of holding")
+		}
+	}
 	return p
+}
+
+// throttled reports whether a rule, or a _rules_ entry's, has a throttle.
+func (p *Plugin) throttled() bool {
+	for _, r := range p.cfg.Rules {
+		if r.Throttle != nil {
+			return true
+		}
+	}
+	for i := range p.routed {
+		if p.routed[i].plugin.throttled() {
+			return true
+		}
+	}
+	return false
 }
 
 // Config returns the plugin's configuration.
@@ -239,10 +264,15 @@ func (p *Plugin) fail(c *call, err error) {
 	c.stream.callDone(c, err)
 }
 
-// OnTick fails calls overdue by a second past the Redis timeout, in case a
-// host never answers; a stream is never left paused.
+// OnTick releases the held requests that are due and, once per slowTick,
+// fails calls overdue by a second past the Redis timeout, in case a host
+// never answers: a stream is never left paused.
 func (p *Plugin) OnTick() {
 	now := p.host.Now()
+	defer p.releaseHeld(now) // last: a resumed stream's context is then the effective one
+	if !p.workDue(now) {
+		return
+	}
 	p.link.onTick(now)
 	defer p.showPending()
 	p.sweepSettles(now)

@@ -52,6 +52,10 @@ type Stream struct {
 	waitingBody  bool
 	waitingSince time.Time
 	body         []byte
+	// held is 1 + the stream's place among the requests a throttle holds
+	// until releaseAt (see throttle.go), 0 when not held.
+	held      int
+	releaseAt time.Time
 }
 
 // call is one script call: the limits of one or more rules that share it.
@@ -231,7 +235,7 @@ func (s *Stream) evaluate() Action {
 		s.p.dispatch(c) // a failed dispatch completes its call at once
 	}
 	s.inHeaders = false
-	if s.decided && s.allowed {
+	if s.decided && s.allowed && s.held == 0 {
 		return Continue
 	}
 	return Pause
@@ -250,7 +254,7 @@ func (s *Stream) clock() time.Time {
 // once it is admitted. Continue while pending would release the paused
 // request headers undecided.
 func (s *Stream) HoldUntilAdmitted() Action {
-	if s.decided && s.allowed {
+	if s.decided && s.allowed && s.held == 0 {
 		return Continue
 	}
 	return Pause
@@ -286,6 +290,11 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 	ruleKeyAt := s.addBlockKey(c, ri, cost)
 	if rule.chosenInRedis() {
 		s.addChoice(c, ri, tier, cost, checkOnly)
+		return
+	}
+	if rule.Throttle != nil && cost > 0 && s.root.throttle != nil {
+		s.addChoice(c, ri, tier, cost, false)
+		c.choices[len(c.choices)-1].Throttle = rule.Throttle.MaxDelay
 		return
 	}
 	for li, l := range rule.tierLimits(tier) {
@@ -419,6 +428,9 @@ func (s *Stream) OnDone() {
 	s.resp.started = false
 	if s.waitingBody {
 		s.awaitBody(false)
+	}
+	if s.held != 0 {
+		s.unhold()
 	}
 	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
 	for _, c := range s.calls {

@@ -119,6 +119,9 @@ func (p *pluginContext) OnQueueReady(queueID uint32) {
 func (p *pluginContext) OnTick() {
 	if p.plugin != nil {
 		p.plugin.OnTick()
+		if p.plugin.Throttles() {
+			proxywasm.SetEffectiveContext(p.id) // a released stream's was
+		}
 		p.probeHolding()
 		p.releaseGone()
 	}
@@ -257,4 +260,11 @@ func LiveStreams() int {
 		n += p.plugin.LiveStreams()
 	}
 	return n
+}
+
+// SetTickPeriod implements filter.Ticker. The tick is the root context's,
+// which is made the effective one first.
+func (p *pluginContext) SetTickPeriod(d time.Duration) bool {
+	proxywasm.SetEffectiveContext(p.id)
+	return proxywasm.SetTickPeriodMilliSeconds(uint32(d.Milliseconds())) == nil
 }

@@ -38,6 +38,8 @@ type Host struct {
 	Counters map[string]uint64
 	// Clock, when set, is what Now returns; zero means the real clock.
 	Clock time.Time
+	// TickPeriod is the last tick period the plugin asked for.
+	TickPeriod time.Duration
 	// DispatchErr, when set, makes DispatchRedis fail with it; Down makes
 	// every call fail when pumped, as an unreachable Redis would.
 	DispatchErr error
@@ -76,6 +78,13 @@ func (h *Host) DispatchRedis(cmd []byte) (uint32, error) {
 // DispatchHTTP fails: the fake speaks RESP to Redis directly.
 func (h *Host) DispatchHTTP(string, [][2]string, []byte, time.Duration) (uint32, error) {
 	return 0, errors.New("filtertest: no HTTP callouts; the fake sends RESP to Redis directly")
+}
+
+// SetTickPeriod records the tick period the plugin asks for (it
+// implements filter.Ticker); the test calls OnTick itself.
+func (h *Host) SetTickPeriod(d time.Duration) bool {
+	h.TickPeriod = d
+	return true
 }
 
 // Now returns Clock, or the real time when Clock is zero.

@@ -1,0 +1,128 @@
+package filter
+
+import (
+	"container/heap"
+	"time"
+)
+
+// Ticker is what a PluginHost offers when the plugin may change how often
+// OnTick runs (proxy_set_tick_period_milliseconds). Without it no request
+// is held: a throttled rule denies as if it had no throttle.
+type Ticker interface {
+	SetTickPeriod(d time.Duration) bool
+}
+
+// slowTick is the tick period while no request is held: the periodic
+// work (sweeps, epoch polls) runs once per slowTick whatever the period.
+const slowTick = time.Second
+
+// throttleState holds the requests a throttle delays, on the top-level
+// Plugin: a heap by release time, and the tick kept fast while any waits.
+type throttleState struct {
+	held    heldStreams
+	fast    bool
+	ticker  Ticker
+	delayed Counter   // ratelimit.throttle.delayed: requests held
+	holding Gauge     // ratelimit.throttle.held: requests held now
+	delayMS Histogram // ratelimit.throttle.delay_ms: each hold's delay
+}
+
+func newThrottleState(host PluginHost) *throttleState {
+	t, ok := host.(Ticker)
+	if !ok {
+		return nil
+	}
+	return &throttleState{ticker: t, delayed: host.Counter("ratelimit.throttle.delayed"),
+		holding: host.Gauge("ratelimit.throttle.held"), delayMS: host.Histogram("ratelimit.throttle.delay_ms")}
+}
+
+// hold keeps an admitted request paused until delay has passed, counted
+// from now: Redis charged it as of then. It goes on at the first tick
+// after that, never before.
+func (s *Stream) hold(delay time.Duration) {
+	t := s.root.throttle
+	s.releaseAt = s.p.host.Now().Add(delay)
+	heap.Push(&t.held, s)
+	t.delayed.Increment(1)
+	t.holding.Add(1)
+	t.delayMS.Record(uint64(delay.Milliseconds()))
+	if !t.fast {
+		t.fast = t.ticker.SetTickPeriod(throttleTick)
+	}
+}
+
+// unhold drops a stream that ends while held (the client went away): its
+// charge stays, as for any admitted request.
+func (s *Stream) unhold() {
+	t := s.root.throttle
+	heap.Remove(&t.held, s.held-1)
+	t.holding.Add(-1)
+}
+
+// releaseHeld lets through the held requests whose time has come, and
+// slows the tick again once none waits.
+func (p *Plugin) releaseHeld(now time.Time) {
+	t := p.throttle
+	if t == nil {
+		return
+	}
+	for len(t.held) > 0 && !t.held[0].releaseAt.After(now) {
+		s := heap.Pop(&t.held).(*Stream)
+		t.holding.Add(-1)
+		s.host.Resume()
+	}
+	if t.fast && len(t.held) == 0 && t.ticker.SetTickPeriod(slowTick) {
+		t.fast = false
+	}
+}
+
+// workDue reports whether OnTick's periodic work is due: on every tick,
+// but at most once per slowTick while the tick is fast.
+func (p *Plugin) workDue(now time.Time) bool {
+	if p.throttle == nil || !p.throttle.fast && now.Sub(p.lastWork) >= slowTick/2 {
+		p.lastWork = now
+		return true
+	}
+	if now.Sub(p.lastWork) < slowTick-throttleTick {
+		return false
+	}
+	p.lastWork = now
+	return true
+}
+
+// Throttles reports whether the plugin may hold requests: the proxy then
+// makes the root context effective again after each tick.
+func (p *Plugin) Throttles() bool { return p.throttle != nil }
+
+// Held is how many requests a throttle holds: it returns to zero when
+// traffic stops.
+func (p *Plugin) Held() int {
+	if p.throttle == nil {
+		return 0
+	}
+	return len(p.throttle.held)
+}
+
+// heldStreams is a min-heap of streams by release time; each stream knows
+// its place (Stream.held: 1 + its index, 0 when not held).
+type heldStreams []*Stream
+
+func (h heldStreams) Len() int           { return len(h) }
+func (h heldStreams) Less(i, j int) bool { return h[i].releaseAt.Before(h[j].releaseAt) }
+func (h heldStreams) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].held, h[j].held = i+1, j+1
+}
+func (h *heldStreams) Push(x any) {
+	s := x.(*Stream)
+	*h = append(*h, s)
+	s.held = len(*h)
+}
+func (h *heldStreams) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	s.held = 0
+	return s
+}
