@@ -153,3 +153,46 @@ func TestThrottleReleasesNoEarlierThanRedisAdmits(t *testing.T) {
 		})
 	}
 }
+
+// A client that gives up while its request is held leaves nothing behind:
+// the VM drops the stream, the tick slows again, and the key's next
+// request is decided as ever. The charge stays, as for any admitted
+// request whose client left.
+func TestThrottleClientLeavingWhileHeld(t *testing.T) {
+	prefix := redistest.Prefix(t)
+	config := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q},"rules":[{"name":"calm",
+	"key":[{"source":"query","name":"k"}],
+	"limits":[{"algorithm":"funnel","capacity":1,"rate":1,"period":"2s"}],
+	"throttle":{"max_delay":"5s"}}]}`, prefix)
+	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: 1,
+		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
+	w := &wasmTarget{h: h}
+	t0 := redisNow(t)
+	if o := w.send(t, map[string]string{":path": "/?k=a"}); o.status != 200 {
+		t.Fatalf("first request: %d", o.status)
+	}
+	t1 := redisNow(t)
+	client := &http.Client{Timeout: 300 * time.Millisecond}
+	if resp, err := client.Get(h.URL() + "/?k=a"); err == nil {
+		resp.Body.Close()
+		t.Fatalf("second request answered %d at once; it should wait about 2s", resp.StatusCode)
+	}
+	if w.metric("ratelimit.throttle.delayed") != 1 {
+		t.Fatalf("delayed %d", w.metric("ratelimit.throttle.delayed"))
+	}
+	waitFor(t, "the held stream dropped", func() bool { return w.metric("ratelimit.throttle.held") == 0 })
+	// Its charge stays: the key's next request waits for the one after it.
+	if o := w.send(t, map[string]string{":path": "/?k=b"}); o.status != 200 {
+		t.Fatalf("another key: %d", o.status)
+	}
+	// Redis's record: two intervals of 2s from the first admission, which
+	// Redis made between t0 and t1.
+	v, err := server.Do("GET", prefix+"{calm|a}:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tat, _ := strconv.ParseInt(v.(string), 10, 64)
+	if first := tat - 4_000_000; first < t0 || first > t1 {
+		t.Fatalf("the funnel's TAT is %dus after the first request began, not 4s after its admission: the held request's charge is gone", tat-t0)
+	}
+}
