@@ -42,6 +42,7 @@ type algorithm struct {
 	hold        bool     // the upstream holds each request holdFor: a concurrency limit's panel
 	outage      bool     // Redis, its own, stops a third of the way: failure_mode local's panel
 	lease       bool     // the rule leases batches of leaseBatch: the leases' panel
+	throttle    bool     // the rule holds up to throttleDelay: bars by when each was answered
 	buckets     [][2]int // allowed, denied
 	other       int      // answers that were neither 200 nor 429
 	allowed     int
@@ -108,6 +109,8 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 			note: fmt.Sprintf("sliding log; Redis stops at %.1f s: each of 2 VMs admits half, %d per 1 s", d.Seconds()/3, (limit+1)/2)},
 		{name: "leases", lease: true, limit: fmt.Sprintf(`{"algorithm":"sliding_log","limit":%d,"window":"1s"}`, limit),
 			note: fmt.Sprintf("sliding log, hot key leased in batches of up to %d", leaseBatch)},
+		{name: "throttle", throttle: true, limit: fmt.Sprintf(`{"algorithm":"funnel","capacity":%d,"rate":%d,"period":"1s"}`, max(1, limit/5), limit),
+			note: fmt.Sprintf("funnel of %d, %d per second; what it denies now waits up to %v (bars: when answered)", max(1, limit/5), limit, throttleDelay)},
 	}
 	rate := factor * float64(limit)
 	run := time.Now().UnixNano()
@@ -116,6 +119,9 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 			"key":[{"source":"header","name":"x-user"}],"limits":[%s]}]}`, run, a.limit)
 		if a.lease {
 			config = strings.Replace(config, `]}]}`, fmt.Sprintf(`],"lease":{"max_batch":%d}}]}`, leaseBatch), 1)
+		}
+		if a.throttle {
+			config = strings.Replace(config, `]}]}`, fmt.Sprintf(`],"throttle":{"max_delay":%q}}]}`, throttleDelay), 1)
 		}
 		addr := redisAddr
 		if a.outage {
@@ -150,6 +156,10 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 			grants, _ := h.Metric("ratelimit.lease.grants")
 			a.note += fmt.Sprintf(": %d admitted from %d batches with no Redis call", local, grants)
 		}
+		if a.throttle {
+			held, _ := h.Metric("ratelimit.throttle.delayed")
+			a.note += fmt.Sprintf(": %d held", held)
+		}
 		h.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", a.name, err)
@@ -160,18 +170,21 @@ func run(out, wasmPath, redisAddr string, limit int, factor float64, d time.Dura
 		a.buckets = make([][2]int, int(d/bucket))
 		for _, s := range res.Samples {
 			i := int(s.At / bucket)
-			if i >= len(a.buckets) {
-				continue
+			if a.throttle {
+				i = int((s.At + s.Latency) / bucket)
 			}
 			a.total++
 			switch s.Status {
 			case 200:
-				a.buckets[i][0]++
 				a.allowed++
 			case 429:
-				a.buckets[i][1]++
 			default:
 				a.other++
+			}
+			if i < len(a.buckets) && s.Status == 200 {
+				a.buckets[i][0]++
+			} else if i < len(a.buckets) && s.Status == 429 {
+				a.buckets[i][1]++
 			}
 		}
 		if a.other > 0 {
@@ -209,6 +222,9 @@ func column(b [][2]int, i int) []int {
 // leaseBatch is the leases' panel's max_batch.
 const leaseBatch = 5
 
+// throttleDelay is the throttle panel's max_delay.
+const throttleDelay = 400 * time.Millisecond
+
 // holdFor is how long the upstream holds a request of the concurrency
 // panel, whose limit of slotsFor(limit) in flight then admits limit per
 // second.
@@ -218,8 +234,11 @@ func slotsFor(limit int) int { return max(1, int(time.Duration(limit)*holdFor/ti
 
 // connections keeps the schedule: held requests tie up their connections.
 func (a *algorithm) connections() int {
-	if a.hold {
+	switch {
+	case a.hold:
 		return 64
+	case a.throttle:
+		return 256
 	}
 	return 8
 }
