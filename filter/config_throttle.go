@@ -44,7 +44,7 @@ func parseThrottle(v gjson.Result, path string, r *Rule) (*Throttle, error) {
 	for _, level := range r.levels() {
 		for _, l := range level.Limits {
 			if l.Limit.Algorithm != algorithms.Funnel {
-				return nil, errAt(path, "needs funnel limits only: limit %q is a %s", l.Name, l.Limit.Algorithm)
+				return nil, errAt(path, "needs funnel or token_bucket limits only: limit %q is a %s", l.Name, l.Limit.Algorithm)
 			}
 		}
 	}

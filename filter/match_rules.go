@@ -16,7 +16,7 @@ type routed struct {
 func (p *Plugin) addMatchRules() {
 	for i := range p.cfg.MatchRules {
 		mr := &p.cfg.MatchRules[i]
-		child := NewPlugin(mr.Config, p.host)
+		child := newPlugin(mr.Config, p.host)
 		child.pending, child.settles = p.pending, p.settles
 		child.link = p.link // one Redis client in the proxy
 		p.routed = append(p.routed, routed{mr, child})

@@ -66,6 +66,18 @@ type breaker struct {
 
 // NewPlugin returns a Plugin for a parsed configuration.
 func NewPlugin(cfg *Config, host PluginHost) *Plugin {
+	p := newPlugin(cfg, host)
+	if p.throttled() { // held requests are the top-level Plugin's
+		if p.throttle = newThrottleState(host); p.throttle == nil {
+			host.Log(LogWarn, "ratelimit: this host cannot change the tick period: throttled rules deny instead of holding")
+		}
+	}
+	return p
+}
+
+// newPlugin is NewPlugin for the top-level configuration or a _rules_
+// entry's.
+func newPlugin(cfg *Config, host PluginHost) *Plugin {
 	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
 	p.settles = &settleState{inFlight: map[uint32]*settleCall{}, errors: host.Counter("ratelimit.settle.errors")}
 	// The script's reply is a flat array of 2 + 5 per limit integers, or
@@ -89,11 +101,6 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 		p.headers = append(p.headers, newRuleHeaders(&r))
 	}
 	p.addMatchRules()
-	if p.throttled() {
-		if p.throttle = newThrottleState(host); p.throttle == nil {
-			host.Log(LogWarn, "ratelimit: this host cannot change the tick period: throttled rules deny instead of holding")
-		}
-	}
 	return p
 }
 

@@ -44,6 +44,8 @@ func kindOf(path []string) string {
 		return "responseCost"
 	case n == 3 && path[2] == "lease":
 		return "lease"
+	case n == 3 && path[2] == "throttle":
+		return "throttle"
 	case n == 4 && path[2] == "response_cost" && path[3] == "reserve":
 		return "reserve"
 	case n == 4 && path[2] == "key":
@@ -61,7 +63,7 @@ var optionalFields = map[string][]string{
 	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback"},
 	"breaker":      {"failures", "backoff"},
 	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
-	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease"},
+	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle"},
 	"match":        {"path", "path_prefix", "methods", "hosts", "headers"},
 	"headerMatch":  {"exact", "prefix", "present", "absent"},
 	"keyPart":      {"name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len"},
@@ -70,6 +72,7 @@ var optionalFields = map[string][]string{
 	"responseCost": {"header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes"},
 	"reserve":      {"header", "body", "default"},
 	"lease":        {"max_hold", "max_batch", "hot_rate", "max_keys"},
+	"throttle":     {"max_delay"},
 }
 
 var (
@@ -177,6 +180,9 @@ var pools = map[string][]string{
 	"reserve.default":             {`0`, `1`, `2`, `-1`, `1.5`, `1099511627777`},
 	"rule.lease": {`{}`, `{"max_hold":"500ms","max_batch":1}`, `{"hot_rate":10,"max_keys":1}`, `{"max_batch":0}`, `{"batch":5}`,
 		`{"max_hold":"0s"}`, `true`, `[]`, `null`},
+	"rule.throttle": {`{}`, `{"max_delay":"2s"}`, `{"delay":"1s"}`, `true`, `[]`, `null`},
+	// max_delays stay within the parser's 10ms to 1m, or are not positive durations.
+	"throttle.max_delay": {`"10ms"`, `"500ms"`, `"1s"`, `"1m"`, `"+2s"`, `"0s"`, `"0"`, `"-1s"`, `""`, `"1d"`, `1`},
 	// max_holds stay within the parser's 1h, or are not positive durations.
 	"lease.max_hold":  {`"1s"`, `"250ms"`, `"1m"`, `"1h"`, `"+2s"`, `"0s"`, `"0"`, `"-1s"`, `""`, `"1d"`, `1`},
 	"lease.max_batch": {`1`, `2`, `0`, `-1`, `1.5`, `"1"`, `9007199254740994`},
