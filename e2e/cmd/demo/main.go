@@ -1,7 +1,7 @@
 // Command demo is `make demo`: it runs the built filter in the local wasm
 // host (the wasmhost command) with Redis, sends a burst from two users, and
 // prints per second what was allowed and denied, and one 429's headers.
-// Then a hot key is leased (hot.go), and an API key sends chat requests to the demo's LLM-like upstream until
+// Then a hot key is leased (hot.go), a burst is throttled (throttle.go), and an API key sends chat requests to the demo's LLM-like upstream until
 // its token limit denies (tokens.go): per request what it reserved, used
 // and had left, and at the end the token rule's metrics.
 //
@@ -92,6 +92,9 @@ func run(wasm, config string, seconds int) error {
 
 	hot, err := hotPhase(url)
 	if err != nil {
+		return err
+	}
+	if err := throttlePhase(url); err != nil {
 		return err
 	}
 	sum, err := tokenPhase(url, addr)
