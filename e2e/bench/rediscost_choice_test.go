@@ -123,6 +123,16 @@ func decideChoice(b *testing.B, c *redistest.Conn, cc choiceCase, base string, p
 		}
 		choices = []algorithms.Choice{ch}
 	}
+	d := callOnce(b, c, blocks, checks, choices)
+	if cc.overrideSet && d.Picks[0] != algorithms.PickOverride || cc.tierAssigned && !cc.overrideSet && d.Picks[0] != 1 {
+		b.Fatalf("%s: picked %v", cc.name, d.Picks)
+	}
+	return d
+}
+
+// callOnce sends one call with choices, loading the script on -NOSCRIPT.
+func callOnce(b *testing.B, c *redistest.Conn, blocks []string, checks []algorithms.Check, choices []algorithms.Choice) algorithms.Decision {
+	b.Helper()
 	raw, err := c.RoundTrip(algorithms.AppendCall(nil, algorithms.RESP, false, blocks, checks, choices))
 	if err == nil && strings.HasPrefix(string(raw), "-NOSCRIPT") {
 		raw, err = c.RoundTrip(algorithms.AppendCall(nil, algorithms.RESP, true, blocks, checks, choices))
@@ -137,9 +147,6 @@ func decideChoice(b *testing.B, c *redistest.Conn, cc choiceCase, base string, p
 	}
 	if err != nil {
 		b.Fatal(err)
-	}
-	if cc.overrideSet && d.Picks[0] != algorithms.PickOverride || cc.tierAssigned && !cc.overrideSet && d.Picks[0] != 1 {
-		b.Fatalf("%s: picked %v", cc.name, d.Picks)
 	}
 	return d
 }

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -81,20 +80,5 @@ func throttleCall(b *testing.B, c *redistest.Conn, key string, tiers []algorithm
 	} else {
 		choices = []algorithms.Choice{{Tiers: tiers, Cost: 1, Keys: []string{key + ":0"}, Throttle: throttle}}
 	}
-	raw, err := c.RoundTrip(algorithms.AppendCall(nil, algorithms.RESP, false, blocks, checks, choices))
-	if err == nil && strings.HasPrefix(string(raw), "-NOSCRIPT") {
-		raw, err = c.RoundTrip(algorithms.AppendCall(nil, algorithms.RESP, true, blocks, checks, choices))
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, err := c.Decode(raw, nil)
-	var d algorithms.Decision
-	if err == nil {
-		err = d.ParseCall(v, len(blocks), len(checks), choices)
-	}
-	if err != nil {
-		b.Fatal(err)
-	}
-	return d
+	return callOnce(b, c, blocks, checks, choices)
 }
