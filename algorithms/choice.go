@@ -34,7 +34,8 @@ type Choice struct {
 	// may wait instead: when it conforms to all of them within Throttle,
 	// it is admitted and charged as of that time, and Decision.Delay says
 	// how long to hold it. The call's throttles share one time, the latest.
-	// Not with CheckOnly, Lease or a Cost below 1; other limits decide now.
+	// Not with CheckOnly, Lease or a Cost below 1. The call's other limits
+	// decide now; its other funnels are charged as of that time too.
 	Throttle time.Duration
 	Tiers    []Tier
 }
@@ -187,8 +188,9 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 		d.Picks, d.Picked, d.Granted = d.Picks[:0], d.Picked[:0], d.Granted[:0]
 		return d.FromInts(f, nb, n)
 	}
-	want := 2 + 5*n
+	want, longest := 2+5*n, time.Duration(0)
 	for i := range choices {
+		longest = max(longest, choices[i].Throttle)
 		want += 1 + 7*len(choices[i].Keys)
 		if choices[i].Lease > 0 {
 			want++
@@ -226,7 +228,7 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 		d.Granted = append(d.Granted, granted)
 		if c.Throttle > 0 {
 			delay := time.Duration(f[at]) * time.Microsecond
-			if delay < 0 {
+			if delay < 0 || delay > longest {
 				return fmt.Errorf("%w: choice %d's throttle delays %v", ErrUnexpectedReply, ci, delay)
 			}
 			d.Delay = max(d.Delay, delay)

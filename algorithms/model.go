@@ -71,6 +71,9 @@ func (m *Model) DecideCall(now int64, blockPTTLs []int64, checks []Check, choice
 			outs[i].reset += at - now
 		default:
 			outs[i] = m.check(c, now, c.Cost)
+			if outs[i].ok && at > now && c.Limit.Algorithm == Funnel && c.Cost > 0 {
+				outs[i].commit = m.check(c, at, c.Cost).commit // goes on at at
+			}
 		}
 		all = all && outs[i].ok
 	}

@@ -13,8 +13,9 @@ import (
 // Throttled choices go through the real script and the Model, alone, two
 // in one call and beside plain limits: every Decision must agree exactly.
 // Then each funnel's admissions, taken at their release times (Now +
-// Delay), must conform to the funnel as arrivals: a throttle never lets a
-// request through before its time.
+// Delay), must conform to the funnel as arrivals, a plain funnel's beside
+// a throttle included: a throttle never lets a request through before its
+// time.
 func TestScriptMatchesModelWithThrottles(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -30,7 +31,7 @@ func TestScriptMatchesModelWithThrottles(t *testing.T) {
 		"funnel and log": {must(NewFunnel(4, 2, 10*time.Millisecond)), must(NewSlidingLog(12, 60*time.Millisecond))},
 	}
 	names := []string{"funnel", "token_bucket", "two funnels", "funnel and log"}
-	plain := must(NewSlidingLog(40, 50*time.Millisecond))
+	plain := []Limit{must(NewSlidingLog(40, 50*time.Millisecond)), must(NewFunnel(1, 1, 10*time.Millisecond))}
 	released := map[string][]release{}
 	seen := map[string]int{}
 	for step := 0; step < 3000; step++ {
@@ -50,7 +51,8 @@ func TestScriptMatchesModelWithThrottles(t *testing.T) {
 		}
 		var checks []Check
 		if rng.IntN(3) == 0 {
-			checks = []Check{{Key: prefix + "{t}:plain", Limit: plain, Cost: 1}}
+			p := rng.IntN(len(plain))
+			checks = []Check{{Key: fmt.Sprintf("%s{t}:plain%d", prefix, p), Limit: plain[p], Cost: 1}}
 		}
 		got := c.decideCall("", checks, choices)
 		want := p.DecideCall(got.Now, nil, checks, choices)
@@ -68,6 +70,11 @@ func TestScriptMatchesModelWithThrottles(t *testing.T) {
 			seen["held"]++
 		}
 		if got.Allowed() {
+			for _, c := range checks { // a plain funnel goes on with the request
+				if c.Limit.Algorithm == Funnel {
+					released[c.Key] = append(released[c.Key], release{at: got.Now + got.Delay.Microseconds(), cost: c.Cost, limit: c.Limit})
+				}
+			}
 			for _, ch := range choices {
 				for i, l := range ch.Tiers[0].Limits {
 					if l.Algorithm == Funnel {

@@ -59,7 +59,7 @@ if grouped then
     end
     if flags >= 16 then
       wait = tonumber(ARGV[j + 5])
-      if not wait or wait < 0 or cost < 1 then return redis.error_reply('ERR ratelimit: bad throttle at argument ' .. (j + 5)) end
+      if not wait or wait < 0 or cost < 1 or most then return redis.error_reply('ERR ratelimit: bad throttle at argument ' .. (j + 5)) end
       j = j + 1
     end
     if k + m - 1 > #KEYS then

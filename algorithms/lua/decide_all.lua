@@ -34,7 +34,8 @@ end
 -- of them (as a request arriving then would), when that is within its max
 -- delay: at, the latest such time of the call's throttles. Each funnel is
 -- then charged as of at, and the request is to wait until at. A throttle
--- whose time is beyond its max delay decides now, and denies.
+-- whose time is beyond its max delay decides now, and denies. The call's
+-- other funnels decide now, and are charged as of at too.
 local at, late = now, {}
 if grouped then
   for _, c in ipairs(picks) do
@@ -70,6 +71,10 @@ for i = 1, n do
     all = false
   elseif cost == -1 then
     allowed, remaining, retry, reset = check(lk[i], a, b, now, 0)
+  elseif at > now and lc[i] == 'f' and cost > 0 and not late[i] then
+    -- Admitted now, it goes on at at: charged as a request arriving then.
+    local _, _, _, _, t1 = check(lk[i], a, b, at, cost)
+    s1 = t1
   end
   res[r], res[r + 1], res[r + 2], res[r + 3], res[r + 4] = allowed and 1 or 0, a, remaining, retry, reset
   state[i] = {s1, s2}
