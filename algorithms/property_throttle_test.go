@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -133,4 +134,30 @@ func conforms(rs []release) error {
 		}
 	}
 	return nil
+}
+
+// A choice with both a lease and a throttle is refused before anything is
+// charged: the lease's re-check would decide now what the throttle decided
+// later (found by a review: the script failed after a partial charge).
+func TestThrottleWithLeaseRefusedBeforeCharging(t *testing.T) {
+	c := dial(t)
+	must := mustLimit(t)
+	prefix := fmt.Sprintf("throttlelease%d", time.Now().UnixNano()%1000000)
+	slow := must(NewFunnel(1, 2, time.Second))
+	wide := must(NewFunnel(10, 10, time.Second))
+	a, b := prefix+"{t}:a", prefix+"{t}:b"
+	c.decide("", []Check{{Key: a, Limit: slow, Cost: 1}})  // a full for 500ms
+	c.decide("", []Check{{Key: b, Limit: wide, Cost: 10}}) // b full for 1s
+	before := c.do("GET", a).String()
+	choices := []Choice{
+		{Keys: []string{a}, Cost: 1, Throttle: time.Second, Tiers: []Tier{{Name: "d", Limits: []Limit{slow}}}},
+		{Keys: []string{b}, Cost: 1, Lease: 5, Throttle: time.Second, Tiers: []Tier{{Name: "d", Limits: []Limit{wide}}}},
+	}
+	raw, err := c.c.RoundTrip(AppendCall(nil, RESP, true, nil, nil, choices))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after := c.do("GET", a).String(); !strings.Contains(string(raw), "bad throttle") || after != before {
+		t.Fatalf("reply %q; a's TAT %s, then %s", raw, before, after)
+	}
 }

@@ -361,6 +361,9 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	if err := checkLocalLimits(c); err != nil {
 		return nil, err
 	}
+	if err := checkClusterThrottles(c); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 

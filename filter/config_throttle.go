@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -56,4 +57,25 @@ func parseThrottle(v gjson.Result, path string, r *Rule) (*Throttle, error) {
 		return nil, errAt(path+".max_delay", "must be at least 10ms and at most 1m")
 	}
 	return t, nil
+}
+
+// checkClusterThrottles refuses a second throttled rule under
+// redis.cluster_mode: each rule's call goes to its own shard and decides
+// its own release time, so a request held for another rule would go on
+// after its own funnels' time, charged as of the wrong one.
+func checkClusterThrottles(c *Config) error {
+	if !c.Redis.ClusterMode {
+		return nil
+	}
+	first := -1
+	for i, r := range c.Rules {
+		if r.Throttle == nil {
+			continue
+		}
+		if first >= 0 {
+			return errAt(fmt.Sprintf("rules[%d].throttle", i), "with redis.cluster_mode only one rule may have a throttle, and rules[%d] has one: each rule's call goes to its own shard and would time the request alone", first)
+		}
+		first = i
+	}
+	return nil
 }

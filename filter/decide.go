@@ -182,7 +182,7 @@ func (s *Stream) noteResults(c *call) {
 		// denial: a slot may be released long before its RetryAfter.
 		// A throttle admits, held, what comes within its max delay of it.
 		retry := r.RetryAfter
-		if t := s.p.cfg.Rules[o.rule].Throttle; t != nil && s.root.throttle != nil {
+		if t := s.p.cfg.Rules[o.rule].Throttle; t != nil && s.root.throttle.throttling() {
 			retry -= t.MaxDelay
 		}
 		if !r.Allowed && retry > 0 && !c.local && !c.isSlot(i) {

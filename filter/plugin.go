@@ -273,12 +273,13 @@ func (p *Plugin) fail(c *call, err error) {
 
 // OnTick releases the held requests that are due and, once per slowTick,
 // fails calls overdue by a second past the Redis timeout, in case a host
-// never answers: a stream is never left paused.
-func (p *Plugin) OnTick() {
+// never answers: a stream is never left paused. It reports whether that
+// periodic work ran, which the proxy's own per-tick work follows.
+func (p *Plugin) OnTick() bool {
 	now := p.host.Now()
 	defer p.releaseHeld(now) // last: a resumed stream's context is then the effective one
 	if !p.workDue(now) {
-		return
+		return false
 	}
 	p.link.onTick(now)
 	defer p.showPending()
@@ -303,6 +304,7 @@ func (p *Plugin) OnTick() {
 			owner.fail(c, errors.New("no reply from the host within the timeout"))
 		}
 	}
+	return true
 }
 
 // showPending brings the pending gauge up to date.

@@ -292,7 +292,7 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 		s.addChoice(c, ri, tier, cost, checkOnly)
 		return
 	}
-	if rule.Throttle != nil && cost > 0 && s.root.throttle != nil {
+	if rule.Throttle != nil && cost > 0 && s.root.throttle.throttling() {
 		s.addChoice(c, ri, tier, cost, false)
 		c.choices[len(c.choices)-1].Throttle = rule.Throttle.MaxDelay
 		return

@@ -19,20 +19,25 @@ const slowTick = time.Second
 // throttleState holds the requests a throttle delays, on the top-level
 // Plugin: a heap by release time, and the tick kept fast while any waits.
 type throttleState struct {
-	held    heldStreams
-	fast    bool
+	held heldStreams
+	fast bool
+	// broken: the host refused the fast tick once; from then on nothing
+	// more is held (a held request would wait for the slow tick).
+	broken  bool
+	host    PluginHost
 	ticker  Ticker
 	delayed Counter   // ratelimit.throttle.delayed: requests held
 	holding Gauge     // ratelimit.throttle.held: requests held now
 	delayMS Histogram // ratelimit.throttle.delay_ms: each hold's delay
 }
 
+// newThrottleState returns nil when the host has no tick it can set.
 func newThrottleState(host PluginHost) *throttleState {
 	t, ok := host.(Ticker)
-	if !ok {
+	if !ok || !t.SetTickPeriod(slowTick) {
 		return nil
 	}
-	return &throttleState{ticker: t, delayed: host.Counter("ratelimit.throttle.delayed"),
+	return &throttleState{host: host, ticker: t, delayed: host.Counter("ratelimit.throttle.delayed"),
 		holding: host.Gauge("ratelimit.throttle.held"), delayMS: host.Histogram("ratelimit.throttle.delay_ms")}
 }
 
@@ -48,8 +53,15 @@ func (s *Stream) hold(delay time.Duration) {
 	t.delayMS.Record(uint64(delay.Milliseconds()))
 	if !t.fast {
 		t.fast = t.ticker.SetTickPeriod(throttleTick)
+		if !t.fast {
+			t.broken = true
+			t.host.Log(LogWarn, "ratelimit: the host refused a 10ms tick: throttled rules deny from now on instead of holding")
+		}
 	}
 }
+
+// throttling reports whether a throttle may be sent to Redis.
+func (t *throttleState) throttling() bool { return t != nil && !t.broken }
 
 // unhold drops a stream that ends while held (the client went away): its
 // charge stays, as for any admitted request.

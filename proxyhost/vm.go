@@ -118,11 +118,13 @@ func (p *pluginContext) OnQueueReady(queueID uint32) {
 
 func (p *pluginContext) OnTick() {
 	if p.plugin != nil {
-		p.plugin.OnTick()
+		periodic := p.plugin.OnTick()
 		if p.plugin.Throttles() {
 			proxywasm.SetEffectiveContext(p.id) // a released stream's was
 		}
-		p.probeHolding()
+		if periodic { // once a second, however fast the tick
+			p.probeHolding()
+		}
 		p.releaseGone()
 	}
 }
