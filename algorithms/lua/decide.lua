@@ -57,3 +57,22 @@ if #KEYS == nb + 1 and ARGV[2] == 'f' and not settle and not grouped then
   end
   return {now, -2, allowed and 1 or 0, a, remaining, retry, reset}
 end
+
+-- One throttled funnel, as choice.lua and decide_all.lua would decide it
+-- (a choice of flags 16, one tier of one funnel, no plain limit): charged
+-- as of the time it conforms when that is within its max delay.
+-- ARGV: 'g', nb, 0, 'x', 16, 1, cost, 1, max delay, name, 1, 'f', a, b.
+if grouped and #KEYS == nb + 1 and #ARGV == 14 and ARGV[3] == '0' and ARGV[5] == '16' and ARGV[6] == '1'
+    and ARGV[8] == '1' and ARGV[11] == '1' and ARGV[12] == 'f' then
+  local key, cost, wait, a, b = KEYS[nb + 1], tonumber(ARGV[7]), tonumber(ARGV[9]), tonumber(ARGV[13]), tonumber(ARGV[14])
+  if ARGV[4] ~= 'x' or not cost or cost < 1 or not wait or wait < 0 or not a or not b or a < 1 or b < 1 then
+    return redis.error_reply('ERR ratelimit: bad throttle')
+  end
+  local tat = tonumber(redis.call('GET', key)) or now
+  local at = math.max(now, math.max(tat, now) + (cost - a) * b)
+  if at - now > wait then at = now end
+  local allowed, remaining, retry, reset, new_tat = funnel_check(key, a, b, at, cost)
+  if allowed then funnel_commit(key, a, b, now, cost, new_tat) end
+  return {now, -2, 1, allowed and at - now or 0, allowed and 1 or 0, a, remaining, retry, reset + at - now, 3, b}
+end
+
