@@ -81,7 +81,7 @@ func (m *Model) DecideCall(now int64, blockPTTLs []int64, checks []Check, choice
 		d.Delay = time.Duration(at-now) * time.Microsecond
 	}
 	if all {
-		m.lease(checks, choices, slots, outs, now, &d)
+		m.lease(checks, choices, slots, outs, now, at > now, &d)
 	} else if len(choices) > 0 {
 		d.Granted = make([]int64, len(choices))
 	}
@@ -119,7 +119,7 @@ func (m *Model) DecideCall(now int64, blockPTTLs []int64, checks []Check, choice
 // lease grows each lease's checks to the most units, up to the lease's
 // most, that all of them admit, re-checked at that cost, and records each
 // choice's grant in d.Granted.
-func (m *Model) lease(checks []Check, choices []Choice, slots []int, outs []outcome, now int64, d *Decision) {
+func (m *Model) lease(checks []Check, choices []Choice, slots []int, outs []outcome, now int64, held bool, d *Decision) {
 	at := 0
 	for _, c := range choices {
 		positions := slots[at : at+len(c.Keys)]
@@ -129,6 +129,9 @@ func (m *Model) lease(checks []Check, choices []Choice, slots []int, outs []outc
 			continue
 		}
 		extra := c.Lease - c.Cost
+		if held {
+			extra = 0
+		}
 		for _, i := range positions {
 			if i < 0 {
 				continue

@@ -161,3 +161,39 @@ func TestThrottleWithLeaseRefusedBeforeCharging(t *testing.T) {
 		t.Fatalf("reply %q; a's TAT %s, then %s", raw, before, after)
 	}
 }
+
+// A held call takes no lease batch: a lease's re-check at the larger cost
+// decides now, and would charge its funnel as of now, not as of the
+// release (found by a review). The lease takes its cost, as of the release.
+func TestThrottleHeldCallTakesNoLeaseBatch(t *testing.T) {
+	c := dial(t)
+	must := mustLimit(t)
+	prefix := fmt.Sprintf("throttleheldlease%d", time.Now().UnixNano()%1000000)
+	slow := must(NewFunnel(1, 1, 100*time.Millisecond)) // throttled: one per 100ms
+	wide := must(NewFunnel(10, 1, 10*time.Millisecond)) // the lease's: 10 per 100ms
+	th, ls := prefix+"{t}:th", prefix+"{t}:ls"
+	c.decide("", []Check{{Key: th, Limit: slow, Cost: 1}}) // th full for 100ms
+	m := NewModel()
+	m.tats[th] = redisInt(c, th)
+	choices := []Choice{
+		{Keys: []string{th}, Cost: 1, Throttle: time.Second, Tiers: []Tier{{Name: "d", Limits: []Limit{slow}}}},
+		{Keys: []string{ls}, Cost: 1, Lease: 5, Tiers: []Tier{{Name: "d", Limits: []Limit{wide}}}},
+	}
+	got := c.decideCall("", nil, choices)
+	if want := m.DecideCall(got.Now, nil, nil, choices); !reflect.DeepEqual(got, want) {
+		t.Fatalf("script %+v\nmodel  %+v", got, want)
+	}
+	tat := redisInt(c, ls)
+	release := got.Now + got.Delay.Microseconds()
+	if got.Delay <= 0 || got.Granted[1] != 1 || tat != release+10_000 {
+		t.Fatalf("delay %v, granted %v, the lease's funnel TAT %dus after the release (want 10000)", got.Delay, got.Granted, tat-release)
+	}
+}
+
+// redisInt reads an integer string key.
+func redisInt(c *conn, key string) int64 {
+	s, _ := c.do("GET", key).Text()
+	var n int64
+	fmt.Sscan(s, &n)
+	return n
+}

@@ -51,7 +51,7 @@ func (s *Stream) hold(delay time.Duration) {
 	t.delayed.Increment(1)
 	t.holding.Add(1)
 	t.delayMS.Record(uint64(delay.Milliseconds()))
-	if !t.fast {
+	if !t.fast && !t.broken {
 		t.fast = t.ticker.SetTickPeriod(throttleTick)
 		if !t.fast {
 			t.broken = true

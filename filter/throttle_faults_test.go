@@ -1,8 +1,11 @@
 package filter
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
 // Each test here is a review's finding, failing before its fix, or a way
@@ -105,5 +108,22 @@ func TestThrottleInAMatchRulesEntry(t *testing.T) {
 	h.plugin.OnTick()
 	if b.fs.Resumed != 1 || h.plugin.Held() != 0 {
 		t.Fatalf("resumed %d held %d", b.fs.Resumed, h.plugin.Held())
+	}
+}
+
+// Calls in flight when the host refuses the fast tick: the refusal is
+// logged once, not again for each held reply (found by a review).
+func TestThrottleRefusedTickLoggedOnce(t *testing.T) {
+	h := newFakeHost(t, throttled)
+	h.plugin = NewPlugin(h.plugin.cfg, &slowOnlyTicker{fakeHost: h})
+	h.Clock = time.Unix(1_700_000_000, 0)
+	h.open("x-user=eve")
+	pairs := [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "example.com"}, {"x-user", "eve"}}
+	for range 2 { // both calls out before either reply
+		h.plugin.NewStream(filtertest.NewStream("192.0.2.7:40000", nil)).OnRequestHeaders(pairs)
+	}
+	h.Pump()
+	if n := strings.Count(strings.Join(h.logs, "\n"), "refused a 10ms tick"); n != 1 || h.plugin.Held() != 2 {
+		t.Fatalf("logged %d times, %d held: %q", n, h.plugin.Held(), h.logs)
 	}
 }

@@ -86,7 +86,7 @@ if all and grouped then
   for _, c in ipairs(picks) do
     local first, count, most, cost = c[3], c[4], c[5], c[6]
     if most then
-      local extra = most - cost
+      local extra = at > now and 0 or most - cost -- a held call takes no batch
       for i = first, first + count - 1 do
         if lc[i] == 'k' then extra = 0 end
         extra = math.min(extra, res[5 * i - 2])
