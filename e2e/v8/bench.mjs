@@ -49,9 +49,13 @@ import { VM } from "./vm.mjs";
 import { RedisCluster, httpCallout, closeCallouts } from "./callouts.mjs";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "llm", "llm_exact"];
+const SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "held", "llm", "llm_exact"];
 // Scenarios whose requests are admitted with no response to follow.
-const ADMITTED = new Set(["admitted", "tiered", "leased"]);
+const ADMITTED = new Set(["admitted", "tiered", "leased", "held"]);
+// A request a throttle holds (the module set its tick fast) is let through
+// at a tick with the guest's clock moved this far forward: beyond the
+// held scenario's max_delay, so that its time has come.
+const HOLD_ADVANCE_MS = 11;
 const STREAMS = spec.streams ?? {};
 const say = (line) => process.stderr.write(line + "\n");
 
@@ -225,16 +229,27 @@ function request(vm, transport, headers, response = null, meter = null) {
   transport.phase = "decide";
   const action = vm.call("proxy_on_request_headers", s.id, s.id, headers.length, 1);
   transport.drain();
+  releaseHeld(vm, s);
   let status = 200;
   if (s.local) {
     status = s.local.status;
   } else {
-    if (action !== 0 && !s.continued) throw vm.fail(`stream ${s.id} left paused`);
+    if (action !== 0 && !s.continued) throw vm.fail(`stream ${s.id} left paused (tick ${vm.tickPeriodMs} ms)`);
     respond(vm, transport, s, response, meter);
     transport.drain();
   }
   endStream(vm, s);
   return status;
+}
+
+// releaseHeld lets a request a throttle holds go on: the module holds it
+// paused with its tick fast; the guest's clock moves past its time and a
+// tick comes. It reports whether the request was held.
+function releaseHeld(vm, s) {
+  if (s.local || s.continued || vm.tickPeriodMs === 0 || vm.tickPeriodMs >= 1000) return false;
+  vm.clockAheadMs += HOLD_ADVANCE_MS;
+  vm.call("proxy_on_tick", vm.rootID, vm.rootID);
+  return true;
 }
 
 // record sends requests through the real server until one gets the
@@ -254,13 +269,14 @@ async function record(vm, transport, scenario, response = null) {
     transport.phase = "decide";
     vm.call("proxy_on_request_headers", s.id, s.id, spec.headers.length, 1);
     await wait();
+    const held = releaseHeld(vm, s);
     if (!s.local) {
       respond(vm, transport, s, response);
       await wait();
     }
     endStream(vm, s);
     const admitted = !s.local;
-    if (transport.replies.decide && (ADMITTED.has(scenario) || response !== null) === admitted) return;
+    if (transport.replies.decide && (ADMITTED.has(scenario) || response !== null) === admitted && held === (scenario === "held")) return;
   }
   throw new Error(`${scenario}: no recorded reply gave the scenario's outcome`);
 }

@@ -14,6 +14,7 @@ var benchScenarios = []struct {
 	{"cached", "429", "denied from the deny cache", 0},
 	{"tiered", "200", "admitted, tier and override read from Redis", 1},
 	{"leased", "200", "admitted from a lease (one call per batch of 100)", 0.01},
+	{"held", "200", "held by a throttle, let through at a tick", 1},
 	{"llm", "200", "LLM stream, response_cost: settles (refund)", 2},
 	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
 }
@@ -92,6 +93,15 @@ func leasedConfig(redis, prefix string) string {
 		`"window":"1h"}],"lease":{"max_hold":"1h","max_batch":100,"hot_rate":1}`, 1)
 }
 
+// heldConfig is a throttled funnel of one request per millisecond on
+// x-user, held up to 10ms: the second of two requests in a row is held.
+func heldConfig(redis, prefix string) string {
+	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q},
+		"rules":[{"name":"bench","key":[{"source":"header","name":"x-user"}],
+		"limits":[{"name":"per-ms","algorithm":"funnel","capacity":1,"rate":1000,"period":"1s"}],
+		"throttle":{"max_delay":"10ms"}}]}`, redis, prefix)
+}
+
 func benchConfigs(redis, prefix string) map[string]string {
 	return map[string]string{
 		"admitted":  benchConfig(redis, prefix+"a:", false, true),
@@ -99,6 +109,7 @@ func benchConfigs(redis, prefix string) map[string]string {
 		"cached":    benchConfig(redis, prefix+"c:", true, true),
 		"tiered":    tieredConfig(redis, prefix+"t:"),
 		"leased":    leasedConfig(redis, prefix+"h:"),
+		"held":      heldConfig(redis, prefix+"w:"),
 		"llm":       llmConfig(redis, prefix+"l:", true),
 		"llm_exact": llmConfig(redis, prefix+"e:", true),
 		"llm_plain": llmConfig(redis, prefix+"p:", false),

@@ -82,7 +82,7 @@ export function envImports(vm) {
       return OK;
     },
     proxy_get_current_time_nanoseconds(ptr) {
-      vm.setU64(ptr, BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6)));
+      vm.setU64(ptr, BigInt(Math.round((performance.timeOrigin + performance.now() + vm.clockAheadMs) * 1e6)));
       return OK;
     },
     proxy_set_tick_period_milliseconds(ms) {

@@ -43,6 +43,9 @@ export class VM {
     this.callResponse = null; // { headers, body } during proxy_on_http_call_response
     this.metrics = new Map(); // id -> { name, type, value }
     this.tickPeriodMs = 0;
+    // clockAheadMs moves the clocks the guest reads forward, wall and
+    // monotonic (bench.mjs lets held requests' time come without waiting).
+    this.clockAheadMs = 0;
     this.pollOneoffCalls = 0;
     // Counts for bench.mjs: host functions the guest called, guest
     // exports the host called; with opts.timing, the milliseconds spent

@@ -75,8 +75,8 @@ export function wasiImports(vm, env) {
     },
     clock_time_get(id, _precision, resultPtr) {
       let ns;
-      if (id === 0) ns = BigInt(Math.round((performance.timeOrigin + performance.now()) * 1e6));
-      else if (id === 1) ns = process.hrtime.bigint();
+      if (id === 0) ns = BigInt(Math.round((performance.timeOrigin + performance.now() + vm.clockAheadMs) * 1e6));
+      else if (id === 1) ns = process.hrtime.bigint() + BigInt(vm.clockAheadMs * 1e6);
       else return NOTSUP;
       vm.setU64(resultPtr, ns);
       return SUCCESS;
