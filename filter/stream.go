@@ -1,11 +1,8 @@
 package filter
 
 import (
-	"strconv"
 	"strings"
 	"time"
-
-	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
 
 // Stream is the filter's state for one HTTP request. Streams and their
@@ -56,87 +53,6 @@ type Stream struct {
 	// until releaseAt (see throttle.go), 0 when not held.
 	held      int
 	releaseAt time.Time
-}
-
-// call is one script call: the limits of one or more rules that share it.
-type call struct {
-	stream   *Stream
-	shadow   bool
-	blocks   []string
-	checks   []algorithms.Check
-	owners   []owner // per result: its rule and limit
-	blockers []owner // per block key: its rule
-	// choices are the rule keys whose limits Redis picks; their positions'
-	// owners follow the checks' in owners once sealed.
-	choices      []algorithms.Choice
-	choiceOwners []owner
-	choiceAt     []choiceAt
-	choiceKeys   []string
-	leases       []leaseAsk // the choices that ask for a batch
-	keys         []byte     // every key of the call, back to back
-	eval         bool       // -NOSCRIPT was seen; send the whole script
-	local        bool       // decided in the VM (failure_mode: local), not by Redis
-	failure      string     // why the transport failed, when it says
-	buf          []byte
-
-	calloutID uint32
-	inFlight  bool
-	replied   bool // decision holds Redis's reply
-	sentAt    time.Time
-	epoch     uint64 // the breaker's epoch when sent
-	decision  algorithms.Decision
-	err       error
-
-	// slot is the slot id the call's concurrency limits take (0: none);
-	// acquired is set once Redis admitted it, released once their
-	// releases are sent. detached is the Plugin of a call whose stream
-	// ended while it was out (see Plugin.detach).
-	slot               int64
-	acquired, released bool
-	detached           *Plugin
-}
-
-// owner ties a check or block key to its rule. Until the call is sent,
-// the key and the rule's key are offsets into call.keys; then the key is
-// in call.checks or call.blocks, and ruleKey is set.
-type owner struct {
-	rule, limit          int
-	tier                 int              // the tier, tierOverride, or tierAny until Redis picks
-	choice               int              // for a choice's position: the index of its choice
-	picked               algorithms.Limit // for a choice's position: the limit that decided
-	cost                 int64
-	keyAt, ruleKeyAt, at int // key = keys[keyAt:at], rule's key = keys[ruleKeyAt:ruleKeyAt+ruleKeyLen]
-	ruleKeyLen           int
-	ruleKey              string // the rule's key, "<prefix>{<rule>|<parts>}": the deny cache's key
-}
-
-func (c *call) reset(s *Stream, shadow bool) {
-	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
-	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
-	c.choices, c.choiceOwners, c.choiceAt, c.leases = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0], c.leases[:0]
-	c.slot, c.acquired, c.released, c.replied = 0, false, false, false
-	c.decision.Granted = c.decision.Granted[:0]
-}
-
-// seal turns the key offsets into strings: one allocation for the call.
-func (c *call) seal() {
-	all := string(c.keys)
-	for i := range c.blockers {
-		o := &c.blockers[i]
-		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
-		c.blocks = append(c.blocks, all[o.keyAt:o.at])
-	}
-	for i := range c.owners {
-		o := &c.owners[i]
-		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
-		c.checks[i].Key = all[o.keyAt:o.at]
-	}
-	c.sealChoices(all)
-}
-
-func (c *call) command(f algorithms.Framing) []byte {
-	c.buf = algorithms.AppendCall(c.buf[:0], f, c.eval, c.blocks, c.checks, c.choices)
-	return c.buf
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -279,72 +195,6 @@ func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
 		}
 	}
 	return 0, -1
-}
-
-// add puts a rule's limits, keyed by s.ruleKey, into the call they share,
-// with its block key unless the rule has manual_block off.
-func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
-	rule := &s.p.cfg.Rules[ri]
-	s.charged = s.charged || rule.Response != nil || rule.hasConcurrency()
-	c := s.callFor(rule)
-	ruleKeyAt := s.addBlockKey(c, ri, cost)
-	if rule.chosenInRedis() {
-		s.addChoice(c, ri, tier, cost, checkOnly)
-		return
-	}
-	if rule.Throttle != nil && cost > 0 && s.root.throttle.throttling() {
-		s.addChoice(c, ri, tier, cost, false)
-		c.choices[len(c.choices)-1].Throttle = rule.Throttle.MaxDelay
-		return
-	}
-	for li, l := range rule.tierLimits(tier) {
-		keyAt := len(c.keys)
-		c.keys = append(c.keys, s.ruleKey...)
-		c.keys = append(c.keys, ':')
-		c.keys = strconv.AppendInt(c.keys, int64(li), 10)
-		chk := algorithms.Check{Limit: l.Limit, Cost: cost, CheckOnly: checkOnly}
-		if l.Limit.Algorithm == algorithms.Concurrency { // one slot, whatever the cost
-			chk.Cost, chk.CheckOnly, c.slot = s.slotID(), false, s.slotID()
-		}
-		c.checks = append(c.checks, chk)
-		c.owners = append(c.owners, owner{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
-	}
-}
-
-// callFor returns the call a rule's limits join: the request's call of
-// enforced or of shadow rules, or a new one per rule on Redis Cluster.
-func (s *Stream) callFor(rule *Rule) *call {
-	var c *call
-	if !s.p.cfg.Redis.ClusterMode {
-		for _, existing := range s.calls {
-			if existing.shadow == rule.Shadow {
-				c = existing
-			}
-		}
-	}
-	if c == nil {
-		if n := len(s.spare); n > 0 {
-			c, s.spare = s.spare[n-1], s.spare[:n-1]
-		} else {
-			c = &call{}
-		}
-		c.reset(s, rule.Shadow)
-		s.calls = append(s.calls, c)
-	}
-	return c
-}
-
-// addBlockKey adds the rule's block key to c, unless the rule has
-// manual_block off, and returns where the rule's key starts in c.keys
-// (the block key starts with it), or will start.
-func (s *Stream) addBlockKey(c *call, ri int, cost int64) int {
-	ruleKeyAt := len(c.keys)
-	if s.p.cfg.Rules[ri].ManualBlock {
-		c.keys = append(c.keys, s.ruleKey...)
-		c.keys = append(c.keys, ":block"...)
-		c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
-	}
-	return ruleKeyAt
 }
 
 // cost reads the request's cost: the configured header when it holds a
