@@ -251,15 +251,7 @@ func TestConcurrencyInTiers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := server.Do(pk.Args(true)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ints []int64
-	for _, x := range v.([]any) {
-		ints = append(ints, x.(int64))
-	}
-	ks, err := pk.Decode(ints)
+	ks, err := runPeek(t, pk)
 	if err != nil || !ks.Override || len(ks.Limits) != 1 || ks.Limits[0].Used != 2 || ks.Limits[0].Remaining != 0 ||
 		ks.Limits[0].Algorithm != "concurrency" || ks.Limits[0].RetryAfter <= 0 || ks.Limits[0].Window != 0 {
 		t.Fatalf("peek: %+v, %v", ks, err)

@@ -120,15 +120,7 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 		t.Fatal(err)
 	}
 	for range 2 {
-		v, err := server.Do(pk.Args(true)...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ints []int64
-		for _, x := range v.([]any) {
-			ints = append(ints, x.(int64))
-		}
-		ks, err := pk.Decode(ints)
+		ks, err := runPeek(t, pk)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,4 +128,18 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 			t.Fatalf("peek: %+v", ks)
 		}
 	}
+}
+
+// runPeek sends pk's read to the real Redis and decodes its reply.
+func runPeek(t *testing.T, pk *Peek) (KeyState, error) {
+	t.Helper()
+	v, err := server.Do(pk.Args(true)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ints []int64
+	for _, x := range v.([]any) {
+		ints = append(ints, x.(int64))
+	}
+	return pk.Decode(ints)
 }
