@@ -17,7 +17,7 @@ func TestSeveralLimitsAllOrNothing(t *testing.T) {
 	perSecond := mustLimit(t)(NewSlidingLog(1, time.Second))
 	perMinute := mustLimit(t)(NewSlidingLog(3, time.Minute))
 	funnel := mustLimit(t)(NewFunnel(5, 1, time.Minute))
-	checks := []Check{{Key: p + "{u}:s", Limit: perSecond, Cost: 1}, {Key: p + "{u}:m", Limit: perMinute, Cost: 1}, {Key: p + "{u}:f", Limit: funnel, Cost: 1}}
+	checks := []Check{{Key: p + "{u}:0", Limit: perSecond, Cost: 1}, {Key: p + "{u}:1", Limit: perMinute, Cost: 1}, {Key: p + "{u}:2", Limit: funnel, Cost: 1}}
 	if d := c.decide(p+"{u}:block", checks); !d.Allowed() {
 		t.Fatalf("first request denied: %+v", d)
 	}
@@ -32,12 +32,12 @@ func TestSeveralLimitsAllOrNothing(t *testing.T) {
 	if d.Results[1].Remaining != 2 || d.Results[2].Remaining != 4 {
 		t.Fatalf("uncharged remaining: %+v", d.Results)
 	}
-	if n, _ := c.do("ZCARD", p+"{u}:m").Int64(); n != 1 {
+	if n, _ := c.do("ZCARD", p+"{u}:1").Int64(); n != 1 {
 		t.Fatalf("per-minute log has %d entries after a denied request, want 1", n)
 	}
-	tat1, _ := c.do("GET", p+"{u}:f").Text()
+	tat1, _ := c.do("GET", p+"{u}:2").Text()
 	c.decide(p+"{u}:block", checks)
-	if tat2, _ := c.do("GET", p+"{u}:f").Text(); tat1 != tat2 {
+	if tat2, _ := c.do("GET", p+"{u}:2").Text(); tat1 != tat2 {
 		t.Fatalf("funnel charged by a denied request: %s -> %s", tat1, tat2)
 	}
 }
@@ -52,13 +52,13 @@ func TestBlockKeyDeniesAndChargesNothing(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := dial(t)
 			p := redistest.Prefix(t)
-			checks := []Check{{Key: p + "{u}:limit", Limit: l, Cost: 1}}
+			checks := []Check{{Key: p + "{u}:0", Limit: l, Cost: 1}}
 			c.do("SET", p+"{u}:block", "1", "PX", "5000")
 			d := c.decide(p+"{u}:block", checks)
 			if !d.Blocked || d.Allowed() || d.BlockedFor <= 4*time.Second || d.BlockedFor > 5*time.Second || len(d.Results) != 0 {
 				t.Fatalf("blocked decision: %+v", d)
 			}
-			if n, _ := c.do("EXISTS", p+"{u}:limit").Int64(); n != 0 {
+			if n, _ := c.do("EXISTS", p+"{u}:0").Int64(); n != 0 {
 				t.Fatal("a blocked request wrote the limit's key")
 			}
 			c.do("PERSIST", p+"{u}:block")
@@ -82,12 +82,12 @@ func TestEveryKeyHasTTL(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	checks := []Check{
-		{Key: p + "{u}:log", Limit: mustLimit(t)(NewSlidingLog(10, 1500*time.Millisecond)), Cost: 2},
-		{Key: p + "{u}:ctr", Limit: mustLimit(t)(NewSlidingCounter(10, 2*time.Second)), Cost: 2},
-		{Key: p + "{u}:fun", Limit: mustLimit(t)(NewFunnel(10, 1, time.Second)), Cost: 3},
+		{Key: p + "{u}:0", Limit: mustLimit(t)(NewSlidingLog(10, 1500*time.Millisecond)), Cost: 2},
+		{Key: p + "{u}:1", Limit: mustLimit(t)(NewSlidingCounter(10, 2*time.Second)), Cost: 2},
+		{Key: p + "{u}:2", Limit: mustLimit(t)(NewFunnel(10, 1, time.Second)), Cost: 3},
 	}
 	c.decide(p+"{u}:block", checks)
-	for key, max := range map[string]int64{p + "{u}:log": 1500, p + "{u}:ctr": 4000, p + "{u}:fun": 3000} {
+	for key, max := range map[string]int64{p + "{u}:0": 1500, p + "{u}:1": 4000, p + "{u}:2": 3000} {
 		ttl, err := c.do("PTTL", key).Int64()
 		if err != nil || ttl <= 0 || ttl > max {
 			t.Errorf("PTTL %s = %d (%v), want 1..%d", key, ttl, err, max)
@@ -99,8 +99,9 @@ func TestNoScriptThenEval(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	c.do("SCRIPT", "FLUSH")
-	checks := []Check{{Key: p + "k", Limit: mustLimit(t)(NewFunnel(2, 1, time.Second)), Cost: 1}}
-	v := c.roundTrip(AppendEvalSHA(nil, []string{p + "b"}, checks))
+	checks := []Check{{Key: p + "{k}:0", Limit: mustLimit(t)(NewFunnel(2, 1, time.Second)), Cost: 1}}
+	blocks := []string{p + "{k}:block"}
+	v := c.roundTrip(AppendCommand(nil, RESP, EvalSHA, blocks, checks))
 	var rerr *redisproto.Error
 	if !errors.As(v.Err(), &rerr) || rerr.Prefix() != "NOSCRIPT" {
 		t.Fatalf("EVALSHA after SCRIPT FLUSH: %v", v)
@@ -109,10 +110,10 @@ func TestNoScriptThenEval(t *testing.T) {
 	if err := d.Parse(v, 1, 1); !errors.As(err, &rerr) {
 		t.Fatalf("Parse of -NOSCRIPT: %v", err)
 	}
-	if err := d.Parse(c.roundTrip(AppendEval(nil, []string{p + "b"}, checks)), 1, 1); err != nil || !d.Allowed() {
+	if err := d.Parse(c.roundTrip(AppendCommand(nil, RESP, Eval, blocks, checks)), 1, 1); err != nil || !d.Allowed() {
 		t.Fatalf("EVAL: %+v %v", d, err)
 	}
-	if err := d.Parse(c.roundTrip(AppendEvalSHA(nil, []string{p + "b"}, checks)), 1, 1); err != nil || !d.Allowed() {
+	if err := d.Parse(c.roundTrip(AppendCommand(nil, RESP, EvalSHA, blocks, checks)), 1, 1); err != nil || !d.Allowed() {
 		t.Fatalf("EVALSHA after EVAL: %+v %v", d, err)
 	}
 }

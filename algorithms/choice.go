@@ -49,10 +49,11 @@ type Tier struct {
 // AppendCall is AppendCommand for a call with choices besides its checks.
 // Without choices it writes exactly what AppendCommand writes. The reply
 // holds the checks' results, then each choice's positions': see
-// Decision.FromIntsCall.
-func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Check, choices []Choice) []byte {
+// Decision.FromIntsCall. op is OpDecide, or OpPeek when every check and
+// choice is CheckOnly (the peek function refuses any other).
+func AppendCall(dst []byte, f Framing, inv Invoke, op Op, blocks []string, checks []Check, choices []Choice) []byte {
 	if len(choices) == 0 {
-		return AppendCommand(dst, f, eval, blocks, checks)
+		return appendPlain(dst, f, inv, op, blocks, checks)
 	}
 	keys, args := len(blocks)+len(checks), 3+4*len(checks)
 	for i := range choices {
@@ -79,7 +80,7 @@ func AppendCall(dst []byte, f Framing, eval bool, blocks []string, checks []Chec
 		}
 	}
 	w := argWriter{f: f, dst: dst}
-	w.script(eval, 3+keys+args, keys)
+	w.head(inv, op, 3+keys+args, keys)
 	for _, b := range blocks {
 		w.str(b)
 	}

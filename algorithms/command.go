@@ -17,15 +17,20 @@ const (
 
 // AppendCommand appends to dst, framed as f, the command
 //
-//	EVALSHA <sha> <numkeys> <blocks...> <keys...> <len(blocks)> <4 args per check>
+//	FCALL <decide> <numkeys> <blocks...> <keys...> <len(blocks)> <4 args per check>
 //
 // (per check: algorithm, a, b, and cost, or -1 when CheckOnly) deciding
-// checks, unless a key of blocks exists (an operator's manual block); EVAL
-// with the whole script when eval is set (the -NOSCRIPT fallback, which
-// also loads the script). It allocates nothing beyond growing dst.
-func AppendCommand(dst []byte, f Framing, eval bool, blocks []string, checks []Check) []byte {
+// checks, unless a key of blocks exists (an operator's manual block).
+// inv picks the head: FCALL and the function, EVALSHA and the script's
+// SHA, or EVAL and its source (the -NOSCRIPT fallback, which also loads
+// it). It allocates nothing beyond growing dst.
+func AppendCommand(dst []byte, f Framing, inv Invoke, blocks []string, checks []Check) []byte {
+	return appendPlain(dst, f, inv, OpDecide, blocks, checks)
+}
+
+func appendPlain(dst []byte, f Framing, inv Invoke, op Op, blocks []string, checks []Check) []byte {
 	w := argWriter{f: f, dst: dst}
-	w.script(eval, 4+len(blocks)+len(checks)*5, len(blocks)+len(checks))
+	w.head(inv, op, 4+len(blocks)+len(checks)*5, len(blocks)+len(checks))
 	for _, b := range blocks {
 		w.str(b)
 	}
@@ -45,20 +50,24 @@ type argWriter struct {
 	count int
 }
 
-// script starts a call of Script with args arguments in all, numkeys of
-// them keys: EVAL with its source when eval is set, else EVALSHA.
-func (w *argWriter) script(eval bool, args, numkeys int) {
+// head starts a call of op with args arguments in all, numkeys of them
+// keys, as inv says.
+func (w *argWriter) head(inv Invoke, op Op, args, numkeys int) {
 	if w.f == RESP {
 		w.dst = append(w.dst, '*')
 		w.dst = strconv.AppendInt(w.dst, int64(args), 10)
 		w.dst = append(w.dst, '\r', '\n')
 	}
-	if eval {
-		w.str("EVAL")
-		w.str(Script.Source)
-	} else {
+	switch inv {
+	case FCall:
+		w.str("FCALL")
+		w.str(function(op))
+	case EvalSHA:
 		w.str("EVALSHA")
 		w.str(Script.SHA)
+	default:
+		w.str("EVAL")
+		w.str(Script.Source)
 	}
 	w.int(int64(numkeys))
 }
@@ -112,12 +121,12 @@ func appendPercentEncoded(dst []byte, s string) []byte {
 	return dst
 }
 
-// AppendEpoch appends, framed as f, the call of Script that reads the
-// epoch key (an integer an operator's change bumps; 0 when unset):
-// EVALSHA <sha> 1 <key> e, or EVAL with the source when eval is set.
-func AppendEpoch(dst []byte, f Framing, eval bool, key string) []byte {
+// AppendEpoch appends, framed as f, the call that reads the epoch key (an
+// integer an operator's change bumps; 0 when unset): FCALL <epoch> 1
+// <key> e, or its EVALSHA or EVAL as inv says.
+func AppendEpoch(dst []byte, f Framing, inv Invoke, key string) []byte {
 	w := argWriter{f: f, dst: dst}
-	w.script(eval, 5, 1)
+	w.head(inv, OpEpoch, 5, 1)
 	w.str(key)
 	w.str("e")
 	return w.dst

@@ -14,7 +14,7 @@ func TestGoldenRedisCellFirstLine(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewFunnel(16, 30, 60*time.Second))
-	d := c.decide(p+"block", []Check{{Key: p + "user123", Limit: l, Cost: 1}})
+	d := c.decide(p+"{u}:block", []Check{{Key: p + "{user123}:0", Limit: l, Cost: 1}})
 	want := Result{Allowed: true, Limit: 16, Remaining: 15, RetryAfter: -1, ResetAfter: 2 * time.Second}
 	if len(d.Results) != 1 || d.Results[0] != want {
 		t.Fatalf("got %+v, want %+v", d.Results, want)
@@ -43,10 +43,10 @@ func goldenRedisRatePerSecond(t *testing.T, name string) bool {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewFunnel(10, 10, time.Second))
-	key := p + name
+	key := p + "{" + name + "}:0"
 	call := func(n int64) (Result, int64) {
 		t.Helper()
-		d := c.decide(p+"block", []Check{{Key: key, Limit: l, Cost: n}})
+		d := c.decide(p+"{u}:block", []Check{{Key: key, Limit: l, Cost: n}})
 		return d.Results[0], d.Now
 	}
 	r1, start := call(1)

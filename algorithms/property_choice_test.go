@@ -82,7 +82,7 @@ func TestScriptMatchesModelWithChoices(t *testing.T) {
 		}
 		var checks []Check
 		if rng.IntN(3) == 0 {
-			checks = []Check{{Key: base + ":plain", Limit: plain, Cost: 1}}
+			checks = []Check{{Key: base + ":9", Limit: plain, Cost: 1}}
 		}
 		block, pttls := "", []int64(nil)
 		if rng.IntN(3) == 0 {
@@ -126,18 +126,15 @@ func TestScriptMatchesModelWithChoices(t *testing.T) {
 	}
 }
 
-// decideCall runs a call with choices, loading the script on -NOSCRIPT,
-// and parses the reply both ways, which must agree.
+// decideCall runs a call with choices through the library's decide, and
+// parses the reply both ways, which must agree.
 func (c *conn) decideCall(block string, checks []Check, choices []Choice) Decision {
 	c.t.Helper()
 	var blocks []string
 	if block != "" {
 		blocks = []string{block}
 	}
-	raw, err := c.c.RoundTrip(AppendCall(nil, RESP, false, blocks, checks, choices))
-	if err == nil && len(raw) > 9 && string(raw[:9]) == "-NOSCRIPT" {
-		raw, err = c.c.RoundTrip(AppendCall(nil, RESP, true, blocks, checks, choices))
-	}
+	raw, err := c.c.RoundTrip(AppendCall(nil, RESP, FCall, OpDecide, blocks, checks, choices))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -42,7 +42,7 @@ func TestScriptMatchesModelWithLeases(t *testing.T) {
 		choice.Lease = choice.Cost + rng.Int64N(6)
 		var checks []Check
 		if rng.IntN(3) == 0 {
-			checks = []Check{{Key: base + ":plain", Limit: plain, Cost: 1 + rng.Int64N(2)}}
+			checks = []Check{{Key: base + ":9", Limit: plain, Cost: 1 + rng.Int64N(2)}}
 		}
 		got := c.decideCall("", checks, []Choice{choice})
 		want := p.DecideCall(got.Now, nil, checks, []Choice{choice})

@@ -38,12 +38,13 @@ func TestScriptMatchesModelWithThrottles(t *testing.T) {
 	for step := 0; step < 3000; step++ {
 		var choices []Choice
 		for n := 1 + rng.IntN(2); len(choices) < n; {
-			mix := names[rng.IntN(len(names))]
+			m := rng.IntN(len(names))
+			mix := names[m]
 			base := fmt.Sprintf("%s{%s}", prefix, "t")
 			choice := Choice{Tiers: []Tier{{Name: "default", Limits: mixes[mix]}}, Cost: 1 + rng.Int64N(2),
 				Throttle: time.Duration(1+rng.IntN(40)) * time.Millisecond}
 			for i := range mixes[mix] {
-				choice.Keys = append(choice.Keys, fmt.Sprintf("%s:%s:%d", base, mix, i))
+				choice.Keys = append(choice.Keys, fmt.Sprintf("%s:%d", base, 100*m+i))
 			}
 			if len(choices) == 1 && choices[0].Keys[0] == choice.Keys[0] {
 				continue // one call decides each key once
@@ -53,7 +54,7 @@ func TestScriptMatchesModelWithThrottles(t *testing.T) {
 		var checks []Check
 		if rng.IntN(3) == 0 {
 			p := rng.IntN(len(plain))
-			checks = []Check{{Key: fmt.Sprintf("%s{t}:plain%d", prefix, p), Limit: plain[p], Cost: 1}}
+			checks = []Check{{Key: fmt.Sprintf("%s{t}:9%d", prefix, p), Limit: plain[p], Cost: 1}}
 		}
 		got := c.decideCall("", checks, choices)
 		want := p.DecideCall(got.Now, nil, checks, choices)
@@ -145,7 +146,7 @@ func TestThrottleWithLeaseRefusedBeforeCharging(t *testing.T) {
 	prefix := fmt.Sprintf("throttlelease%d", time.Now().UnixNano()%1000000)
 	slow := must(NewFunnel(1, 2, time.Second))
 	wide := must(NewFunnel(10, 10, time.Second))
-	a, b := prefix+"{t}:a", prefix+"{t}:b"
+	a, b := prefix+"{t}:1", prefix+"{t}:2"
 	c.decide("", []Check{{Key: a, Limit: slow, Cost: 1}})  // a full for 500ms
 	c.decide("", []Check{{Key: b, Limit: wide, Cost: 10}}) // b full for 1s
 	before := c.do("GET", a).String()
@@ -153,7 +154,7 @@ func TestThrottleWithLeaseRefusedBeforeCharging(t *testing.T) {
 		{Keys: []string{a}, Cost: 1, Throttle: time.Second, Tiers: []Tier{{Name: "d", Limits: []Limit{slow}}}},
 		{Keys: []string{b}, Cost: 1, Lease: 5, Throttle: time.Second, Tiers: []Tier{{Name: "d", Limits: []Limit{wide}}}},
 	}
-	raw, err := c.c.RoundTrip(AppendCall(nil, RESP, true, nil, nil, choices))
+	raw, err := c.c.RoundTrip(AppendCall(nil, RESP, FCall, OpDecide, nil, nil, choices))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +172,7 @@ func TestThrottleHeldCallTakesNoLeaseBatch(t *testing.T) {
 	prefix := fmt.Sprintf("throttleheldlease%d", time.Now().UnixNano()%1000000)
 	slow := must(NewFunnel(1, 1, 100*time.Millisecond)) // throttled: one per 100ms
 	wide := must(NewFunnel(10, 1, 10*time.Millisecond)) // the lease's: 10 per 100ms
-	th, ls := prefix+"{t}:th", prefix+"{t}:ls"
+	th, ls := prefix+"{t}:1", prefix+"{t}:2"
 	c.decide("", []Check{{Key: th, Limit: slow, Cost: 1}}) // th full for 100ms
 	m := NewModel()
 	m.tats[th] = redisInt(c, th)

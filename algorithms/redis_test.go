@@ -1,8 +1,6 @@
 package algorithms
 
 import (
-	"bytes"
-	"errors"
 	"os"
 	"reflect"
 	"testing"
@@ -75,11 +73,7 @@ func (c *conn) tryDecide(block string, checks []Check) (Decision, error) {
 	if block != "" {
 		blocks = []string{block}
 	}
-	v := c.roundTrip(AppendEvalSHA(nil, blocks, checks))
-	var rerr *redisproto.Error
-	if errors.As(v.Err(), &rerr) && rerr.Prefix() == "NOSCRIPT" {
-		v = c.roundTrip(AppendEval(nil, blocks, checks))
-	}
+	v := c.roundTrip(AppendFCall(nil, blocks, checks))
 	err := d.Parse(v, len(blocks), len(checks))
 	return d, err
 }
@@ -103,14 +97,9 @@ func mustLimit(t testing.TB) func(Limit, error) Limit {
 // the reply with ParseRESP and with Parse, which must agree.
 func (c *conn) settle(settles []Settle) Settlement {
 	c.t.Helper()
-	raw, err := c.c.RoundTrip(AppendSettle(nil, RESP, false, settles))
+	raw, err := c.c.RoundTrip(AppendSettle(nil, RESP, FCall, settles))
 	if err != nil {
 		c.t.Fatal(err)
-	}
-	if bytes.HasPrefix(raw, []byte("-NOSCRIPT")) {
-		if raw, err = c.c.RoundTrip(AppendSettle(nil, RESP, true, settles)); err != nil {
-			c.t.Fatal(err)
-		}
 	}
 	var flat, full Settlement
 	ok, errFlat := flat.ParseRESP(raw, len(settles))

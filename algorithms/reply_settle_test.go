@@ -110,18 +110,21 @@ func TestAppendSettle(t *testing.T) {
 	settles := []Settle{{Key: "rl:{a b}:0", Limit: l, At: 1700000000000000, Reserved: 1, Cost: 5},
 		{Key: "rl:{a b}:1", Limit: f, At: 1700000000000001, Cost: 2}}
 	buf := make([]byte, 0, 1024)
-	if n := testing.AllocsPerRun(100, func() { buf = AppendSettle(buf[:0], RESP, false, settles) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { buf = AppendSettle(buf[:0], RESP, FCall, settles) }); n != 0 {
 		t.Fatalf("AppendSettle allocates %v times", n)
 	}
-	want := "EVALSHA " + Script.SHA + " 2 rl:{a b}:0 rl:{a b}:1 s l 10 1000000 1700000000000000 1 5 f 10 1000000 1700000000000001 0 2"
+	want := "FCALL " + Library.Settle + " 2 rl:{a b}:0 rl:{a b}:1 s l 10 1000000 1700000000000000 1 5 f 10 1000000 1700000000000001 0 2"
 	if got := commandArgs(t, buf); got != want {
 		t.Fatalf("command = %q\nwant      %q", got, want)
 	}
-	if got := commandArgs(t, AppendSettle(nil, RESP, true, settles[:1])); !strings.HasPrefix(got, "EVAL "+Script.Source+" 1 rl:{a b}:0 s l ") {
+	if got := commandArgs(t, AppendSettle(nil, RESP, Eval, settles[:1])); !strings.HasPrefix(got, "EVAL "+Script.Source+" 1 rl:{a b}:0 s l ") {
 		t.Fatalf("EVAL command = %.80q...", got)
 	}
-	webdis := string(AppendSettle(nil, WebdisPath, false, settles[1:]))
-	if want := "EVALSHA/" + Script.SHA + "/1/rl%3A%7Ba%20b%7D%3A1/s/f/10/1000000/1700000000000001/0/2"; webdis != want {
+	if got := commandArgs(t, AppendSettle(nil, RESP, EvalSHA, settles[:1])); !strings.HasPrefix(got, "EVALSHA "+Script.SHA+" 1 rl:{a b}:0 s l ") {
+		t.Fatalf("EVALSHA command = %q", got)
+	}
+	webdis := string(AppendSettle(nil, WebdisPath, FCall, settles[1:]))
+	if want := "FCALL/" + Library.Settle + "/1/rl%3A%7Ba%20b%7D%3A1/s/f/10/1000000/1700000000000001/0/2"; webdis != want {
 		t.Fatalf("Webdis = %q\nwant     %q", webdis, want)
 	}
 }
@@ -129,7 +132,7 @@ func TestAppendSettle(t *testing.T) {
 func TestAppendCommandCheckOnly(t *testing.T) {
 	l, _ := NewSlidingLog(10, time.Second)
 	checks := []Check{{Key: "k0", Limit: l, Cost: 3, CheckOnly: true}, {Key: "k1", Limit: l, Cost: 3}}
-	if got, want := commandArgs(t, AppendEvalSHA(nil, nil, checks)), "EVALSHA "+Script.SHA+" 2 k0 k1 0 l 10 1000000 -1 l 10 1000000 3"; got != want {
+	if got, want := commandArgs(t, AppendFCall(nil, nil, checks)), "FCALL "+Library.Decide+" 2 k0 k1 0 l 10 1000000 -1 l 10 1000000 3"; got != want {
 		t.Fatalf("command = %q\nwant      %q", got, want)
 	}
 }

@@ -105,14 +105,14 @@ func TestTightest(t *testing.T) {
 	}
 }
 
-func TestAppendEvalSHAAllocatesNothing(t *testing.T) {
+func TestAppendFCallAllocatesNothing(t *testing.T) {
 	l, _ := NewSlidingLog(10, time.Second)
 	f, _ := NewFunnel(10, 1, time.Second)
 	checks := []Check{{Key: "rl:{api:u1}:0", Limit: l, Cost: 1}, {Key: "rl:{api:u1}:1", Limit: f, Cost: 2}}
 	buf := make([]byte, 0, 1024)
 	blocks := []string{"rl:{api:u1}:block"}
-	if n := testing.AllocsPerRun(100, func() { buf = AppendEvalSHA(buf[:0], blocks, checks) }); n != 0 {
-		t.Fatalf("AppendEvalSHA allocates %v times", n)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendFCall(buf[:0], blocks, checks) }); n != 0 {
+		t.Fatalf("AppendFCall allocates %v times", n)
 	}
 	v := decodeString(t, string(buf))
 	args, _ := v.Array()
@@ -121,7 +121,7 @@ func TestAppendEvalSHAAllocatesNothing(t *testing.T) {
 		s, _ := a.Text()
 		got = append(got, s)
 	}
-	want := []string{"EVALSHA", Script.SHA, "3", "rl:{api:u1}:block", "rl:{api:u1}:0", "rl:{api:u1}:1", "1",
+	want := []string{"FCALL", Library.Decide, "3", "rl:{api:u1}:block", "rl:{api:u1}:0", "rl:{api:u1}:1", "1",
 		"l", "10", "1000000", "1", "f", "10", "1000000", "2"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Fatalf("command = %q\nwant      %q", got, want)

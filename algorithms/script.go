@@ -1,44 +1,49 @@
 package algorithms
 
-import (
-	"crypto/sha1"
-	"embed"
-	"encoding/hex"
-	"strings"
+import "github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
+
+// Op is one operation of the library: each is its own Redis function.
+type Op uint8
+
+const (
+	OpDecide Op = iota // decide a request's limits: AppendCall
+	OpSettle           // settle admitted requests' real costs: AppendSettle
+	OpEpoch            // read the epoch: AppendEpoch
+	OpPeek             // decide checking only, for ratelimitctl: AppendCall
 )
 
-//go:embed lua/*.lua
-var luaFiles embed.FS
+// Invoke is how a command names the code it runs.
+type Invoke uint8
 
-// The script runs top to bottom on every call: the funnel, then the driver's
-// start (block keys, and a call of one funnel limit decided at once), then
-// the other algorithms, the settle (only a settle defines its functions)
-// and the driver for every other call. Functions cost Redis CPU per call,
-// so the commonest call never defines the others'.
-var scriptParts = []string{"lua/funnel.lua", "lua/decide.lua", "lua/sliding_log.lua", "lua/sliding_counter.lua",
-	"lua/concurrency.lua", "lua/settle.lua", "lua/choice.lua", "lua/decide_all.lua"}
+const (
+	// FCall calls the library's function for the operation: the default,
+	// so that the filter's credential needs no EVAL (see Library).
+	FCall Invoke = iota
+	// EvalSHA calls Script by its SHA, for a path that cannot carry FCALL
+	// (Envoy's redis_proxy in front of Redis Cluster).
+	EvalSHA
+	// Eval sends Script's source: EvalSHA's fallback after -NOSCRIPT.
+	Eval
+)
 
-// Script is the one Lua program that decides every limit of a request.
-// It is built once; SHA is its SHA1 as EVALSHA wants it.
-var Script = newScript()
+// Library is the Redis Functions library an operator loads once
+// (ratelimitctl install); see package lua.
+var Library = lua.Library
 
-type script struct {
-	Source string
-	SHA    string
-}
+// Script is the same code as one script, for EVALSHA.
+var Script = lua.Script
 
-func newScript() script {
-	var b strings.Builder
-	for _, name := range scriptParts {
-		src, err := luaFiles.ReadFile(name)
-		if err != nil {
-			panic("algorithms: missing embedded " + name) // a build defect, not a runtime condition
-		}
-		b.Write(src)
-		b.WriteByte('\n')
+// function is the name of op's function in Library.
+func function(op Op) string {
+	switch op {
+	case OpSettle:
+		return Library.Settle
+	case OpEpoch:
+		return Library.Epoch
+	case OpPeek:
+		return Library.Peek
 	}
-	sum := sha1.Sum([]byte(b.String()))
-	return script{Source: b.String(), SHA: hex.EncodeToString(sum[:])}
+	return Library.Decide
 }
 
 // Check is one limit to decide for one request.
@@ -64,13 +69,8 @@ type Check struct {
 	CheckOnly bool
 }
 
-// AppendEvalSHA appends to dst the RESP command AppendCommand describes.
-func AppendEvalSHA(dst []byte, blocks []string, checks []Check) []byte {
-	return AppendCommand(dst, RESP, false, blocks, checks)
-}
-
-// AppendEval is AppendEvalSHA with the whole script, for the -NOSCRIPT
-// fallback; it also loads the script into Redis's cache.
-func AppendEval(dst []byte, blocks []string, checks []Check) []byte {
-	return AppendCommand(dst, RESP, true, blocks, checks)
+// AppendFCall appends to dst the RESP command AppendCommand describes,
+// calling the library's decide.
+func AppendFCall(dst []byte, blocks []string, checks []Check) []byte {
+	return AppendCommand(dst, RESP, FCall, blocks, checks)
 }

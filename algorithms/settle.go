@@ -88,14 +88,14 @@ func (l Limit) CheckSettleCost(n int64) error {
 
 // AppendSettle appends to dst, framed as f, the command
 //
-//	EVALSHA <sha> <numkeys> <keys...> s <6 args per settle>
+//	FCALL <settle> <numkeys> <keys...> s <6 args per settle>
 //
-// (per settle: algorithm, a, b, At, Reserved, Cost) applying settles; EVAL
-// with the whole script when eval is set. It allocates nothing beyond
-// growing dst.
-func AppendSettle(dst []byte, f Framing, eval bool, settles []Settle) []byte {
+// (per settle: algorithm, a, b, At, Reserved, Cost) applying settles, or
+// its EVALSHA or EVAL as inv says. It allocates nothing beyond growing
+// dst.
+func AppendSettle(dst []byte, f Framing, inv Invoke, settles []Settle) []byte {
 	w := argWriter{f: f, dst: dst}
-	w.script(eval, 4+len(settles)*7, len(settles))
+	w.head(inv, OpSettle, 4+len(settles)*7, len(settles))
 	for i := range settles {
 		w.str(settles[i].Key)
 	}

@@ -14,7 +14,7 @@ func TestSlidingLogSettle(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewSlidingLog(10, time.Minute))
-	key := p + "log"
+	key := p + "{log}:0"
 	decide := func(cost int64, checkOnly bool) Decision {
 		return c.decide("", []Check{{Key: key, Limit: l, Cost: cost, CheckOnly: checkOnly}})
 	}
@@ -76,7 +76,7 @@ func TestSlidingLogLargeAdmissionIsOneMember(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewSlidingLog(100_000, time.Minute))
-	key := p + "log"
+	key := p + "{log}:0"
 	d := c.decide("", []Check{{Key: key, Limit: l, Cost: 100_000}})
 	n0 := d.Now
 	wantResult(t, "cost 100,000", d, true, 0, -1, minute)
@@ -100,7 +100,7 @@ func TestSlidingLogMembersUniqueWithinOneMicrosecond(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewSlidingLog(20, time.Minute))
-	key := p + "log"
+	key := p + "{log}:0"
 	var settles []Settle
 	for _, cost := range []int64{1, 4, 4, 1, 4} {
 		settles = append(settles, Settle{Key: key, Limit: l, Cost: cost})
@@ -128,8 +128,8 @@ func TestSlidingLogReadsOldKeys(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewSlidingLog(5, time.Minute))
-	key := p + "log"
-	now := c.decide("", []Check{{Key: p + "clock", Limit: l, Cost: 0}}).Now
+	key := p + "{log}:0"
+	now := c.decide("", []Check{{Key: p + "{clock}:0", Limit: l, Cost: 0}}).Now
 	old, older := now-2000, now-5000
 	o, o2 := strconv.FormatInt(old, 10), strconv.FormatInt(older, 10)
 	c.do("ZADD", key, o2, o2, o2, o2+".1", o2, o2+".2", o, o)

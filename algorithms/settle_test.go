@@ -39,7 +39,7 @@ func TestFunnelSettle(t *testing.T) {
 	c := dial(t)
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewFunnel(10, 1, time.Minute))
-	key := p + "f"
+	key := p + "{f}:0"
 	decide := func(cost int64, checkOnly bool) Decision {
 		return c.decide("", []Check{{Key: key, Limit: l, Cost: cost, CheckOnly: checkOnly}})
 	}
@@ -84,7 +84,7 @@ func TestCheckOnly(t *testing.T) {
 		mustLimit(t)(NewSlidingCounter(2, time.Hour)),
 	} {
 		t.Run(l.Algorithm.String(), func(t *testing.T) {
-			key := p + l.Algorithm.String()
+			key := p + "{" + l.Algorithm.String() + "}:0"
 			check := []Check{{Key: key, Limit: l, Cost: 2, CheckOnly: true}}
 			d := c.decide("", check)
 			wantResult(t, "fresh", d, true, 2, -1, 0)
@@ -128,7 +128,7 @@ func counterSettle(t *testing.T, attempt int) bool {
 	p := redistest.Prefix(t)
 	l := mustLimit(t)(NewSlidingCounter(10, time.Hour))
 	const w = int64(3_600_000) // ms
-	key := p + string(rune('a'+attempt))
+	key := p + "{" + string(rune('a'+attempt)) + "}:0"
 	decide := func(cost int64) Decision { return c.decide("", []Check{{Key: key, Limit: l, Cost: cost}}) }
 	settle := func(at, reserved, cost int64) Settlement {
 		return c.settle([]Settle{{Key: key, Limit: l, At: at, Reserved: reserved, Cost: cost}})

@@ -86,8 +86,8 @@ func (c *call) seal() {
 	c.sealChoices(all)
 }
 
-func (c *call) command(f algorithms.Framing) []byte {
-	c.buf = algorithms.AppendCall(c.buf[:0], f, c.eval, c.blocks, c.checks, c.choices)
+func (c *call) command(f algorithms.Framing, inv algorithms.Invoke) []byte {
+	c.buf = algorithms.AppendCall(c.buf[:0], f, inv, algorithms.OpDecide, c.blocks, c.checks, c.choices)
 	return c.buf
 }
 

@@ -89,6 +89,12 @@ type RedisConfig struct {
 	// FlushTimeout is how long Higress's client may hold a call in its
 	// write buffer (redis_abi; see InitCluster): default 0.
 	FlushTimeout time.Duration
+	// Command is how calls name the library's code: algorithms.FCall (the
+	// default, "fcall": the operator loads the library, and the filter's
+	// credential needs no EVAL), or algorithms.EvalSHA ("evalsha", with
+	// EVAL after -NOSCRIPT) for a path that cannot carry FCALL, such as
+	// Envoy's redis_proxy in front of Redis Cluster.
+	Command algorithms.Invoke
 }
 
 // HeaderStyle chooses the rate-limit response headers.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/tidwall/gjson"
 )
 
@@ -13,7 +14,7 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 		return r, errAt(path, "required")
 	}
 	o, err := fields(v, path, "transport", "cluster", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path",
-		"buffer_flush_timeout")
+		"buffer_flush_timeout", "command")
 	if err != nil {
 		return r, err
 	}
@@ -58,6 +59,13 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 	}
 	if r.ClusterMode, err = boolean(o["cluster_mode"], path+".cluster_mode", false); err != nil {
 		return r, err
+	}
+	command, err := enum(o["command"], path+".command", "fcall", "fcall", "evalsha")
+	if err != nil {
+		return r, err
+	}
+	if command == "evalsha" {
+		r.Command = algorithms.EvalSHA
 	}
 	if err := parseRedisABI(&r, o, path); err != nil {
 		return r, err

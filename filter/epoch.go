@@ -61,7 +61,7 @@ func (p *Plugin) pollEpoch(now time.Time) {
 	if !p.cached() || now.Before(p.breaker.openUntil) || !p.link.usable(now) {
 		return
 	}
-	e.buf = algorithms.AppendEpoch(e.buf[:0], p.framing(), e.eval, e.key)
+	e.buf = algorithms.AppendEpoch(e.buf[:0], p.framing(), p.invoke(e.eval), e.key)
 	id, err := p.dispatchFramed(e.buf)
 	if err != nil {
 		p.errLog.log(LogWarn, "ratelimit: redis: epoch: dispatch: "+err.Error())

@@ -18,6 +18,7 @@ const (
 	LogInfo
 	LogWarn
 	LogError
+	LogCritical // limits are off, or run with rights they must not have
 )
 
 // PluginHost is what a Plugin needs of the proxy. The SDK adapter in

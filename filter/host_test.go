@@ -30,6 +30,7 @@ type fakeHost struct {
 	t      *testing.T
 	plugin *Plugin
 	logs   []string
+	levels []LogLevel // per log line
 	// props are the stream properties (route_name, ...) of every request.
 	props map[string]string
 }
@@ -51,7 +52,9 @@ func newFakeHost(t *testing.T, config string) *fakeHost {
 	return h
 }
 
-func (h *fakeHost) Log(level LogLevel, msg string)  { h.logs = append(h.logs, msg) }
+func (h *fakeHost) Log(level LogLevel, msg string) {
+	h.logs, h.levels = append(h.logs, msg), append(h.levels, level)
+}
 func (h *fakeHost) Counter(name string) Counter     { return h.Metric(name) }
 func (h *fakeHost) Histogram(name string) Histogram { return h.Metric(name) }
 func (h *fakeHost) Gauge(name string) Gauge         { return h.Metric(name) }

@@ -90,10 +90,15 @@ func (c *Config) Peek(rule *Rule, base, tier string) (*Peek, error) {
 	return pk, nil
 }
 
-// Args is the command, as arguments for a Redis client: EVALSHA, or EVAL
-// with the script's source when eval is set (after -NOSCRIPT).
-func (pk *Peek) Args(eval bool) []any {
-	cmd := algorithms.AppendCall(nil, algorithms.RESP, eval, pk.blocks, pk.checks, pk.choices)
+// Args is the command, as arguments for a Redis client: FCALL of the
+// library's peek, or with EvalSHA or Eval the script's decide, checking
+// only as well.
+func (pk *Peek) Args(inv algorithms.Invoke) []any {
+	op := algorithms.OpPeek
+	if inv != algorithms.FCall {
+		op = algorithms.OpDecide
+	}
+	cmd := algorithms.AppendCall(nil, algorithms.RESP, inv, op, pk.blocks, pk.checks, pk.choices)
 	v, _, err := redisproto.Decode(cmd)
 	if err != nil {
 		panic("filter: a command that does not decode: " + err.Error()) // a defect of AppendCall

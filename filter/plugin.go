@@ -169,6 +169,10 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 		p.link.onAuthReply(ok, reply)
 		return
 	}
+	if p.link.isIdentityReply(calloutID) {
+		p.link.onIdentityReply(ok, reply)
+		return
+	}
 	if p.isEpochReply(calloutID) {
 		p.onEpochReply(ok, reply, ints)
 		return

@@ -45,6 +45,7 @@ type redisLink struct {
 		id      uint32
 		pending bool
 	}
+	identity redisIdentity // redis_identity.go
 	// Each kind of news has its own throttled log, so that one cannot
 	// hide another.
 	initLog, authLog, clusterLog throttledLog
@@ -67,6 +68,9 @@ func newRedisLink(cfg *Config, host PluginHost, send func([]byte) (uint32, error
 		reinits:       host.Counter("ratelimit.redis.reinits"),
 		redirected:    host.Counter("ratelimit.redis.redirected"),
 	}
+	l.identity = redisIdentity{log: throttledLog{host: host, every: every},
+		wrongUser: host.Counter("ratelimit.redis.wrong_user"),
+		missing:   host.Counter("ratelimit.redis.library_missing")}
 	if ri, ok := host.(RedisInitializer); ok && cfg.Redis.Transport == TransportRedisABI {
 		l.host, l.ready = ri, false
 	}
@@ -77,19 +81,23 @@ func newRedisLink(cfg *Config, host PluginHost, send func([]byte) (uint32, error
 // plugin start: a rejected configuration would leave traffic unlimited,
 // while retrying lets the plugin limit once the cluster exists.
 func (p *Plugin) Start() {
-	p.link.tryInit(p.host.Now())
+	p.link.init(p.host.Now())
 }
 
 // RedisReady reports whether the proxy's Redis client is initialised.
 func (p *Plugin) RedisReady() bool { return p.link.ready }
 
 // usable reports whether calls may be sent, first retrying a failed init
-// when the last try is old enough.
+// when the last try is old enough. A connection that runs as the wrong
+// user is not (redis_identity.go).
 func (l *redisLink) usable(now time.Time) bool {
 	if !l.ready && now.Sub(l.lastInit) >= relinkEvery {
-		l.tryInit(now)
+		l.init(now)
 	}
-	return l.ready
+	if l.identity.wrong && now.Sub(l.identity.sentAt) >= relinkEvery {
+		l.relink(now)
+	}
+	return l.ready && !l.identity.wrong
 }
 
 func (l *redisLink) tryInit(now time.Time) {
@@ -112,6 +120,13 @@ func (l *redisLink) tryInit(now time.Time) {
 	}
 }
 
+// init is tryInit, then the identity check once it succeeded.
+func (l *redisLink) init(now time.Time) {
+	if l.tryInit(now); l.ready {
+		l.checkIdentity(now)
+	}
+}
+
 // onTick retries a failed init.
 func (l *redisLink) onTick(now time.Time) { l.usable(now) }
 
@@ -123,6 +138,8 @@ func (l *redisLink) onErrorReply(err error, now time.Time) {
 		return
 	}
 	switch rerr.Prefix() {
+	case "ERR":
+		l.onMissingFunction(rerr.Msg)
 	case "NOAUTH":
 		l.relink(now)
 	case "MOVED", "ASK":
@@ -156,6 +173,7 @@ func (l *redisLink) relink(now time.Time) {
 	if id, err := l.send(redisproto.AppendCommand(nil, args...)); err == nil {
 		l.auth.id, l.auth.pending = id, true
 	}
+	l.checkIdentity(now)
 }
 
 func (l *redisLink) isAuthReply(id uint32) bool { return l.auth.pending && l.auth.id == id }

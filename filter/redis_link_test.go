@@ -89,16 +89,18 @@ func TestNoAuthRelinks(t *testing.T) {
 		h.Queue = h.Queue[1:]
 		h.plugin.OnRedisReply(q.ID, true, r)
 	}
+	reply([]byte("+default\r\n")) // ACL WHOAMI after the init
 	fs, st := h.stream("x-user=a")
 	reply(noauth)
 	if fs.Status != 503 || h.inits != 2 || h.Counters["ratelimit.redis.reinits"] != 1 {
 		t.Fatalf("status %d, %d inits, counters %v", fs.Status, h.inits, h.Counters)
 	}
 	st.OnDone()
-	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n" {
-		t.Fatalf("queued %q; want the filter's AUTH", h.Queue)
+	if len(h.Queue) != 2 || string(h.Queue[0].Cmd) != "*2\r\n$4\r\nAUTH\r\n$2\r\npw\r\n" || string(h.Queue[1].Cmd) != whoami {
+		t.Fatalf("queued %q; want the filter's AUTH, then ACL WHOAMI", h.Queue)
 	}
 	reply([]byte("-WRONGPASS invalid username-password pair or user is disabled.\r\n"))
+	reply([]byte("+default\r\n"))
 	if !logged(h.fakeHost, "Redis refused redis.username/redis.password: WRONGPASS") {
 		t.Fatalf("logs %q", h.logs)
 	}
@@ -113,6 +115,7 @@ func TestNoAuthRelinks(t *testing.T) {
 	reply(noauth)
 	st.OnDone()
 	reply([]byte("+OK\r\n"))
+	reply([]byte("+default\r\n"))
 	if h.inits != 3 || h.Counters["ratelimit.redis.reinits"] != 2 || !logged(h.fakeHost, "AUTH accepted") {
 		t.Fatalf("%d inits, counters %v, logs %q", h.inits, h.Counters, h.logs)
 	}
@@ -126,6 +129,7 @@ func TestNoAuthRelinks(t *testing.T) {
 func TestMovedFailsClearly(t *testing.T) {
 	h := newInitHost(t, oneUser)
 	h.plugin.Start()
+	h.Pump() // ACL WHOAMI
 	for _, r := range []string{"-MOVED 3999 127.0.0.1:7001\r\n", "-ASK 3999 127.0.0.1:7001\r\n"} {
 		fs, st := h.stream("x-user=a")
 		q := h.Queue[0]
@@ -171,6 +175,8 @@ func TestBreakerCountsABurstOnce(t *testing.T) {
 		t.Fatalf("after the burst and two more failures: opened %d; want 1", o)
 	}
 }
+
+const whoami = "*2\r\n$3\r\nACL\r\n$6\r\nWHOAMI\r\n"
 
 // stream starts a request and leaves its call queued.
 func (h *initHost) stream(headers ...string) (*fakeStream, *Stream) {

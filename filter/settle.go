@@ -98,7 +98,7 @@ func (p *Plugin) dispatchSettle(sc *settleCall) {
 		p.settleFailed(sc, errBreakerOpen)
 		return
 	}
-	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.framing(), sc.eval, sc.settles)
+	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.framing(), p.invoke(sc.eval), sc.settles)
 	id, err := p.dispatchFramed(sc.buf)
 	if err != nil {
 		p.settleFailed(sc, fmt.Errorf("dispatch: %w", err))

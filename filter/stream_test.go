@@ -121,8 +121,9 @@ func TestFailureModes(t *testing.T) {
 	}
 }
 
+// With redis.command evalsha, -NOSCRIPT is answered by EVAL.
 func TestNoScriptFallsBackToEval(t *testing.T) {
-	h := newFakeHost(t, perUser)
+	h := newFakeHost(t, strings.Replace(perUser, `"cluster":"redis"`, `"cluster":"redis","command":"evalsha"`, 1))
 	if _, err := server.Do("SCRIPT", "FLUSH"); err != nil {
 		t.Fatal(err)
 	}

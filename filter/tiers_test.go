@@ -3,6 +3,8 @@ package filter
 import (
 	"strings"
 	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
 
 const tieredByHeader = `{"redis":{"cluster":"redis"},"rules":[
@@ -133,7 +135,7 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 // runPeek sends pk's read to the real Redis and decodes its reply.
 func runPeek(t *testing.T, pk *Peek) (KeyState, error) {
 	t.Helper()
-	v, err := server.Do(pk.Args(true)...)
+	v, err := server.Do(pk.Args(algorithms.FCall)...)
 	if err != nil {
 		t.Fatal(err)
 	}

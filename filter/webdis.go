@@ -15,11 +15,11 @@ import (
 // Webdis takes a command as the body of a POST: its arguments joined by "/",
 // each percent-encoded:
 //
-//	EVALSHA/<sha>/2/rl%3A%7Bapi%7Calice%7D%3Ablock/.../1
+//	FCALL/ratelimit_<v>_decide/2/rl%3A%7Bapi%7Calice%7D%3Ablock/.../1
 //
 // Every byte outside A-Z a-z 0-9 - _ ~ is encoded, "." included, so no
 // argument can end the command early or pick an output format. The reply is
-// Webdis's JSON, {"EVALSHA":[...]}, which webdisReply turns back into RESP:
+// Webdis's JSON, {"FCALL":[...]}, which webdisReply turns back into RESP:
 // Webdis 0.1.9's raw (RESP) output mangles arrays of integers.
 func appendWebdisBody(dst []byte, dec *redisproto.Decoder, cmd []byte) ([]byte, error) {
 	v, _, err := dec.Decode(cmd)
@@ -120,7 +120,7 @@ type webdisCalls struct {
 }
 
 // webdisInts reads the script's usual reply as Webdis renders it,
-// {"EVALSHA":[1,-2,...]}, appending its integers to dst. ok is false for
+// {"FCALL":[1,-2,...]}, appending its integers to dst. ok is false for
 // anything else (an error, other JSON), which webdisReply handles.
 func webdisInts(dst []int64, body []byte) ([]int64, bool) {
 	i := 0
@@ -152,7 +152,19 @@ func webdisInts(dst []int64, body []byte) ([]int64, bool) {
 // sendCall dispatches a call's command over the configured transport,
 // framed for it.
 func (p *Plugin) sendCall(c *call) (uint32, error) {
-	return p.dispatchFramed(c.command(p.framing()))
+	return p.dispatchFramed(c.command(p.framing(), p.invoke(c.eval)))
+}
+
+// invoke is how a command names the library's code: FCALL, or with
+// redis.command evalsha, EVALSHA, then EVAL once -NOSCRIPT was seen.
+func (p *Plugin) invoke(eval bool) algorithms.Invoke {
+	switch {
+	case p.cfg.Redis.Command == algorithms.FCall:
+		return algorithms.FCall
+	case eval:
+		return algorithms.Eval
+	}
+	return algorithms.EvalSHA
 }
 
 // framing is how the configured transport frames a script call.

@@ -63,14 +63,14 @@ func TestWebdisFramingIsTheRESPCommandReencoded(t *testing.T) {
 	log, _ := algorithms.NewSlidingLog(3, time.Minute)
 	blocks := []string{"rl:{a b|ü/..%}:block"}
 	checks := []algorithms.Check{{Key: "rl:{a b|ü/..%}:0", Limit: funnel, Cost: 1}, {Key: "rl:{a b|ü/..%}:1", Limit: log, Cost: 0}}
-	for _, eval := range []bool{false, true} {
+	for _, inv := range []algorithms.Invoke{algorithms.FCall, algorithms.EvalSHA, algorithms.Eval} {
 		var dec redisproto.Decoder
-		want, err := appendWebdisBody(nil, &dec, algorithms.AppendCommand(nil, algorithms.RESP, eval, blocks, checks))
+		want, err := appendWebdisBody(nil, &dec, algorithms.AppendCommand(nil, algorithms.RESP, inv, blocks, checks))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := algorithms.AppendCommand(nil, algorithms.WebdisPath, eval, blocks, checks); string(got) != string(want) {
-			t.Errorf("eval %v:\n got %s\nwant %s", eval, got, want)
+		if got := algorithms.AppendCommand(nil, algorithms.WebdisPath, inv, blocks, checks); string(got) != string(want) {
+			t.Errorf("invoke %v:\n got %s\nwant %s", inv, got, want)
 		}
 	}
 }

@@ -216,8 +216,10 @@ func (p *pluginContext) Log(level filter.LogLevel, msg string) {
 		proxywasm.LogInfo(msg)
 	case filter.LogWarn:
 		proxywasm.LogWarn(msg)
-	default:
+	case filter.LogError:
 		proxywasm.LogError(msg)
+	default:
+		proxywasm.LogCritical(msg)
 	}
 }
 

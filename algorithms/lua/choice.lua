@@ -45,8 +45,14 @@ if grouped then
       return redis.error_reply('ERR ratelimit: bad choice at argument ' .. j)
     end
     local tier, over, slot, most, wait = nil, nil, cost, nil, nil
-    if flags % 2 == 1 then tier = redis.call('GET', KEYS[k]); k = k + 1 end
-    if flags % 4 >= 2 then over = redis.call('GET', KEYS[k]); k = k + 1 end
+    if flags % 2 == 1 then
+      if not has_role(KEYS[k], ':tier') then return role_error(k) end
+      tier = redis.call('GET', KEYS[k]); k = k + 1
+    end
+    if flags % 4 >= 2 then
+      if not has_role(KEYS[k], ':override') then return role_error(k) end
+      over = redis.call('GET', KEYS[k]); k = k + 1
+    end
     if flags % 8 >= 4 then
       slot = tonumber(ARGV[j + 5])
       if not slot or slot < 1 then return redis.error_reply('ERR ratelimit: bad slot at argument ' .. (j + 5)) end

@@ -7,8 +7,8 @@
 -- the request's cost: its cost field carries the slot id instead (> 0).
 -- Reply: {now_us, -2, then per limit: allowed, limit, remaining,
 -- retry_after_us, reset_after_us}, or {now_us, block_pttl_ms, block_index}
--- when a block key exists.
--- ARGV[1] = 's' settles instead: see settle.lua.
+-- when a block key exists. ARGV[1] = 'g' is a call with choices: see
+-- choice.lua. A peek (peek set) must check only: every cost is -1.
 -- Needs Redis >= 5, where scripts replicate their effects, so TIME may
 -- precede writes.
 --
@@ -17,26 +17,21 @@
 -- reset (us), then up to two values for its commit(key, a, b, now, n, ...),
 -- which charges it.
 --
--- The script is funnel.lua, this file, sliding_log.lua, sliding_counter.lua,
--- concurrency.lua, settle.lua, choice.lua and decide_all.lua, run top to
--- bottom on every call. Each function and table it creates costs Redis
--- CPU on every call (the other algorithms' functions 0.3-0.7us of a 7us
--- call), so the commonest shape, one funnel limit, is decided here,
--- before they exist.
+-- decide is this file, choice.lua and decide_all.lua, which closes it.
+-- Every key it writes is a state key (roles.lua): blocks, tiers and
+-- overrides are only read.
 
--- ARGV[1] = 'e' reads the epoch an operator's change bumps, KEYS[1]: the
--- number, 0 when unset. ARGV[1] = 'g' is a call with choices: see
--- choice.lua.
-if ARGV[1] == 'e' then return tonumber(redis.call('GET', KEYS[1])) or 0 end
+local function decide(KEYS, ARGV, peek)
+if #KEYS > max_keys then return redis.error_reply('ERR ratelimit: too many keys') end
 local t = redis.call('TIME')
 local now = t[1] * 1000000 + t[2]
-local settle = ARGV[1] == 's'
 local grouped = ARGV[1] == 'g'
-local nb = settle and 0 or tonumber(ARGV[grouped and 2 or 1])
+local nb = tonumber(ARGV[grouped and 2 or 1])
 if not nb or nb < 0 or nb > #KEYS then
   return redis.error_reply('ERR ratelimit: bad block key count')
 end
 for i = 1, nb do
+  if not has_role(KEYS[i], ':block') then return role_error(i) end
   local blocked = redis.call('PTTL', KEYS[i])
   if blocked ~= -2 then return {now, blocked, i} end
 end
@@ -44,9 +39,10 @@ end
 -- One funnel: check, then charge if it allows. (decide_all.lua decides
 -- one limit of another algorithm alike; a shared function would cost a
 -- closure.)
-if #KEYS == nb + 1 and ARGV[2] == 'f' and not settle and not grouped then
+if #KEYS == nb + 1 and ARGV[2] == 'f' and not grouped then
   local key, a, b, cost = KEYS[nb + 1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-  if not a or not b or not cost or cost < -1 then
+  if not is_state(key) then return role_error(nb + 1) end
+  if not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
     return redis.error_reply('ERR ratelimit: bad arguments for limit 1')
   end
   local allowed, remaining, retry, reset, tat = funnel_check(key, a, b, now, cost == -1 and 1 or cost)
@@ -65,7 +61,9 @@ end
 if grouped and #KEYS == nb + 1 and #ARGV == 14 and ARGV[3] == '0' and ARGV[5] == '16' and ARGV[6] == '1'
     and ARGV[8] == '1' and ARGV[11] == '1' and ARGV[12] == 'f' then
   local key, cost, wait, a, b = KEYS[nb + 1], tonumber(ARGV[7]), tonumber(ARGV[9]), tonumber(ARGV[13]), tonumber(ARGV[14])
-  if ARGV[4] ~= 'x' or not cost or cost < 1 or not wait or wait < 0 or not a or not b or a < 1 or b < 1 then
+  if not is_state(key) then return role_error(nb + 1) end
+  if peek or ARGV[4] ~= 'x' or not cost or cost < 1 or not wait or wait < 0 or not a or not b or a < 1 or b < 1
+      or not bounded(a, b, cost) then
     return redis.error_reply('ERR ratelimit: bad throttle')
   end
   local tat = tonumber(redis.call('GET', key)) or now

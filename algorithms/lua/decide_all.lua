@@ -11,7 +11,8 @@ local commits = {l = log_commit, c = counter_commit, f = funnel_commit, k = conc
 if not grouped and #KEYS == nb + 1 then
   local check, commit = checks[ARGV[2]], commits[ARGV[2]]
   local key, a, b, cost = KEYS[nb + 1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-  if not check or not a or not b or not cost or cost < -1 then
+  if not is_state(key) then return role_error(nb + 1) end
+  if not check or not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
     return redis.error_reply('ERR ratelimit: bad arguments for limit 1')
   end
   local allowed, remaining, retry, reset, s1, s2 = check(key, a, b, now, cost == -1 and 1 or cost)
@@ -61,7 +62,8 @@ local n = #lk
 local res, state, all = {}, {}, true
 for i = 1, n do
   local r, check, a, b, cost = 5 * i - 4, checks[lc[i]], la[i], lb[i], ln[i]
-  if not check or not a or not b or not cost or cost < -1 then
+  if not is_state(lk[i]) then return redis.error_reply('ERR ratelimit: limit ' .. i .. ' is not a state key') end
+  if not check or not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
     return redis.error_reply('ERR ratelimit: bad arguments for limit ' .. i)
   end
   local t = late[i] and at or now
@@ -141,3 +143,4 @@ for _, c in ipairs(picks) do
   end
 end
 return reply
+end

@@ -14,97 +14,105 @@
 -- cost is unused; applied is -1 when the slot was held, 0 when it had
 -- expired or was lost, and remaining is the slots free after it.
 
-if settle then
-  -- The TAT moves by d * T, never below now. Applied is the change in
-  -- units left, so a refund that empties the funnel counts whole units.
-  local function funnel_settle(key, burst, t, now, _, reserved, cost)
-    local tau = burst * t
-    local tat = tonumber(redis.call('GET', key)) or now
-    if tat < now then tat = now end
-    local new_tat = math.max(now, tat + (cost - reserved) * t)
-    if new_tat > now and new_tat ~= tat then
-      redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
-    elseif new_tat ~= tat then
-      redis.call('DEL', key)
-    end
-    local left = math.floor((now - new_tat + tau) / t)
-    return math.floor((now - tat + tau) / t) - left, left
+-- The TAT moves by d * T, never below now. Applied is the change in
+-- units left, so a refund that empties the funnel counts whole units.
+local function funnel_settle(key, burst, t, now, _, reserved, cost)
+  local tau = burst * t
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now then tat = now end
+  local new_tat = math.max(now, tat + (cost - reserved) * t)
+  if new_tat > now and new_tat ~= tat then
+    redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
+  elseif new_tat ~= tat then
+    redis.call('DEL', key)
   end
+  local left = math.floor((now - new_tat + tau) / t)
+  return math.floor((now - tat + tau) / t) - left, left
+end
 
-  -- The count of the admission's window, current or previous, moves by d,
-  -- never below 0; in an older window the record is gone.
-  local function counter_settle(key, limit, w, now, at, reserved, cost)
-    local idx, e = counter_window(now, w)
-    local cur, prev = counter_counts(key, idx)
-    local d = cost - reserved
-    local at_idx = reserved > 0 and counter_window(at, w) or idx
-    if at_idx == idx - 1 then
-      d = math.max(-prev, d)
-      prev = prev + d
-    else
-      if at_idx ~= idx and d < 0 then d = 0 end
-      d = math.max(-cur, d)
-      cur = cur + d
-    end
-    if d ~= 0 then
-      redis.call('HSET', key, 'w', idx, 'c', cur, 'p', prev)
-      redis.call('PEXPIRE', key, 2 * w - e)
-    end
-    return d, math.floor((limit * w - prev * (w - e) - cur * w) / w)
+-- The count of the admission's window, current or previous, moves by d,
+-- never below 0; in an older window the record is gone.
+local function counter_settle(key, limit, w, now, at, reserved, cost)
+  local idx, e = counter_window(now, w)
+  local cur, prev = counter_counts(key, idx)
+  local d = cost - reserved
+  local at_idx = reserved > 0 and counter_window(at, w) or idx
+  if at_idx == idx - 1 then
+    d = math.max(-prev, d)
+    prev = prev + d
+  else
+    if at_idx ~= idx and d < 0 then d = 0 end
+    d = math.max(-cur, d)
+    cur = cur + d
   end
+  if d ~= 0 then
+    redis.call('HSET', key, 'w', idx, 'c', cur, 'p', prev)
+    redis.call('PEXPIRE', key, 2 * w - e)
+  end
+  return d, math.floor((limit * w - prev * (w - e) - cur * w) / w)
+end
 
-  -- The admission's entry (any at its time with its weight) takes the
-  -- weight cost, and goes at 0; once it has left the window, a charge
-  -- beyond it is a new entry at now.
-  local function log_settle(key, limit, window, now, at, reserved, cost)
-    local total, weighted = log_trim(key, window, now)
-    local d, found, w = cost - reserved, nil, 0
-    if reserved > 0 and d ~= 0 and at > now - window then
-      local same = redis.call('ZRANGEBYSCORE', key, at, at)
-      for i = 1, #same do
-        if log_weight(same[i]) == reserved then found = same[i] break end
-      end
+-- The admission's entry (any at its time with its weight) takes the
+-- weight cost, and goes at 0; once it has left the window, a charge
+-- beyond it is a new entry at now.
+local function log_settle(key, limit, window, now, at, reserved, cost)
+  local total, weighted = log_trim(key, window, now)
+  local d, found, w = cost - reserved, nil, 0
+  if reserved > 0 and d ~= 0 and at > now - window then
+    local same = redis.call('ZRANGEBYSCORE', key, at, at)
+    for i = 1, #same do
+      if log_weight(same[i]) == reserved then found = same[i] break end
     end
-    if found then
-      redis.call('ZREM', key, found)
-      w = cost
-      if w > 0 then log_add(key, at, w) end
-    elseif d > 0 then
-      w = d
-      log_add(key, now, w)
-      log_expire(key, window)
-    else
-      d = 0
-    end
-    if weighted or w > 1 then redis.call('ZADD', key, -(total + d), 's') end
-    return d, limit - total - d
   end
+  if found then
+    redis.call('ZREM', key, found)
+    w = cost
+    if w > 0 then log_add(key, at, w) end
+  elseif d > 0 then
+    w = d
+    log_add(key, now, w)
+    log_expire(key, window)
+  else
+    d = 0
+  end
+  if weighted or w > 1 then redis.call('ZADD', key, -(total + d), 's') end
+  return d, limit - total - d
+end
 
-  -- A release: the slot leaves, unless it has expired already.
-  local function conc_settle(key, limit, _, now, _, slot)
-    local used = conc_trim(key, now)
-    local gone = redis.call('ZREM', key, string.format('%d', slot))
-    return -gone, limit - used + gone
-  end
+-- A release: the slot leaves, unless it has expired already.
+local function conc_settle(key, limit, _, now, _, slot)
+  local used = conc_trim(key, now)
+  local gone = redis.call('ZREM', key, string.format('%d', slot))
+  return -gone, limit - used + gone
+end
 
-  local settles = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle}
-  if #ARGV ~= 1 + 6 * #KEYS then
-    return redis.error_reply('ERR ratelimit: bad settle argument count')
+local settles = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle}
+
+-- settle applies one call's settles. Every key is a state key (roles.lua).
+local function settle(KEYS, ARGV)
+if ARGV[1] ~= 's' or #ARGV ~= 1 + 6 * #KEYS or #KEYS > max_keys then
+  return redis.error_reply('ERR ratelimit: bad settle argument count')
+end
+-- Every settle is read before any is applied: a bad one writes nothing.
+local args = {}
+for i = 1, #KEYS do
+  local j = 6 * i - 4
+  local a, b, at, reserved, cost = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
+  if not settles[ARGV[j]] or not a or not b or not at or not reserved or not cost or a < 1 or b < 1 or reserved < 0 or cost < 0 then
+    return redis.error_reply('ERR ratelimit: bad arguments for settle ' .. i)
   end
-  -- Every settle is read before any is applied: a bad one writes nothing.
-  local args = {}
-  for i = 1, #KEYS do
-    local j = 6 * i - 4
-    local a, b, at, reserved, cost = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
-    if not settles[ARGV[j]] or not a or not b or not at or not reserved or not cost or a < 1 or b < 1 or reserved < 0 or cost < 0 then
-      return redis.error_reply('ERR ratelimit: bad arguments for settle ' .. i)
-    end
-    args[i] = {a, b, at, reserved, cost}
+  if not is_state(KEYS[i]) then return role_error(i) end
+  if not bounded(a, b, reserved) or not bounded(at, cost, 0) then
+    return redis.error_reply('ERR ratelimit: bad arguments for settle ' .. i)
   end
-  local reply = {now}
-  for i = 1, #KEYS do
-    local s = args[i]
-    reply[2 * i], reply[2 * i + 1] = settles[ARGV[6 * i - 4]](KEYS[i], s[1], s[2], now, s[3], s[4], s[5])
-  end
-  return reply
+  args[i] = {a, b, at, reserved, cost}
+end
+local t = redis.call('TIME')
+local now = t[1] * 1000000 + t[2]
+local reply = {now}
+for i = 1, #KEYS do
+  local s = args[i]
+  reply[2 * i], reply[2 * i + 1] = settles[ARGV[6 * i - 4]](KEYS[i], s[1], s[2], now, s[3], s[4], s[5])
+end
+return reply
 end

@@ -41,7 +41,7 @@ func NewProc(t testing.TB) *Proc {
 const procStartTimeout = 30 * time.Second
 
 // Start runs redis-server on the reserved port, with an empty dataset and
-// script cache, and returns once it answers PING.
+// script cache and the filter's library, and returns once it answers PING.
 func (p *Proc) Start() {
 	p.t.Helper()
 	_, port, _ := net.SplitHostPort(p.Addr)
@@ -55,6 +55,11 @@ func (p *Proc) Start() {
 	if err := waitPong(p.Addr, procStartTimeout); err != nil {
 		p.Kill() // and wait for its output
 		p.t.Fatalf("redistest: redis-server on %s: %v\n%s", p.Addr, err, out)
+	}
+	c := NewClient(p.Addr, Options{})
+	defer c.Close()
+	if err := LoadLibrary(c); err != nil {
+		p.t.Fatal(err)
 	}
 }
 

@@ -1,10 +1,11 @@
 // Package redistest is the Redis side of the tests: throwaway servers and
-// one small client, stdlib and redisproto only.
+// one small client, on the stdlib, redisproto and the filter's library.
 //
 //   - Start runs a redis-server on a free loopback port with persistence off
-//     (--save "" --appendonly no), stopped by t.Cleanup; StartCluster a Redis
-//     Cluster; NewProc a server a test can kill and restart on one port;
-//     StartWebdis a Webdis in front of one.
+//     (--save "" --appendonly no) and the filter's Functions library loaded
+//     (LoadLibrary), stopped by t.Cleanup; StartCluster a Redis Cluster;
+//     NewProc a server a test can kill and restart on one port; StartWebdis
+//     a Webdis in front of one.
 //   - Conn speaks RESP to one server (ScanRESP, a bufio.SplitFunc, cuts the
 //     replies), and Client runs commands from any goroutine; Server.Client
 //     is an admin client.
@@ -94,6 +95,10 @@ func launch(bin, dir string, port int, extra []string) (*Server, error) {
 			c.Close()
 			s := &Server{Addr: addr, cmd: cmd, dir: dir}
 			s.Client = NewClient(addr, Options{Password: passwordOf(extra)})
+			if err := LoadLibrary(s.Client); err != nil {
+				s.Stop()
+				return nil, err
+			}
 			return s, nil
 		}
 		if cmd.ProcessState != nil {

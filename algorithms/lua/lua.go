@@ -1,0 +1,81 @@
+// Package lua holds the rate limiter's Lua code, as Redis runs it: a Redis
+// Functions library (Redis 7+) that an operator loads once, and the same
+// code as one script for EVALSHA where a path cannot carry FCALL. Package
+// algorithms builds the calls and parses the replies.
+package lua
+
+import (
+	"crypto/sha1"
+	"embed"
+	"encoding/hex"
+	"strings"
+)
+
+//go:embed *.lua
+var files embed.FS
+
+// The code, in order: what each key is (roles.lua), the algorithms, the
+// settle, and the decide (decide.lua, choice.lua and decide_all.lua, which
+// closes it). It defines functions only: Library registers them, Script
+// dispatches to them.
+var parts = []string{"roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
+	"concurrency.lua", "settle.lua", "decide.lua", "choice.lua", "decide_all.lua"}
+
+// Library is the Functions library: one function per operation, defined
+// at load, so a call pays nothing to define them. Its name carries a
+// digest of its code, so two builds of the filter with different code run
+// side by side during a rolling upgrade, each calling its own functions.
+var Library = newLibrary(code())
+
+// Script is the same code as one Lua script: its first argument picks the
+// operation ('s' settles, 'e' reads the epoch, else it decides).
+var Script = newScript(code())
+
+// Lib is a library and the names of its functions.
+type Lib struct {
+	Name   string // "ratelimit_<12 hex digits of the code's SHA-1>"
+	Source string // for FUNCTION LOAD
+	// Decide, Settle, Epoch and Peek are "<Name>_decide" and so on. Peek
+	// decides as Decide does, but refuses a call that charges anything.
+	Decide, Settle, Epoch, Peek string
+}
+
+// Src is a script and its SHA-1, as EVALSHA names it.
+type Src struct {
+	Source string
+	SHA    string
+}
+
+func code() string {
+	var b strings.Builder
+	for _, name := range parts {
+		src, err := files.ReadFile(name)
+		if err != nil {
+			panic("lua: missing embedded " + name) // a build defect, not a runtime condition
+		}
+		b.Write(src)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func newLibrary(body string) Lib {
+	sum := sha1.Sum([]byte(body))
+	name := "ratelimit_" + hex.EncodeToString(sum[:6])
+	l := Lib{Name: name, Decide: name + "_decide", Settle: name + "_settle", Epoch: name + "_epoch", Peek: name + "_peek"}
+	l.Source = "#!lua name=" + name + "\n" + body +
+		"redis.register_function{function_name='" + l.Decide + "', callback=function(keys, args) return decide(keys, args, false) end}\n" +
+		"redis.register_function{function_name='" + l.Peek + "', callback=function(keys, args) return decide(keys, args, true) end}\n" +
+		"redis.register_function{function_name='" + l.Settle + "', callback=settle}\n" +
+		"redis.register_function{function_name='" + l.Epoch + "', callback=epoch, flags={'no-writes'}}\n"
+	return l
+}
+
+func newScript(body string) Src {
+	src := body + `if ARGV[1] == 'e' then return epoch(KEYS, ARGV) end
+if ARGV[1] == 's' then return settle(KEYS, ARGV) end
+return decide(KEYS, ARGV, false)
+`
+	sum := sha1.Sum([]byte(src))
+	return Src{Source: src, SHA: hex.EncodeToString(sum[:])}
+}

@@ -1,0 +1,86 @@
+package filter
+
+import (
+	"strings"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// Two things the proxy's Redis client cannot tell the filter, so the
+// filter asks Redis.
+//
+// Who it runs as: Higress's client throws away the reply to the AUTH it
+// sends on each new connection, so a refused username or password leaves
+// the connection as Redis's default user, which may need no password and
+// have every right. After each proxy_redis_init, and again once a second
+// while it is wrong, the filter sends ACL WHOAMI: any user but the one
+// configured (redis.username, else "default") is logged at critical
+// level, counted in ratelimit.redis.wrong_user, and no call is sent, so
+// requests get failure_mode, until the connection runs as the right user.
+//
+// Whether the library is loaded: an FCALL of a function Redis does not
+// have is answered "ERR Function not found". That is logged at critical
+// level, with the command that loads it, and counted in
+// ratelimit.redis.library_missing; the call fails as any failed call does.
+type redisIdentity struct {
+	id        uint32
+	pending   bool
+	wrong     bool      // the last WHOAMI named another user
+	sentAt    time.Time // the last WHOAMI
+	wrongUser Counter   // ratelimit.redis.wrong_user
+	missing   Counter   // ratelimit.redis.library_missing
+	log       throttledLog
+}
+
+// checkIdentity sends ACL WHOAMI on the proxy's Redis connection.
+func (l *redisLink) checkIdentity(now time.Time) {
+	if l.host == nil || l.identity.pending {
+		return
+	}
+	if id, err := l.send(redisproto.AppendCommand(nil, "ACL", "WHOAMI")); err == nil {
+		l.identity.id, l.identity.pending, l.identity.sentAt = id, true, now
+	}
+}
+
+func (l *redisLink) isIdentityReply(id uint32) bool {
+	return l.identity.pending && l.identity.id == id
+}
+
+// onIdentityReply compares the user Redis named with the configured one.
+func (l *redisLink) onIdentityReply(ok bool, reply []byte) {
+	l.identity.pending = false
+	want := l.cfg.Username
+	if want == "" {
+		want = "default"
+	}
+	v, _, err := redisproto.Decode(reply)
+	if !ok || err != nil {
+		return // asked again after the next init
+	}
+	if v.Err() != nil {
+		l.identity.wrong = false
+		l.identity.log.log(LogWarn, "ratelimit: redis: ACL WHOAMI refused ("+v.Err().Error()+"): the filter cannot check which user its connection runs as; grant the filter's user +acl|whoami (deploy/redis/users.acl)")
+		return
+	}
+	got, _ := v.Text()
+	l.identity.wrong = got != want
+	if l.identity.wrong {
+		l.identity.wrongUser.Increment(1)
+		l.identity.log.log(LogCritical, "ratelimit: redis: the proxy's Redis connection runs as user "+quoteUser(got)+", not "+quoteUser(want)+
+			": Redis refused redis.username/redis.password and Higress kept the connection as the default user; no call is sent and requests get failure_mode until it runs as "+quoteUser(want))
+	}
+}
+
+// onMissingFunction reports a reply saying the library is not loaded.
+func (l *redisLink) onMissingFunction(msg string) {
+	if !strings.HasPrefix(msg, "ERR Function not found") {
+		return
+	}
+	l.identity.missing.Increment(1)
+	l.identity.log.log(LogCritical, "ratelimit: redis: the library "+algorithms.Library.Name+
+		" is not loaded on Redis, so every call fails and requests get failure_mode: load it with `ratelimitctl install` (on every master of a cluster)")
+}
+
+func quoteUser(u string) string { return `"` + u + `"` }

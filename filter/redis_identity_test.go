@@ -1,0 +1,96 @@
+package filter
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// loggedAt reports whether a line containing substr was logged at level.
+func loggedAt(h *fakeHost, level LogLevel, substr string) bool {
+	for i, l := range h.logs {
+		if h.levels[i] == level && strings.Contains(l, substr) {
+			return true
+		}
+	}
+	return false
+}
+
+// A connection that Redis runs as another user than the configured one
+// (Higress drops the reply to its AUTH, so a refused password leaves the
+// default user) sends no call: requests get the failure mode, with a
+// critical log line and a counter, until a later check finds the right
+// user.
+func TestWrongRedisUserAppliesFailureMode(t *testing.T) {
+	h := newInitHost(t, strings.Replace(oneUser, `"password":"pw"`, `"username":"filter","password":"pw"`, 1))
+	h.plugin.Start()
+	answer := func(r string) {
+		t.Helper()
+		if len(h.Queue) == 0 || string(h.Queue[0].Cmd) != whoami {
+			t.Fatalf("queue %q; want ACL WHOAMI first", h.Queue)
+		}
+		q := h.Queue[0]
+		h.Queue = h.Queue[1:]
+		h.plugin.OnRedisReply(q.ID, true, []byte(r))
+	}
+	answer("$7\r\ndefault\r\n")
+	if !loggedAt(h.fakeHost, LogCritical, `runs as user "default", not "filter"`) || h.Counters["ratelimit.redis.wrong_user"] != 1 {
+		t.Fatalf("counters %v, logs %q", h.Counters, h.logs)
+	}
+	if o := h.send("x-user=a"); o.status != 503 || h.Counters["ratelimit.redis.latency_ms.count"] != 0 {
+		t.Fatalf("as the wrong user: %+v, counters %v", o, h.Counters)
+	}
+	// A second later the filter redoes the init, sends its AUTH and asks
+	// again; the request meanwhile still gets the failure mode.
+	h.Clock = h.Clock.Add(time.Second)
+	fs, st := h.stream("x-user=a")
+	st.OnDone()
+	if fs.Status != 503 || len(h.Queue) != 2 || !strings.Contains(string(h.Queue[0].Cmd), "AUTH") {
+		t.Fatalf("status %d, queue %q", fs.Status, h.Queue)
+	}
+	h.Queue = h.Queue[1:] // AUTH's reply is not awaited
+	answer("+filter\r\n")
+	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] == "" {
+		t.Fatalf("as the right user: %+v", o)
+	}
+}
+
+// A user without +acl|whoami cannot be checked: a warning says what to
+// grant, and calls go on.
+func TestWhoamiRefusedWarns(t *testing.T) {
+	h := newInitHost(t, oneUser)
+	h.plugin.Start()
+	q := h.Queue[0]
+	h.Queue = h.Queue[1:]
+	h.plugin.OnRedisReply(q.ID, true, []byte("-NOPERM this user has no permissions to run the 'acl|whoami' command\r\n"))
+	if !loggedAt(h.fakeHost, LogWarn, "grant the filter's user +acl|whoami") {
+		t.Fatalf("logs %q", h.logs)
+	}
+	if o := h.send("x-user=a"); o.status != 200 {
+		t.Fatalf("%+v", o)
+	}
+}
+
+// Without the library on Redis every call fails: the failure mode
+// applies, a critical line names the library and the command that loads
+// it, and it is counted.
+func TestLibraryMissingIsCritical(t *testing.T) {
+	h := newFakeHost(t, perUser)
+	if _, err := server.Do("FUNCTION", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // no filter test runs in parallel
+		if err := redistest.LoadLibrary(server.Client); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] != "" {
+		t.Fatalf("failure_mode allow: %+v", o)
+	}
+	if h.Counters["ratelimit.redis.library_missing"] != 1 || h.Counters["ratelimit.redis.errors"] != 1 ||
+		!loggedAt(h, LogCritical, "is not loaded on Redis") || !loggedAt(h, LogCritical, "ratelimitctl install") {
+		t.Fatalf("counters %v, logs %q", h.Counters, h.logs)
+	}
+}
