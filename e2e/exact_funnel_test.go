@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"errors"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -10,7 +9,6 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // TestExactFunnelModel runs the script itself from 16 connections at once
@@ -91,15 +89,10 @@ func TestExactFunnelModel(t *testing.T) {
 		len(calls), conns, allowed.Load(), denied.Load(), redisSpan(r.decisions(t)))
 }
 
-// decide runs the script on c as the filter does: EVALSHA, then EVAL on
-// -NOSCRIPT.
+// decide calls the library's decide on c, as the filter does.
 func decide(c *redistest.Conn, blocks []string, checks []algorithms.Check) (algorithms.Decision, error) {
 	var d algorithms.Decision
-	v, err := c.Decode(c.RoundTrip(algorithms.AppendEvalSHA(nil, blocks, checks)))
-	var rerr *redisproto.Error
-	if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
-		v, err = c.Decode(c.RoundTrip(algorithms.AppendEval(nil, blocks, checks)))
-	}
+	v, err := c.Decode(c.RoundTrip(algorithms.AppendFCall(nil, blocks, checks)))
 	if err != nil {
 		return d, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
 )
 
@@ -136,13 +137,10 @@ func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
 	return c.tier, nil
 }
 
-// peek runs the filter's script at cost 0 (EVALSHA, then EVAL after
-// NOSCRIPT, as the filter does) and decodes its reply.
+// peek calls the library's peek function, which charges nothing, and
+// decodes its reply.
 func (s *session) peek(ctx context.Context, pk *filter.Peek, base string) (filter.KeyState, error) {
-	v, err := s.rdb.Do(ctx, pk.Args(false)...).Result()
-	if redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = s.rdb.Do(ctx, pk.Args(true)...).Result()
-	}
+	v, err := s.rdb.Do(ctx, pk.Args(algorithms.FCall)...).Result()
 	if err != nil {
 		return filter.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
 	}

@@ -130,13 +130,10 @@ func decideChoice(b *testing.B, c *redistest.Conn, cc choiceCase, base string, p
 	return d
 }
 
-// callOnce sends one call with choices, loading the script on -NOSCRIPT.
+// callOnce sends one call with choices through the library's decide.
 func callOnce(b *testing.B, c *redistest.Conn, blocks []string, checks []algorithms.Check, choices []algorithms.Choice) algorithms.Decision {
 	b.Helper()
-	raw, err := c.RoundTrip(algorithms.AppendCall(nil, algorithms.RESP, false, blocks, checks, choices))
-	if err == nil && strings.HasPrefix(string(raw), "-NOSCRIPT") {
-		raw, err = c.RoundTrip(algorithms.AppendCall(nil, algorithms.RESP, true, blocks, checks, choices))
-	}
+	raw, err := c.RoundTrip(algorithms.AppendCall(nil, algorithms.RESP, algorithms.FCall, algorithms.OpDecide, blocks, checks, choices))
 	if err != nil {
 		b.Fatal(err)
 	}

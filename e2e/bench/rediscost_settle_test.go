@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // settleCase is one response_cost pattern: each request is decided on
@@ -125,14 +123,10 @@ func BenchmarkRedisCostSettle(b *testing.B) {
 	}
 }
 
-// decideOnce sends one decision, loading the script on -NOSCRIPT.
+// decideOnce sends one decision through the library's decide.
 func decideOnce(b *testing.B, c *redistest.Conn, blocks []string, checks []algorithms.Check) algorithms.Decision {
 	b.Helper()
-	v, err := c.Decode(c.RoundTrip(algorithms.AppendEvalSHA(nil, blocks, checks)))
-	var rerr *redisproto.Error
-	if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
-		v, err = c.Decode(c.RoundTrip(algorithms.AppendEval(nil, blocks, checks)))
-	}
+	v, err := c.Decode(c.RoundTrip(algorithms.AppendFCall(nil, blocks, checks)))
 	var d algorithms.Decision
 	if err == nil {
 		err = d.Parse(v, len(blocks), len(checks))
@@ -146,11 +140,7 @@ func decideOnce(b *testing.B, c *redistest.Conn, blocks []string, checks []algor
 // settleOnce sends one settle call, as the filter frames it for Redis.
 func settleOnce(b *testing.B, c *redistest.Conn, settles []algorithms.Settle) algorithms.Settlement {
 	b.Helper()
-	v, err := c.Decode(c.RoundTrip(algorithms.AppendSettle(nil, algorithms.RESP, false, settles)))
-	var rerr *redisproto.Error
-	if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
-		v, err = c.Decode(c.RoundTrip(algorithms.AppendSettle(nil, algorithms.RESP, true, settles)))
-	}
+	v, err := c.Decode(c.RoundTrip(algorithms.AppendSettle(nil, algorithms.RESP, algorithms.FCall, settles)))
 	var s algorithms.Settlement
 	if err == nil {
 		err = s.Parse(v, len(settles))

@@ -82,11 +82,7 @@ func BenchmarkRedisCost(b *testing.B) {
 			if blocks > 0 {
 				blockKeys = []string{key + ":block"}
 			}
-			v, err := c.Decode(c.RoundTrip(algorithms.AppendEvalSHA(nil, blockKeys, checks)))
-			var rerr *redisproto.Error
-			if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
-				v, err = c.Decode(c.RoundTrip(algorithms.AppendEval(nil, blockKeys, checks)))
-			}
+			v, err := c.Decode(c.RoundTrip(algorithms.AppendFCall(nil, blockKeys, checks)))
 			var d algorithms.Decision
 			if err == nil {
 				err = d.Parse(v, len(blockKeys), 1)
