@@ -20,8 +20,10 @@ type LocalFallback struct {
 	// in each VM.
 	Share int64
 	// MaxKeys bounds the limit states each VM keeps (one per key and
-	// limit), the oldest evicted first (local_fallback.max_keys, default
-	// 10000).
+	// limit; local_fallback.max_keys, default 10000). When all are held, a
+	// new key pushes out the least used state that would still admit its
+	// last request; a state that denies stays, and when all do, the new
+	// key is decided as a fresh one and not held (localTable).
 	MaxKeys int
 }
 

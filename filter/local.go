@@ -9,42 +9,37 @@ import (
 // localLimiter decides a VM's requests while Redis cannot (failure_mode:
 // local): the script's algorithms, through algorithms.Model, on the VM's
 // clock, with every limit scaled to the VM's share. Its state is bounded:
-// at most MaxKeys limit states, the oldest evicted first, and a state is
-// forgotten once the limit is back to full (its ResetAfter has passed), so
-// it no longer affects a decision. The state outlives an outage until it
-// drains: the next outage starts from what this VM admitted in the last.
+// at most MaxKeys limit states (localTable), and a state is forgotten once
+// the limit is back to full (its ResetAfter has passed), so it no longer
+// affects a decision. A state that still denies is never pushed out by a
+// new key, so a flood of other keys cannot re-admit a denied client. The
+// state outlives an outage until it drains: the next outage starts from
+// what this VM admitted in the last.
 type localLimiter struct {
 	cfg   *LocalFallback
 	model *algorithms.Model
-	// slots are the states held, in insertion order from next once full;
-	// states maps each state's key to its slot.
-	slots  []localState
-	next   int
-	states map[string]int
+	table *localTable
 
-	allowed, denied, evicted Counter
+	allowed, denied, evicted, unheld Counter
+	states                           Gauge
 
 	// Scratch for one decision, reused.
 	checks []algorithms.Check
-	at     []int // per owner of the call, its check, or -1 when unused
-}
-
-// localState is one limit state the Model holds.
-type localState struct {
-	key string
-	// idle is when the state stops mattering, in µs since the epoch: from
-	// then on the limit is full again, as for a key Redis has expired.
-	idle int64
+	at     []int   // per owner of the call, its check, or -1 when unused
+	idles  []int64 // per settle of a call, until when its state matters
+	peek   [1]algorithms.Check
 }
 
 func newLocalLimiter(cfg *Config, h PluginHost) *localLimiter {
 	if cfg.Local == nil {
 		return nil
 	}
-	return &localLimiter{cfg: cfg.Local, model: algorithms.NewModel(), states: map[string]int{},
+	return &localLimiter{cfg: cfg.Local, model: algorithms.NewModel(), table: newLocalTable(cfg.Local.MaxKeys),
 		allowed: h.Counter("ratelimit.failure_mode.local_allowed"),
 		denied:  h.Counter("ratelimit.failure_mode.local_denied"),
-		evicted: h.Counter("ratelimit.failure_mode.local_evicted")}
+		evicted: h.Counter("ratelimit.failure_mode.local_evicted"),
+		unheld:  h.Counter("ratelimit.failure_mode.local_unheld"),
+		states:  h.Gauge("ratelimit.failure_mode.local_states")}
 }
 
 // decideLocally decides, in the VM, every enforced call that failed: it
@@ -94,7 +89,7 @@ func (l *localLimiter) decide(c *call, cfg *Config, now time.Time) verdict {
 		l.checks = append(l.checks, algorithms.Check{Key: key, Limit: scaled, Cost: cost, CheckOnly: checkOnly})
 	}
 	us := now.UnixMicro()
-	d := l.model.Decide(us, nil, l.checks)
+	d := l.decideChecks(us)
 	c.decision.Now, c.decision.Blocked = us, false
 	c.decision.Results, c.decision.Picks, c.decision.Picked = c.decision.Results[:0], c.decision.Picks[:0], c.decision.Picked[:0]
 	c.decision.Granted = c.decision.Granted[:0]
@@ -103,66 +98,93 @@ func (l *localLimiter) decide(c *call, cfg *Config, now time.Time) verdict {
 			c.decision.Results = append(c.decision.Results, algorithms.Result{Allowed: true, RetryAfter: -1})
 			continue
 		}
-		r := d.Results[i]
-		c.decision.Results = append(c.decision.Results, r)
-		l.hold(l.checks[i].Key, us+r.ResetAfter.Microseconds(), us)
+		c.decision.Results = append(c.decision.Results, d.Results[i])
 	}
 	c.err, c.local = nil, true
 	return verdict{}
 }
 
-// hold records that key's state matters until idle, at least: a new key
-// takes a slot, evicting the oldest when all are taken.
-func (l *localLimiter) hold(key string, idle, now int64) {
-	if i, ok := l.states[key]; ok {
-		l.slots[i].idle = max(l.slots[i].idle, idle)
+// decideChecks decides l.checks at now (µs) from the local state, and
+// keeps each check's state.
+func (l *localLimiter) decideChecks(now int64) algorithms.Decision {
+	d := l.model.Decide(now, nil, l.checks)
+	l.table.pin()
+	for i, chk := range l.checks {
+		r := d.Results[i]
+		if chk.CheckOnly {
+			chk.Cost = 1
+		}
+		retry := time.Duration(-1)
+		if !r.Allowed {
+			retry = r.RetryAfter
+		}
+		l.keep(chk.Key, l.rankAfter(chk, r.Remaining, retry, now), now+r.ResetAfter.Microseconds(), now)
+	}
+	return d
+}
+
+// rankAfter ranks chk's state once a decision at now left remaining: by
+// its use while it admits chk again, else by when it does, retry from now
+// when chk was denied (otherwise retry < 0, and a peek finds it).
+func (l *localLimiter) rankAfter(chk algorithms.Check, remaining int64, retry time.Duration, now int64) int64 {
+	if remaining >= chk.Cost {
+		return rankOfUse(capacity(chk.Limit), remaining)
+	}
+	if retry < 0 {
+		// remaining < Cost: the same check is denied, so it writes nothing.
+		l.peek[0] = algorithms.Check{Key: chk.Key, Limit: chk.Limit, Cost: chk.Cost}
+		retry = l.model.Decide(now, nil, l.peek[:]).Results[0].RetryAfter
+	}
+	return rankDenying + now + max(retry.Microseconds(), 0)
+}
+
+// keep records key's state at now: it matters until idle at least, and
+// ranks rank, or as it ranked while that still denies (what it denied, it
+// still does: use only grew). A new key is held unless every held state
+// still denies; then its state is forgotten, as if the key had never come
+// (it was decided as a fresh one), and counted.
+func (l *localLimiter) keep(key string, rank, idle, now int64) {
+	i, held := l.table.index[key]
+	if held {
+		if old := l.table.slots[i].rank; deniesAt(old, now) {
+			rank = max(rank, old)
+		}
+		l.table.update(i, rank, idle)
 		return
 	}
-	i := len(l.slots)
-	if i < l.cfg.MaxKeys {
-		l.slots = append(l.slots, localState{})
-	} else {
-		i, l.next = l.next, (l.next+1)%l.cfg.MaxKeys
-		old := l.slots[i]
-		l.model.Forget(old.key)
-		delete(l.states, old.key)
-		if old.idle > now {
+	if idle <= now {
+		return // the state is empty: nothing to remember
+	}
+	victim, pushed, ok := l.table.add(key, rank, idle, now)
+	if pushed {
+		l.model.Forget(victim.key)
+		l.states.Add(-1)
+		if victim.idle > now {
 			l.evicted.Increment(1)
 		}
 	}
-	l.slots[i] = localState{key: key, idle: idle}
-	l.states[key] = i
-}
-
-// sweep forgets the states that no longer matter at now, keeping the
-// others in insertion order.
-func (l *localLimiter) sweep(now time.Time) {
-	us, n := now.UnixMicro(), len(l.slots)
-	drop := 0
-	for i := range l.slots {
-		if l.slots[i].idle <= us {
-			drop++
-		}
-	}
-	if drop == 0 {
+	if !ok {
+		l.model.Forget(key)
+		l.unheld.Increment(1)
 		return
 	}
-	kept := make([]localState, 0, n-drop)
-	for j := range n {
-		st := l.slots[(l.next+j)%n]
-		if st.idle <= us {
+	l.states.Add(1)
+}
+
+// sweep forgets the states that no longer matter at now.
+func (l *localLimiter) sweep(now time.Time) {
+	us := now.UnixMicro()
+	for i := l.table.len() - 1; i >= 0; i-- { // remove moves the last slot, already seen, to i
+		if st := l.table.slots[i]; st.idle <= us {
 			l.model.Forget(st.key)
-			delete(l.states, st.key)
-			continue
+			l.table.remove(i)
+			l.states.Add(-1)
 		}
-		l.states[st.key] = len(kept)
-		kept = append(kept, st)
 	}
-	l.slots, l.next = kept, 0
 }
 
 // size is the number of limit states held.
-func (l *localLimiter) size() int { return len(l.slots) }
+func (l *localLimiter) size() int { return l.table.len() }
 
 // count counts a request decided locally.
 func (l *localLimiter) count(denied bool) {
@@ -179,14 +201,20 @@ func (l *localLimiter) count(denied bool) {
 func (p *Plugin) settleLocally(sc *settleCall) {
 	l := p.local
 	us := p.host.Now().UnixMicro()
+	l.idles = l.idles[:0]
 	for i := range sc.settles {
 		st := &sc.settles[i]
 		st.Limit = l.cfg.scale(st.Limit)
-		if d := st.Cost - st.Reserved; d > 0 {
-			l.hold(st.Key, l.settledIdle(st.Key, st.Limit, d, us), us)
-		}
+		l.idles = append(l.idles, l.settledIdle(st.Key, st.Limit, st.Cost-st.Reserved, us))
 	}
 	res := l.model.Settle(us, sc.settles)
+	l.table.pin()
+	for i := range sc.settles {
+		if st := &sc.settles[i]; st.Cost > st.Reserved {
+			unit := algorithms.Check{Key: st.Key, Limit: st.Limit, Cost: 1}
+			l.keep(st.Key, l.rankAfter(unit, res.Results[i].Remaining, -1, us), l.idles[i], us)
+		}
+	}
 	for i, r := range res.Results {
 		p.metrics.rules[sc.rules[i]].response.count(r)
 	}
@@ -202,8 +230,8 @@ func (l *localLimiter) settledIdle(key string, lim algorithms.Limit, d, now int6
 		return now + 2*w
 	}
 	from := now
-	if i, ok := l.states[key]; ok {
-		from = max(from, l.slots[i].idle)
+	if i, ok := l.table.index[key]; ok {
+		from = max(from, l.table.slots[i].idle)
 	}
 	t := (w + lim.Rate/2) / lim.Rate // the emission interval, as Limit rounds it
 	return from + d*t

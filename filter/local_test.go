@@ -164,15 +164,15 @@ func TestLocalTiers(t *testing.T) {
 	}
 }
 
-// At most max_keys limit states, the oldest evicted first (counted when it
-// still mattered); a state forgotten admits afresh.
+// At most max_keys limit states. A new key pushes out a state that still
+// admits, the least used first (counted when it still mattered); a state
+// that denies stays, and when all do, a new key is decided as a fresh one
+// and not held. States are swept once they drain.
 func TestLocalStateIsBounded(t *testing.T) {
-	h := newFakeHost(t, strings.Replace(localConfig("1", `"circuit_breaker":{"failures":1,"backoff":"10m"},`,
-		`[{"name":"u","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]`),
-		`"share":1`, `"share":1,"max_keys":2`, 1))
+	h := newFakeHost(t, localBounded(2, localLogOf(4)))
 	h.Clock = time.Now()
 	h.Down = true
-	for _, u := range []string{"a", "b", "c"} {
+	for _, u := range []string{"a", "a", "a", "b", "c"} { // a: 3 of 4 used; b and c: 1
 		if o := h.send("x-user=" + u); o.status != 200 {
 			t.Fatalf("%s: %+v", u, o)
 		}
@@ -180,11 +180,18 @@ func TestLocalStateIsBounded(t *testing.T) {
 	if h.plugin.local.size() != 2 || h.Counters["ratelimit.failure_mode.local_evicted"] != 1 {
 		t.Fatalf("states %d, evicted %d", h.plugin.local.size(), h.Counters["ratelimit.failure_mode.local_evicted"])
 	}
-	if o := h.send("x-user=c"); o.status != 429 {
-		t.Fatalf("c is still held: %+v", o)
+	if o := h.send("x-user=a", "x-cost=2"); o.status != 429 {
+		t.Fatalf("a, the most used, is still held: %+v", o)
 	}
-	if o := h.send("x-user=a"); o.status != 200 {
-		t.Fatalf("a was evicted, so admitted afresh: %+v", o)
+	if o := h.send("x-user=b", "x-cost=4"); o.status != 200 {
+		t.Fatalf("b, the least used, was pushed out (c came after it), so admitted afresh: %+v", o)
+	}
+	// a denies cost 2 and b denies: d finds no room, and is not held.
+	if o := h.send("x-user=d", "x-cost=4"); o.status != 200 || h.Counters["ratelimit.failure_mode.local_unheld"] != 1 {
+		t.Fatalf("d: %+v, unheld %d", o, h.Counters["ratelimit.failure_mode.local_unheld"])
+	}
+	if o := h.send("x-user=d", "x-cost=4"); o.status != 200 || h.plugin.local.size() != 2 {
+		t.Fatalf("d again, decided afresh: %+v, states %d", o, h.plugin.local.size())
 	}
 	h.Clock = h.Clock.Add(30 * time.Second)
 	h.plugin.OnTick()
@@ -193,11 +200,11 @@ func TestLocalStateIsBounded(t *testing.T) {
 	}
 	h.Clock = h.Clock.Add(time.Minute)
 	h.plugin.OnTick()
-	if h.plugin.local.size() != 0 {
-		t.Fatalf("%d states kept once they drained", h.plugin.local.size())
+	if h.plugin.local.size() != 0 || h.Counters["ratelimit.failure_mode.local_states"] != 0 {
+		t.Fatalf("%d states kept once they drained (gauge %d)", h.plugin.local.size(), h.Counters["ratelimit.failure_mode.local_states"])
 	}
-	if o := h.send("x-user=c"); o.status != 200 {
-		t.Fatalf("c after its window: %+v", o)
+	if o := h.send("x-user=a", "x-cost=4"); o.status != 200 {
+		t.Fatalf("a after its window: %+v", o)
 	}
 }
 
@@ -245,7 +252,7 @@ func TestLocalMetricNamesSurviveIstioTags(t *testing.T) {
 	}
 	m := &metricNames{}
 	newLocalLimiter(cfg, m)
-	if len(m.defined) != 3 {
+	if len(m.defined) != 5 {
 		t.Fatalf("defined %q", m.defined)
 	}
 	for _, name := range m.defined {
