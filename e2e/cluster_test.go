@@ -11,8 +11,8 @@ package e2e
 // sliding log), :1 (a sliding counter), :2 (a funnel) and :block in the
 // slot of "api|<user>", and rule "route" keeps {route|<user>|<path>}:0 in
 // the slot of "route|<user>|<path>", usually elsewhere. With
-// redis.cluster_mode each rule is one EVALSHA whose keys share a slot;
-// without it both rules go in one EVALSHA, which a cluster refuses with
+// redis.cluster_mode each rule is one FCALL whose keys share a slot;
+// without it both rules go in one FCALL, which a cluster refuses with
 // CROSSSLOT.
 
 import (

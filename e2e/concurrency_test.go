@@ -130,7 +130,7 @@ func newSlotRecord(key string) *slotRecord {
 
 // observe reads one relayed command and its reply (redistest.Proxy).
 func (r *slotRecord) observe(args []string, reply []byte) {
-	if len(args) < 4 || args[0] != "EVALSHA" && args[0] != "EVAL" {
+	if len(args) < 4 || !isScriptCall(args) {
 		return
 	}
 	nk, _ := strconv.Atoi(args[2])

@@ -2,29 +2,51 @@ package e2e
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
 // faultKillRestart kills redis-server (SIGKILL) mid-traffic and starts a
-// new one on the same port: the host must reconnect, and the filter must
-// recover from -NOSCRIPT with EVAL, while traffic flows.
+// new one on the same port, with the library (as its persistence would
+// keep it): the host must reconnect while traffic flows.
 func faultKillRestart(t *testing.T, mode string) int64 {
 	r := redistest.NewProc(t)
 	r.Start()
 	l := newFaultLoad(t, mode, "", r.Addr, faultTimeout)
-	var noscriptBefore int64
 	l.run(func() {
 		l.waitMore("decisions before the kill", &l.decisions)
 		r.Kill()
 		l.waitMore("a failure-mode answer while Redis is down", &l.failures)
-		noscriptBefore = l.metric("ratelimit.redis.noscript")
 		r.Start()
 		l.waitMore("decisions after the restart", &l.decisions)
-		waitFor(t, "a -NOSCRIPT from the new server", func() bool { return l.metric("ratelimit.redis.noscript") > noscriptBefore })
 	})
+	return l.finish()
+}
+
+// faultLibraryDeleted deletes the library mid-traffic, then loads it
+// again: meanwhile every call fails, counted as library_missing, and
+// requests get the failure mode; then decisions resume.
+func faultLibraryDeleted(t *testing.T, mode string) int64 {
+	r := redistest.Start(t)
+	l := newFaultLoad(t, mode, "", r.Addr, faultTimeout)
+	l.run(func() {
+		l.waitMore("decisions before the delete", &l.decisions)
+		if _, err := r.Do("FUNCTION", "DELETE", algorithms.Library.Name); err != nil {
+			t.Fatal(err)
+		}
+		l.waitMore("a failure-mode answer without the library", &l.failures)
+		if err := redistest.LoadLibrary(r.Client); err != nil {
+			t.Fatal(err)
+		}
+		l.waitMore("decisions after the library is back", &l.decisions)
+	})
+	if n := l.metric("ratelimit.redis.library_missing"); n < 1 || n > l.failures.Load() {
+		t.Fatalf("library_missing %d, failure-mode answers %d", n, l.failures.Load())
+	}
 	return l.finish()
 }
 
@@ -51,14 +73,15 @@ func faultClientPause(t *testing.T, mode string) int64 {
 	return l.finish()
 }
 
-// faultScriptFlush empties Redis's script cache repeatedly: each time the
-// next EVALSHA meets -NOSCRIPT and EVAL reloads the script, with no
-// client-visible error. Only a call that outlived the timeout may be
-// answered by the failure mode.
+// faultScriptFlush, with redis.command evalsha, empties Redis's script
+// cache repeatedly: each time the next EVALSHA meets -NOSCRIPT and EVAL
+// reloads the script, with no client-visible error. Only a call that
+// outlived the timeout may be answered by the failure mode.
 func faultScriptFlush(t *testing.T, mode string) int64 {
 	const flushes = 10
 	r := redistest.Start(t)
-	l := newFaultLoad(t, mode, "", r.Addr, faultTimeout)
+	cfg := strings.Replace(faultConfig(t, mode, "", faultTimeout), `"redis":{`, `"redis":{"command":"evalsha",`, 1)
+	l := &faultLoad{t: t, tg: startWasm(t, cfg, r.Addr).(*wasmTarget), mode: mode, timeout: faultTimeout}
 	l.run(func() {
 		for range flushes {
 			l.waitMore("decisions before a flush", &l.decisions)
@@ -111,7 +134,8 @@ func faultBreaker(t *testing.T, mode string) int64 {
 	const workers, failures, backoff, sequential = 2, 3, time.Second, 10
 	r := redistest.NewProc(t)
 	l := newFaultLoad(t, mode, `{"failures":3,"backoff":"1s"}`, r.Addr, faultTimeout)
-	calls := func() int64 { return l.tg.h.RedisCalls()["redis"] }
+	started := l.tg.h.RedisCalls()["redis"] // each VM's ACL WHOAMI at start
+	calls := func() int64 { return l.tg.h.RedisCalls()["redis"] - started }
 	// Requests alternate between the two VMs: each VM fails three calls,
 	// opening its breaker, and skips the rest.
 	client := &http.Client{}

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -62,46 +63,44 @@ var foreignScripts = []string{
 	"return 'a string'",
 }
 
-// faultForeignScript makes a different script answer under our script's
-// SHA. SHA1 cannot be forged, so the proxy between host and Redis rewrites
-// the SHA argument of each EVALSHA to the SHA of another script, loaded
-// with SCRIPT LOAD (and the body of an EVAL to that script's body): to the
-// filter, Redis seems to hold another script under our SHA.
+// faultForeignScript makes other functions answer under our library's
+// names: the proxy between host and Redis rewrites each FCALL of ours to
+// call a function of another library, which runs one of foreignScripts.
+// To the filter, Redis seems to hold other code under our names.
 func faultForeignScript(t *testing.T, mode string) int64 {
 	p := redistest.StartProxy(t, server.Addr)
 	l := newFaultLoad(t, mode, "", p.Addr, faultTimeout)
+	lib := "#!lua name=impostor_" + mode + "\n"
+	var names []string
+	for i, src := range foreignScripts {
+		names = append(names, fmt.Sprintf("impostor_%s_%d", mode, i))
+		lib += "redis.register_function('" + names[i] + "', function(KEYS, ARGV) " + src + " end)\n"
+	}
+	if _, err := server.Client.Do("FUNCTION", "LOAD", "REPLACE", lib); err != nil {
+		t.Fatal(err)
+	}
 	l.run(func() {
 		l.waitMore("decisions before the fault", &l.decisions)
-		for _, src := range foreignScripts {
-			sha, err := server.Client.Text("SCRIPT", "LOAD", src)
-			if err != nil {
-				t.Fatal(err)
-			}
+		for i, name := range names {
 			before := p.Rewritten.Load()
-			p.SetRewrite(runInstead(sha, src))
-			waitFor(t, "a call answered by "+src, func() bool { return p.Rewritten.Load() > before })
+			p.SetRewrite(runInstead(name))
+			waitFor(t, "a call answered by "+foreignScripts[i], func() bool { return p.Rewritten.Load() > before })
 		}
 		p.SetRewrite(nil)
-		l.waitMore("decisions by our script again", &l.decisions)
+		l.waitMore("decisions by our library again", &l.decisions)
 	})
 	rewritten, errs := p.Rewritten.Load(), l.metric("ratelimit.redis.errors")
 	if errs < rewritten || l.failures.Load() != errs {
-		t.Fatalf("%d calls answered by another script, %d Redis errors, %d failure-mode answers", rewritten, errs, l.failures.Load())
+		t.Fatalf("%d calls answered by other functions, %d Redis errors, %d failure-mode answers", rewritten, errs, l.failures.Load())
 	}
 	return l.finish()
 }
 
-// runInstead rewrites an EVALSHA of our script to run the script loaded
-// under sha, and an EVAL of ours to run source.
-func runInstead(sha, source string) func(args []string) bool {
+// runInstead rewrites an FCALL of our decide to call fn.
+func runInstead(fn string) func(args []string) bool {
 	return func(args []string) bool {
-		switch {
-		case len(args) < 2:
-		case strings.EqualFold(args[0], "EVALSHA") && args[1] == algorithms.Script.SHA:
-			args[1] = sha
-			return true
-		case strings.EqualFold(args[0], "EVAL") && args[1] == algorithms.Script.Source:
-			args[1] = source
+		if len(args) >= 2 && strings.EqualFold(args[0], "FCALL") && args[1] == algorithms.Library.Decide {
+			args[1] = fn
 			return true
 		}
 		return false

@@ -194,10 +194,11 @@ func TestFaults(t *testing.T) {
 	}{
 		{"redis killed, restarted on the same port", faultKillRestart},
 		{"CLIENT PAUSE longer than the timeout", faultClientPause},
-		{"SCRIPT FLUSH mid-traffic", faultScriptFlush},
+		{"SCRIPT FLUSH mid-traffic, with redis.command evalsha", faultScriptFlush},
+		{"the library deleted, then loaded again", faultLibraryDeleted},
 		{"connection refused from the start", faultRefusedThenUp},
 		{"replies of the wrong shape", faultWrongShape},
-		{"another script answers under our SHA", faultForeignScript},
+		{"other functions answer under our names", faultForeignScript},
 		{"circuit breaker", faultBreaker},
 	}
 	var runs, requests int64

@@ -276,8 +276,8 @@ func hashTag(key string) string {
 	return key
 }
 
-// checkOneSlotPerCall checks that the keys of each recorded EVALSHA or
-// EVAL share one hash tag, and returns the number of calls.
+// checkOneSlotPerCall checks that the keys of each recorded call share one
+// hash tag, and returns the number of calls.
 func checkOneSlotPerCall(t *testing.T, calls [][]string) int {
 	t.Helper()
 	if len(calls) == 0 {

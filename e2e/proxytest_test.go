@@ -83,7 +83,7 @@ func sdkLifecycle(t *attempt, mode, webdis string) {
 	}
 	c := callouts[0]
 	if c.Upstream != "webdis" || !hasHeader(c.Headers, "authorization", "Basic cmF0ZWxpbWl0OnMzY3JldA==") ||
-		!bytes.HasPrefix(c.Body, []byte("EVALSHA/"+algorithms.Script.SHA+"/2/")) {
+		!bytes.HasPrefix(c.Body, []byte("FCALL/"+algorithms.Library.Decide+"/2/")) {
 		t.Fatalf("callout %+v body %q", c, c.Body)
 	}
 	if mode == "wasm" {
@@ -120,8 +120,7 @@ func hasHeader(h [][2]string, name, value string) bool {
 }
 
 // deliverToWebdis carries each callout of a stream to the real Webdis and
-// back, natively (an EVAL follows the EVALSHA when the script is not
-// loaded).
+// back, natively.
 func deliverToWebdis(t *testing.T, h proxytest.HostEmulator, webdis string, id uint32) {
 	t.Helper()
 	for done := 0; done < len(h.GetCalloutAttributesFromContext(id)); done++ {

@@ -29,7 +29,8 @@ type scriptRecord struct {
 	admitted, denied atomic.Int64 // decisions so far
 }
 
-// scriptCall is one EVALSHA or EVAL as forwarded, and its decision.
+// scriptCall is one FCALL (or EVALSHA or EVAL) as forwarded, and its
+// decision.
 type scriptCall struct {
 	args     []string
 	blocks   []string // block keys
@@ -43,7 +44,7 @@ type scriptCall struct {
 func recordScripts(p *redistest.Proxy) *scriptRecord {
 	r := &scriptRecord{}
 	p.SetObserve(func(args []string, reply []byte) {
-		if len(args) < 3 || !strings.EqualFold(args[0], "EVALSHA") && !strings.EqualFold(args[0], "EVAL") {
+		if !isScriptCall(args) {
 			return
 		}
 		c, err := parseScriptCall(args, reply)
@@ -64,9 +65,22 @@ func recordScripts(p *redistest.Proxy) *scriptRecord {
 	return r
 }
 
+// isScriptCall reports whether args call the library (FCALL) or the
+// script (EVALSHA, EVAL).
+func isScriptCall(args []string) bool {
+	if len(args) < 3 {
+		return false
+	}
+	switch strings.ToUpper(args[0]) {
+	case "FCALL", "EVALSHA", "EVAL":
+		return true
+	}
+	return false
+}
+
 // parseScriptCall reads a call's keys and costs from its arguments,
 //
-//	EVALSHA <sha> <numkeys> <blocks...> <keys...> <len(blocks)> <4 args per check>
+//	FCALL <decide> <numkeys> <blocks...> <keys...> <len(blocks)> <4 args per check>
 //
 // and its decision from the reply.
 func parseScriptCall(args []string, reply []byte) (scriptCall, error) {

@@ -29,7 +29,7 @@ func WebdisConfig(redisHost string, redisPort, httpPort int, logfile string) map
 		"threads": 2, "daemonize": false, "database": 0, "verbosity": 3, "logfile": logfile,
 		"acl": []any{
 			map[string]any{"disabled": []string{"*"}},
-			map[string]any{"http_basic_auth": WebdisUser + ":" + WebdisPassword, "enabled": []string{"EVALSHA", "EVAL"}},
+			map[string]any{"http_basic_auth": WebdisUser + ":" + WebdisPassword, "enabled": []string{"FCALL"}},
 		},
 	}
 }
