@@ -134,7 +134,7 @@ func (c *conn) decideCall(block string, checks []Check, choices []Choice) Decisi
 	if block != "" {
 		blocks = []string{block}
 	}
-	raw, err := c.c.RoundTrip(AppendCall(nil, RESP, FCall, OpDecide, blocks, checks, choices))
+	raw, err := c.send(AppendCall(nil, RESP, FCall, OpDecide, blocks, checks, choices))
 	if err != nil {
 		c.t.Fatal(err)
 	}

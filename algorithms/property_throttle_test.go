@@ -154,7 +154,7 @@ func TestThrottleWithLeaseRefusedBeforeCharging(t *testing.T) {
 		{Keys: []string{a}, Cost: 1, Throttle: time.Second, Tiers: []Tier{{Name: "d", Limits: []Limit{slow}}}},
 		{Keys: []string{b}, Cost: 1, Lease: 5, Throttle: time.Second, Tiers: []Tier{{Name: "d", Limits: []Limit{wide}}}},
 	}
-	raw, err := c.c.RoundTrip(AppendCall(nil, RESP, FCall, OpDecide, nil, nil, choices))
+	raw, err := c.send(AppendCall(nil, RESP, FCall, OpDecide, nil, nil, choices))
 	if err != nil {
 		t.Fatal(err)
 	}

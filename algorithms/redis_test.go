@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 type conn struct {
 	t testing.TB
 	c *redistest.Conn
+	// old, when set, sends about half the library's calls through the
+	// script of an older build instead (old_build_test.go).
+	old *oldBuild
 }
 
 func dial(t testing.TB) *conn {
@@ -37,14 +40,14 @@ func dial(t testing.TB) *conn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	return &conn{t: t, c: c}
+	return &conn{t: t, c: c, old: newOldBuild(t)}
 }
 
 // roundTrip sends cmd and returns the decoded reply (an error reply
 // included), valid until the next call.
 func (c *conn) roundTrip(cmd []byte) redisproto.Value {
 	c.t.Helper()
-	reply, err := c.c.RoundTrip(cmd)
+	reply, err := c.send(cmd)
 	if err != nil {
 		c.t.Fatal(err)
 	}
@@ -97,7 +100,7 @@ func mustLimit(t testing.TB) func(Limit, error) Limit {
 // the reply with ParseRESP and with Parse, which must agree.
 func (c *conn) settle(settles []Settle) Settlement {
 	c.t.Helper()
-	raw, err := c.c.RoundTrip(AppendSettle(nil, RESP, FCall, settles))
+	raw, err := c.send(AppendSettle(nil, RESP, FCall, settles))
 	if err != nil {
 		c.t.Fatal(err)
 	}
