@@ -8,9 +8,10 @@ import (
 )
 
 // Only proxyhost (and main) may depend on the proxy-wasm SDK: the filter's
-// logic, the algorithms and the codec are pure Go, testable natively.
+// logic, the algorithms, the codec and the JSON check are pure Go,
+// testable natively.
 func TestOnlyProxyhostImportsTheSDK(t *testing.T) {
-	for _, pkg := range []string{"filter", "algorithms", "redisproto"} {
+	for _, pkg := range []string{"filter", "algorithms", "redisproto", "jsonbound"} {
 		out, err := exec.Command("go", "list", "-deps", "../"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list %s: %v\n%s", pkg, err, out)

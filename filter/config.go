@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
@@ -274,12 +275,21 @@ func errAt(path, format string, args ...any) error {
 	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
 }
 
+// notJSON is the error for field's JSON that jsonbound refused: invalid,
+// or nested too deep or too large for gjson to read safely.
+func notJSON(field string, err error) error {
+	if err == jsonbound.ErrSyntax || err == jsonbound.ErrTruncated {
+		return errors.New(field + ": not valid JSON")
+	}
+	return fmt.Errorf("%s: %w", field, err)
+}
+
 // ParseConfig parses and validates the plugin configuration. It rejects
 // unknown fields and bad values with an error naming the field, such as
 // "rules[1].limits[0].window: must be > 0".
 func ParseConfig(data []byte) (*Config, error) {
-	if !gjson.ValidBytes(data) {
-		return nil, errors.New("configuration: not valid JSON")
+	if err := jsonbound.Check(data); err != nil {
+		return nil, notJSON("configuration", err)
 	}
 	root := gjson.ParseBytes(data)
 	if !root.IsObject() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
@@ -213,8 +214,8 @@ func ParseOverride(r *Rule, limitsJSON []byte) (string, error) {
 	if !r.Overrides {
 		return "", fmt.Errorf("rule %s: overrides are off (set \"overrides\": true on the rule)", r.Name)
 	}
-	if !gjson.ValidBytes(limitsJSON) {
-		return "", fmt.Errorf("limits: not valid JSON")
+	if err := jsonbound.Check(limitsJSON); err != nil {
+		return "", notJSON("limits", err)
 	}
 	limits, err := parseLimits(gjson.ParseBytes(limitsJSON), "limits", r.Name+".override")
 	if err != nil {

@@ -89,9 +89,14 @@ func appendHeaderMap(dst []byte, pairs [][2]string) headerMap {
 	return dst
 }
 
+// bytesString is b as a string sharing its bytes: b must not change while
+// the string is in use.
 func bytesString(b []byte) string {
 	if len(b) == 0 {
 		return ""
 	}
 	return unsafe.String(&b[0], len(b))
 }
+
+// stringBytes is s as a byte slice sharing its bytes, for reading only.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

@@ -10,7 +10,13 @@ import (
 // proxy gives it (pseudo-headers included) and, lazily, the peer address.
 type request struct {
 	headers headerMap
-	source  StreamHost // for the downstream peer's "ip:port", read lazily
+	source  StreamHost    // for the downstream peer's "ip:port", read lazily
+	bearer  bearerPayload // read at the first jwt_claim part (identity.go)
+}
+
+// reset readies r for a new request from source, keeping its buffers.
+func (r *request) reset(source StreamHost) {
+	*r = request{source: source, bearer: bearerPayload{json: r.bearer.json[:0]}}
 }
 
 // header returns every value of the named header, joined by ", " when it

@@ -3,6 +3,7 @@ package filter
 import (
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
 
@@ -34,6 +35,9 @@ func (s *Stream) OnRequestBody(body []byte) Action {
 	}
 	s.awaitBody(false)
 	s.body = append(s.body[:0], body...)
+	if !jsonbound.Valid(s.body) {
+		s.body = s.body[:0] // every estimate from it takes its default
+	}
 	return s.decideLater()
 }
 
@@ -92,12 +96,13 @@ func (p *Plugin) sweepBodyWaits(now time.Time) {
 	}
 }
 
-// bodyInteger reads a non-negative integer field of a JSON body.
+// bodyInteger reads a non-negative integer field of a JSON body that
+// OnRequestBody found within jsonbound's bounds.
 func bodyInteger(body []byte, path string) (int64, bool) {
 	if len(body) == 0 {
 		return 0, false
 	}
-	v := gjson.GetBytes(body, path)
+	v := gjson.Get(bytesString(body), path)
 	if v.Type != gjson.Number || v.Num < 0 || v.Num > maxResponseCost || v.Num != float64(int64(v.Num)) {
 		return 0, false
 	}

@@ -63,7 +63,8 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 	} else {
 		s = &Stream{root: p}
 	}
-	s.p, s.host, s.req = p, host, request{source: host}
+	s.p, s.host = p, host
+	s.req.reset(host)
 	p.live++
 	return s
 }
@@ -78,7 +79,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 // header map as proxy_get_header_map_pairs serializes it; the stream reads
 // it in place until it ends.
 func (s *Stream) OnRequestHeaderMap(m []byte) Action {
-	s.req.headers, s.now = validHeaderMap(m), time.Time{}
+	s.req.headers, s.req.bearer.read, s.now = validHeaderMap(m), false, time.Time{}
 	if len(s.p.routed) > 0 {
 		s.p = s.p.pick(&s.req)
 	}
@@ -296,7 +297,8 @@ func (s *Stream) OnDone() {
 	s.calls = s.calls[:0]
 	s.enforced = s.enforced[:0]
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
-	s.host, s.req = nil, request{}
+	s.host = nil
+	s.req.reset(nil)
 	s.root.freeStreams = append(s.root.freeStreams, s)
 	s.root.live--
 }

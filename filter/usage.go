@@ -4,6 +4,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
 
@@ -52,11 +53,14 @@ const usageMaxValue = 1 << 53
 // usageScanner reads one response's body as it passes. Reused across
 // streams: start resets it; steady state allocates nothing.
 //
-// A JSON body is copied, up to maxBytes, and read at finish. An event
+// A JSON body is copied, up to maxBytes, and read at finish, if it is
+// valid JSON nested at most jsonbound.MaxDepth deep (gjson's Get then
+// recurses only as deep as its path). An event
 // stream is split into events as it passes (usage_sse.go); only the data
 // of the current event is held, and each event's data is read when it
 // ends, if it may hold a path: it must contain the text of the path's last
-// key (a key spelled with JSON escapes is not seen) and be valid JSON.
+// key (a key spelled with JSON escapes is not seen) and be valid JSON
+// within jsonbound's bounds.
 type usageScanner struct {
 	f    *usageFields
 	sse  bool
@@ -125,7 +129,7 @@ func (u *usageScanner) finish() (total int64, found bool) {
 		}
 		return total, found
 	}
-	if u.over || !gjson.ValidBytes(u.buf) {
+	if u.over || !jsonbound.Valid(u.buf) {
 		return 0, false
 	}
 	body := bytesString(u.buf)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
 
@@ -72,7 +73,7 @@ func usageRefSSE(paths []string, in []byte) (int64, bool) {
 		if data != "" && len(data) <= usageMaxEvent {
 			d := data[:len(data)-1]
 			for k, p := range paths {
-				if strings.Contains(d, p[strings.LastIndexByte(p, '.')+1:]) && gjson.Valid(d) {
+				if strings.Contains(d, p[strings.LastIndexByte(p, '.')+1:]) && jsonbound.ValidString(d) {
 					if v, ok := usageRefInt(gjson.Get(d, p)); ok {
 						vals[k] = v
 					}
@@ -124,7 +125,7 @@ func FuzzUsageJSON(f *testing.F) {
 		fields := usageFuzzFields[int(which)%len(usageFuzzFields)]
 		var want int64
 		wantFound := false
-		if len(in) <= int(maxBytes) && gjson.ValidBytes(in) {
+		if len(in) <= int(maxBytes) && jsonbound.Valid(in) {
 			for _, p := range fields.json {
 				if v, ok := usageRefInt(gjson.GetBytes(in, p)); ok {
 					want, wantFound = want+v, true

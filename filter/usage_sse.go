@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
 
@@ -202,7 +203,7 @@ func (u *usageScanner) dispatch() {
 			continue
 		}
 		if !checked {
-			if !gjson.Valid(s) {
+			if !jsonbound.ValidString(s) {
 				return
 			}
 			checked = true

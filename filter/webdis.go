@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
@@ -54,7 +55,7 @@ func appendWebdisBody(dst []byte, dec *redisproto.Decoder, cmd []byte) ([]byte, 
 // become integers, strings bulk strings, null a null bulk string, arrays
 // arrays, and Webdis's error form [false, "message"] an error reply.
 func webdisReply(dst, body []byte) ([]byte, error) {
-	if !gjson.ValidBytes(body) {
+	if !jsonbound.Valid(body) {
 		return dst, errors.New("webdis: reply is not JSON")
 	}
 	var v gjson.Result

@@ -9,9 +9,10 @@
 // http_clusters: {name: "host:port"}, env: {NAME: value},
 // properties: {"a.b": value}, concurrency: n,
 // requests: [{headers: [[name, value]], source_address: "ip:port",
-//   response: {headers: [[name, value]], chunks: [string]}}] }
+//   body: string, response: {headers: [[name, value]], chunks: [string]}}] }
 //
-// An admitted request gets a response: by default a 200 of headers only;
+// A request with a body has it in one proxy_on_request_body call, with
+// end_of_stream, after its headers. An admitted request gets a response: by default a 200 of headers only;
 // with response, its headers and then each chunk of its body in
 // proxy_on_response_body, the last with end_of_stream. The run ends once
 // every callout has been answered (settles of response costs included).
@@ -111,7 +112,11 @@ async function request(r) {
   };
   vm.streams.set(id, s);
   vm.call("proxy_on_context_create", id, id, vm.rootID);
-  const action = vm.call("proxy_on_request_headers", id, id, s.request.length, 1);
+  let action = vm.call("proxy_on_request_headers", id, id, s.request.length, r.body === undefined ? 1 : 0);
+  if (r.body !== undefined && !s.local) {
+    s.requestBody = Buffer.from(r.body);
+    action = vm.call("proxy_on_request_body", id, id, s.requestBody.length, 1);
+  }
   if (action !== 0 && !s.local && !s.continued) {
     await new Promise((release) => {
       s.release = release;
@@ -136,6 +141,7 @@ async function request(r) {
     const status = Number(s.response.find(([k]) => k === ":status")?.[1] ?? 200);
     result = { status, local: false, headers: s.response };
   }
+  result.memory_bytes = vm.memory.buffer.byteLength;
   vm.call("proxy_on_log", id, id);
   vm.call("proxy_on_done", id, id);
   vm.call("proxy_on_delete", id, id);

@@ -61,6 +61,7 @@ type spec struct {
 
 type request struct {
 	Headers  [][2]string `json:"headers"`
+	Body     *string     `json:"body,omitempty"` // in one proxy_on_request_body call
 	Response *response   `json:"response,omitempty"`
 }
 
@@ -83,6 +84,7 @@ type event struct {
 	Status  int         `json:"status"`
 	Local   bool        `json:"local"`
 	Headers [][2]string `json:"headers"`
+	Body    string      `json:"body"` // a local reply's
 
 	Requests        int                `json:"requests"`
 	RequestsMs      float64            `json:"requests_ms"`

@@ -1,0 +1,130 @@
+package v8
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/deepjson"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// nestRules: a bearer token's claim keys rule jwt, denying a request
+// whose claim is missing; rule body reserves max_tokens of the request's
+// JSON body (7 without it) and settles the usage of the JSON or
+// event-stream response.
+const nestRules = `"rules":[
+	{"name":"jwt","match":{"path_prefix":"/jwt"},"key":[{"source":"jwt_claim","name":"sub"}],"on_missing_key":"deny",
+	 "limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}]},
+	{"name":"body","match":{"path_prefix":"/body"},"key":[{"source":"header","name":"x-user"}],
+	 "limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],
+	 "response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":7}}}]}`
+
+// nestUsage is a response's usage: 1 + 2 tokens.
+const nestUsage = `"usage":{"prompt_tokens":1,"completion_tokens":2}`
+
+// nestMemoryGrowth bounds how much a VM's linear memory may grow over the
+// deep requests, beyond what shallow requests of the same sizes took.
+const nestMemoryGrowth = 2 << 20
+
+// In V8, with Envoy's flags, neither build traps on JSON nested up to
+// 500,000 deep (1 MB) in a bearer token, a request body, a JSON response
+// or an event-stream event, in arrays, objects or both: a deep token's
+// claim is missing (on_missing_key deny: 429), a deep request body
+// reserves the default (7), and a deep response's usage is missing. Each
+// shallow request of the same size before them is read as usual, and the
+// deep ones grow the VM's memory by less than nestMemoryGrowth.
+func TestV8DeepJSON(t *testing.T) {
+	for _, m := range modules {
+		t.Run(m.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			var s spec
+			m.setup(t, &s, srv.Addr, redistest.Prefix(t), "1m")
+			s.PluginConfig = s.PluginConfig[:strings.Index(s.PluginConfig, `"rules":`)] + nestRules
+			type want struct {
+				status int
+				header string // RateLimit
+			}
+			var wants []want
+			add := func(r request, w want) { s.Requests, wants = append(s.Requests, r), append(wants, w) }
+			user := 0
+			bodyReq := func(reqBody string, sse bool, respBody string) request {
+				user++
+				r := get(fmt.Sprintf("u%d", user))
+				r.Headers[1][1] = "/body"
+				r.Body = &reqBody
+				r.Response = jsonResponse(respBody)
+				if sse {
+					r.Response = sseResponse("data: " + respBody + "\n\ndata: [DONE]\n\n")
+				}
+				return r
+			}
+			jwtReq := func(payload string) request {
+				r := get("-", [2]string{"authorization", deepjson.Bearer(payload)})
+				r.Headers[1][1] = "/jwt"
+				return r
+			}
+			// Shallow, as large as the deepest: read as usual.
+			pad := `"pad":"` + strings.Repeat("p", 1<<20-100) + `"`
+			const shallow = 2
+			for i := range shallow {
+				add(jwtReq(fmt.Sprintf(`{"sub":"x%d","z":[1]}`, i)), want{200, `"jwt";r=999;t=60`})
+				add(bodyReq(`{"max_tokens":5,`+pad+`}`, false, `{`+nestUsage+`,`+pad+`}`), want{200, `"body";r=995;t=60`})
+				add(bodyReq(`{"max_tokens":5}`, true, `{`+nestUsage+`,`+pad+`}`), want{200, `"body";r=995;t=60`})
+			}
+			warm := len(s.Requests)
+			deep := 0
+			for _, shape := range deepjson.Shapes {
+				for _, depth := range []int{1000, 3000, 9000, 100_000} {
+					add(jwtReq(`{"sub":"x","z":`+deepjson.Nest(shape, depth, "0")+`}`), want{429, ""})
+				}
+				for _, depth := range []int{1000, 10_000, 100_000, deepjson.DepthFor(shape, 1<<20-100)} {
+					doc := deepjson.Nest(shape, depth, "0")
+					add(bodyReq(`{"max_tokens":5,"z":`+doc+`}`, false, `{`+nestUsage+`,"z":`+doc+`}`), want{200, `"body";r=993;t=60`})
+					add(bodyReq(`{"max_tokens":5}`, true, `{`+nestUsage+`,"z":`+doc+`}`), want{200, `"body";r=995;t=60`})
+					deep += 2
+				}
+			}
+			r := runHost(t, s)
+			mustSucceed(t, r)
+			if len(r.responses) != len(wants) {
+				t.Fatalf("%d responses, want %d", len(r.responses), len(wants))
+			}
+			for _, e := range r.responses {
+				w := wants[e.Index]
+				if e.Status != w.status || e.header("ratelimit") != w.header || w.status == 429 && !strings.Contains(e.Body, "missing_key") {
+					t.Errorf("request %d: status %d, RateLimit %q, body %q; want %d, %q", e.Index, e.Status, e.header("ratelimit"), e.Body, w.status, w.header)
+				}
+			}
+			if got := r.end.Metrics["ratelimit.rule.body.usage_missing"]; got != float64(deep) {
+				t.Errorf("usage_missing = %v, want %d (every deep response)", got, deep)
+			}
+			if got := r.end.Metrics["ratelimit.rule.body.units_refunded"]; got != float64(2*2*shallow) {
+				t.Errorf("units_refunded = %v, want %d (5 reserved, 3 used, per shallow response)", got, 2*2*shallow)
+			}
+			before := r.responses[warm-1].MemoryBytes
+			t.Logf("V8 %s: %d requests in %.0f ms; linear memory %d KiB after the shallow ones, %d KiB at the end",
+				m.name, len(wants), r.end.RequestsMs, before>>10, r.end.MemoryBytes>>10)
+			if grew := r.end.MemoryBytes - before; grew >= nestMemoryGrowth {
+				t.Errorf("linear memory grew by %d KiB over the deep requests, want < %d KiB", grew>>10, nestMemoryGrowth>>10)
+			}
+		})
+	}
+}
+
+func jsonResponse(body string) *response {
+	return &response{Headers: [][2]string{{":status", "200"}, {"content-type", "application/json"}}, Chunks: chunks(body)}
+}
+
+func sseResponse(body string) *response {
+	return &response{Headers: [][2]string{{":status", "200"}, {"content-type", "text/event-stream"}}, Chunks: chunks(body)}
+}
+
+// chunks cuts body into 256 KiB chunks, as a proxy hands it on.
+func chunks(body string) []string {
+	var out []string
+	for len(body) > 256<<10 {
+		out, body = append(out, body[:256<<10]), body[256<<10:]
+	}
+	return append(out, body)
+}

@@ -1,0 +1,159 @@
+package filter
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/deepjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
+)
+
+// nestDepths are hostile depths: one past the bound, the issue's 9,000,
+// and more.
+var nestDepths = []int{jsonbound.MaxDepth + 1, 1000, 9000, 100_000}
+
+// A bearer token nested deeper than jsonbound.MaxDepth, or longer than
+// maxBearerToken, has no claims; one within both has.
+func TestDeepBearerTokenIsMissing(t *testing.T) {
+	for _, shape := range deepjson.Shapes {
+		for _, depth := range nestDepths {
+			// The payload object is one level more.
+			auth := deepjson.Bearer(`{"sub":"x","z":` + deepjson.Nest(shape, depth-1, "0") + `}`)
+			if v, ok := bearerClaim(auth, "sub"); ok {
+				t.Errorf("%s %d deep: claim %q found", shape, depth, v)
+			}
+		}
+		auth := deepjson.Bearer(`{"sub":"x","z":` + deepjson.Nest(shape, jsonbound.MaxDepth-1, "0") + `}`)
+		if v, ok := bearerClaim(auth, "sub"); !ok || v != "x" {
+			t.Errorf("%s 64 deep: claim %q %v, want x", shape, v, ok)
+		}
+	}
+	pad := func(n int) string { // a token of n bytes
+		payload := `{"sub":"x","p":"` + strings.Repeat("p", (n-len("e30.")-len(".sig"))*3/4-len(`{"sub":"x","p":""}`)) + `"}`
+		return deepjson.Bearer(payload)
+	}
+	if a := pad(maxBearerToken); len(a) != len("Bearer ")+maxBearerToken {
+		t.Fatalf("pad: a token of %d bytes", len(a)-len("Bearer "))
+	}
+	if v, ok := bearerClaim(pad(maxBearerToken), "sub"); !ok || v != "x" {
+		t.Errorf("a token of %d bytes: claim %q %v, want x", maxBearerToken, v, ok)
+	}
+	if v, ok := bearerClaim(pad(maxBearerToken+4), "sub"); ok {
+		t.Errorf("a token of %d bytes: claim %q found", maxBearerToken+4, v)
+	}
+}
+
+// A request's token is decoded once, at its first jwt_claim part, for
+// all of them; the next request decodes its own into the same buffer.
+func TestBearerPayloadOncePerRequest(t *testing.T) {
+	parts := keyParts(t, `[{"source":"jwt_claim","name":"sub"},{"source":"jwt_claim","name":"org"}]`)
+	r := &request{headers: appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"alice","org":"acme"}`)}}),
+		source: filtertest.NewStream("10.0.0.1:5000", nil)}
+	if v, ok := r.keyPartValue(parts[0], 0); v != "alice" || !ok {
+		t.Fatalf("sub: %q %v", v, ok)
+	}
+	// The header changing now shows the payload is not read again.
+	r.headers = appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
+	if v, ok := r.keyPartValue(parts[1], 0); v != "acme" || !ok {
+		t.Fatalf("org: %q %v, want acme from the token already decoded", v, ok)
+	}
+	r.reset(r.source)
+	r.headers = appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
+	if v, ok := r.keyPartValue(parts[0], 0); v != "bob" || !ok {
+		t.Fatalf("next request's sub: %q %v", v, ok)
+	}
+	auth, _ := r.header("authorization")
+	if n := testing.AllocsPerRun(100, func() {
+		r.bearer.json, r.bearer.ok = appendBearerPayload(r.bearer.json[:0], auth)
+		payloadClaim(r.bearer.json, "sub")
+	}); n != 0 {
+		t.Errorf("%v allocations decoding a token into the buffer of an earlier one, want 0", n)
+	}
+}
+
+// With on_missing_key deny, a deep token is denied at once, as any
+// request without the claim: no call, no trap.
+func TestDeepBearerTokenDenied(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"u","key":[{"source":"jwt_claim","name":"sub"}],
+		"on_missing_key":"deny","limits":[{"algorithm":"sliding_log","limit":10,"window":"1m"}]}]}`)
+	for _, shape := range deepjson.Shapes {
+		fs := filtertest.NewStream("192.0.2.7:40000", nil)
+		st := h.plugin.NewStream(fs)
+		auth := deepjson.Bearer(`{"sub":"x","z":` + deepjson.Nest(shape, 9000, "0") + `}`)
+		st.OnRequestHeaders([][2]string{{":method", "GET"}, {":path", "/"}, {"authorization", auth}})
+		if fs.Status != 429 || !strings.Contains(fs.Body, "missing_key") || h.plugin.Pending() != 0 {
+			t.Errorf("%s: status %d, body %q, %d calls; want a local 429 for the missing key", shape, fs.Status, fs.Body, h.plugin.Pending())
+		}
+		st.OnDone()
+	}
+}
+
+// A JSON body or an event nested deeper than jsonbound.MaxDepth, up to
+// 1 MB, has no usage, even beside a usage field; within the bound it has.
+func TestDeepUsageIsMissing(t *testing.T) {
+	const usage = `"usage":{"prompt_tokens":1,"completion_tokens":2}`
+	var u usageScanner
+	f := usagePreset("openai_chat")
+	for _, shape := range deepjson.Shapes {
+		for _, depth := range append(nestDepths, deepjson.DepthFor(shape, 1<<20)) {
+			doc := `{` + usage + `,"z":` + deepjson.Nest(shape, depth-1, "0") + `}`
+			if n, ok := usageScan(&u, f, false, 2<<20, []byte(doc)); ok {
+				t.Errorf("JSON, %s %d deep: usage %d found", shape, depth, n)
+			}
+			if n, ok := usageScan(&u, f, true, 2<<20, []byte("data: "+doc+"\n\n")); ok {
+				t.Errorf("SSE, %s %d deep: usage %d found", shape, depth, n)
+			}
+		}
+		doc := `{` + usage + `,"z":` + deepjson.Nest(shape, jsonbound.MaxDepth-1, "0") + `}`
+		if n, ok := usageScan(&u, f, false, 2<<20, []byte(doc)); !ok || n != 3 {
+			t.Errorf("JSON, %s 64 deep: usage %d %v, want 3", shape, n, ok)
+		}
+		if n, ok := usageScan(&u, f, true, 2<<20, []byte("data: "+doc+"\n\n")); !ok || n != 3 {
+			t.Errorf("SSE, %s 64 deep: usage %d %v, want 3", shape, n, ok)
+		}
+	}
+}
+
+// A request body nested deeper than jsonbound.MaxDepth reserves the
+// default estimate; one within the bound, its max_tokens.
+func TestDeepRequestBodyTakesDefault(t *testing.T) {
+	h := newFakeHost(t, bodyReserve)
+	for _, tc := range []struct {
+		shape deepjson.Shape
+		depth int
+		want  string
+	}{
+		{deepjson.Array, jsonbound.MaxDepth, `"tpm";r=700;t=60`},
+		{deepjson.Array, jsonbound.MaxDepth + 1, `"tpm";r=900;t=60`},
+		{deepjson.Object, 10_000, `"tpm";r=900;t=60`},
+		{deepjson.Mixed, 100_000, `"tpm";r=900;t=60`},
+		{deepjson.Array, 500_000, `"tpm";r=900;t=60`},
+	} {
+		fs := filtertest.NewStream("192.0.2.7:40000", nil)
+		st := h.plugin.NewStream(fs)
+		st.SetBodyFollows(true)
+		pairs := append([][2]string{}, bodyPairs...)
+		pairs[3][1] = string(tc.shape) + strings.Repeat("x", tc.depth%97) // a key per case
+		st.OnRequestHeaders(pairs)
+		st.OnRequestBody([]byte(`{"max_tokens":300,"z":` + deepjson.Nest(tc.shape, tc.depth-1, "0") + `}`))
+		h.Pump()
+		fs.Upstream = map[string]string{":status": "200"}
+		st.OnResponseHeaders(true)
+		if got := fs.Response["ratelimit"]; got != tc.want {
+			t.Errorf("%s %d deep: ratelimit %q, want %q", tc.shape, tc.depth, got, tc.want)
+		}
+		st.OnDone()
+	}
+}
+
+// A Webdis reply nested deeper than jsonbound.MaxDepth is an error, and
+// so is a configuration.
+func TestDeepWebdisReplyAndConfig(t *testing.T) {
+	if _, err := webdisReply(nil, []byte(`{"EVALSHA":`+deepjson.Nest(deepjson.Array, 100_000, "1")+`}`)); err == nil {
+		t.Error("a deep Webdis reply was read")
+	}
+	if _, err := ParseConfig([]byte(deepjson.Nest(deepjson.Object, 100_000, "1"))); err == nil || !strings.Contains(err.Error(), "deeper than 64") {
+		t.Errorf("a deep configuration: %v", err)
+	}
+}

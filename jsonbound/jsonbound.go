@@ -1,0 +1,242 @@
+// Package jsonbound checks that bytes are one JSON text (RFC 8259) that
+// is safe to hand to a recursive reader such as gjson: nested at most
+// MaxDepth deep and at most MaxSize long. It reads the input once, without
+// recursion and without allocating: the containers open at any point fit
+// in one 64-bit word.
+//
+// gjson's own Valid recurses once or twice per level of nesting, so 10,000
+// levels (20 KB of '[') overflow V8's stack, and a Wasm VM that traps
+// serves nothing more. gjson's Get recurses only as deep as its path.
+package jsonbound
+
+import "errors"
+
+// MaxDepth is how deeply arrays and objects may nest: [[1]] is 2 deep, a
+// scalar 0. A request or a response worth reading nests a few levels;
+// 64 leaves room for any of them and fits the stack in one uint64.
+const MaxDepth = 64
+
+// MaxSize is the largest input checked, in bytes: the largest
+// response_cost.max_body_bytes (64 MiB).
+const MaxSize = 64 << 20
+
+// The errors keep invalid input apart from incomplete input.
+var (
+	ErrTooLarge  = errors.New("jsonbound: larger than 64 MiB")
+	ErrTooDeep   = errors.New("jsonbound: nested deeper than 64")
+	ErrSyntax    = errors.New("jsonbound: invalid JSON")
+	ErrTruncated = errors.New("jsonbound: unexpected end of JSON")
+)
+
+// Valid reports whether data is one JSON value within the bounds.
+func Valid(data []byte) bool { return check(data) == nil }
+
+// ValidString is Valid for a string.
+func ValidString(s string) bool { return check(s) == nil }
+
+// Check returns nil if data is one JSON value within the bounds, or the
+// first reason it is not.
+func Check(data []byte) error { return check(data) }
+
+// What the checker expects next.
+const (
+	wantValue  = iota // a value
+	wantKey           // an object's key
+	afterValue        // ',', the container's end, or the input's end
+)
+
+func check[T ~string | ~[]byte](b T) error {
+	if len(b) > MaxSize {
+		return ErrTooLarge
+	}
+	// stack's bit d is set when the container at depth d+1 is an object;
+	// 0 <= depth <= MaxDepth.
+	var stack uint64
+	depth := 0
+	state := wantValue
+	i := 0
+	for {
+		i = skipSpace(b, i)
+		if i == len(b) {
+			if depth == 0 && state == afterValue {
+				return nil
+			}
+			return ErrTruncated
+		}
+		c := b[i]
+		var err error
+		switch state {
+		case wantValue:
+			switch {
+			case c == '{' || c == '[':
+				if depth == MaxDepth {
+					return ErrTooDeep
+				}
+				stack &^= 1 << depth
+				if c == '{' {
+					stack |= 1 << depth
+				}
+				depth++
+				if i = skipSpace(b, i+1); i < len(b) && b[i] == c+2 { // '}' or ']'
+					i, depth, state = i+1, depth-1, afterValue
+				} else if c == '{' {
+					state = wantKey
+				}
+				continue
+			case c == '"':
+				i, err = skipString(b, i+1)
+			case c == 't':
+				i, err = skipWord(b, i, "true")
+			case c == 'f':
+				i, err = skipWord(b, i, "false")
+			case c == 'n':
+				i, err = skipWord(b, i, "null")
+			case c == '-' || c >= '0' && c <= '9':
+				i, err = skipNumber(b, i)
+			default:
+				return ErrSyntax
+			}
+			state = afterValue
+		case wantKey:
+			if c != '"' {
+				return ErrSyntax
+			}
+			if i, err = skipString(b, i+1); err != nil {
+				return err
+			}
+			if i = skipSpace(b, i); i == len(b) {
+				return ErrTruncated
+			}
+			if b[i] != ':' {
+				return ErrSyntax
+			}
+			i, state = i+1, wantValue
+		case afterValue:
+			if depth == 0 {
+				return ErrSyntax // a second value
+			}
+			object := stack>>(depth-1)&1 == 1
+			switch {
+			case c == ',' && object:
+				i, state = i+1, wantKey
+			case c == ',':
+				i, state = i+1, wantValue
+			case c == '}' && object, c == ']' && !object:
+				i, depth = i+1, depth-1
+			default:
+				return ErrSyntax
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+func skipSpace[T ~string | ~[]byte](b T, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\r' || b[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipString skips a string's body and its closing quote, from i just
+// after the opening quote.
+func skipString[T ~string | ~[]byte](b T, i int) (int, error) {
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			return i + 1, nil
+		case c < 0x20:
+			return i, ErrSyntax
+		case c != '\\':
+			i++
+		case i+1 == len(b):
+			return i, ErrTruncated
+		case b[i+1] == 'u':
+			for k := i + 2; k < i+6; k++ {
+				if k == len(b) {
+					return k, ErrTruncated
+				}
+				if !isHex(b[k]) {
+					return k, ErrSyntax
+				}
+			}
+			i += 6
+		default:
+			switch b[i+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				i += 2
+			default:
+				return i, ErrSyntax
+			}
+		}
+	}
+	return i, ErrTruncated
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+// skipWord skips the literal word at i.
+func skipWord[T ~string | ~[]byte](b T, i int, word string) (int, error) {
+	for k := 0; k < len(word); k++ {
+		if i+k == len(b) {
+			return i + k, ErrTruncated
+		}
+		if b[i+k] != word[k] {
+			return i + k, ErrSyntax
+		}
+	}
+	return i + len(word), nil
+}
+
+// skipNumber skips the number at i:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func skipNumber[T ~string | ~[]byte](b T, i int) (int, error) {
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i == len(b):
+		return i, ErrTruncated
+	case b[i] == '0':
+		i++
+	case b[i] >= '1' && b[i] <= '9':
+		i = skipDigits(b, i)
+	default:
+		return i, ErrSyntax
+	}
+	if i < len(b) && b[i] == '.' {
+		var err error
+		if i, err = needDigits(b, i+1); err != nil {
+			return i, err
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		if i++; i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		return needDigits(b, i)
+	}
+	return i, nil
+}
+
+// needDigits skips one digit or more at i.
+func needDigits[T ~string | ~[]byte](b T, i int) (int, error) {
+	switch {
+	case i == len(b):
+		return i, ErrTruncated
+	case b[i] < '0' || b[i] > '9':
+		return i, ErrSyntax
+	}
+	return skipDigits(b, i), nil
+}
+
+func skipDigits[T ~string | ~[]byte](b T, i int) int {
+	for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+		i++
+	}
+	return i
+}
