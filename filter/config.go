@@ -228,6 +228,12 @@ const (
 type Cost struct {
 	Default int64  // default 1
 	Header  string // when set, the cost is read from this header
+	// Min is the least a request pays through Header (default 1): a
+	// smaller value is raised to Min, so a request cannot pick a cost
+	// that passes a limit a cost-1 request would fail. With Min 0 a
+	// header value of 0 peeks: it is answered, charges nothing and is
+	// admitted even when the limit is spent. Default >= Min.
+	Min int64
 }
 
 // validName reports whether s is 1-64 bytes of A-Z a-z 0-9 _ . -, so it

@@ -198,7 +198,8 @@ func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
 }
 
 // cost reads the request's cost: the configured header when it holds a
-// non-negative integer, the default otherwise. A response_cost rule's
+// non-negative integer, raised to cost.min, the default otherwise. A
+// response_cost rule's
 // cost is its reservation; a reservation of 0 checks only, decided as a
 // cost of 1 (so its denials are cached as cost 1).
 func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
@@ -213,6 +214,9 @@ func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
 			if n, ok := parseCostValue(v); ok {
 				cost = n
 			}
+		}
+		if rule.Response == nil {
+			cost = max(cost, rule.Cost.Min) // a client may not lower its charge
 		}
 	case body != "":
 		if n, ok := bodyInteger(s.body, body); ok {
