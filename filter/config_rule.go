@@ -193,7 +193,7 @@ var limitFields = map[string]map[algorithms.Param]string{
 	"concurrency":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "max_duration"},
 }
 
-const maxLimitsPerRule = 16
+const maxLimitsPerRule = MaxRequestLimits
 
 func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
 	if !v.Exists() {

@@ -87,9 +87,10 @@ func TestCostHeaderRaisedToMin(t *testing.T) {
 // matching, are decided in one call and parsed from one reply.
 func TestLargestRequestIsDecided(t *testing.T) {
 	var rules []string
-	for r := range MaxRequestLimits / maxLimitsPerRule {
+	const perRule = 2
+	for r := range MaxRequestLimits / perRule {
 		var limits []string
-		for l := range maxLimitsPerRule {
+		for l := range perRule {
 			limits = append(limits, fmt.Sprintf(`{"name":"l%d","algorithm":"sliding_counter","limit":%d,"window":"1m"}`, l, 1+r+l))
 		}
 		rules = append(rules, fmt.Sprintf(`{"name":"r%d","key":[{"source":"header","name":"x-user"}],"limits":[%s]}`, r, strings.Join(limits, ",")))
@@ -145,5 +146,34 @@ func TestReserveZeroCannotPassSpentLimit(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The largest request's rate-limit headers stay small: 8 limits with
+// 64-byte names and the largest numbers each algorithm takes render a
+// RateLimit-Policy and a RateLimit header of under 1 KiB each (26.8 KB
+// with the 1,024 limits allowed before).
+func TestLargestRequestHeadersAreBounded(t *testing.T) {
+	var rules []string
+	limits := []string{
+		`"algorithm":"sliding_counter","limit":1125899906842,"window":"1s"`,
+		`"algorithm":"sliding_counter","limit":1,"window":"312749h"`,
+		`"algorithm":"funnel","capacity":200000000,"rate":1,"period":"1s"`,
+		`"algorithm":"sliding_log","limit":1048576,"window":"1000h"`,
+	}
+	for r := range MaxRequestLimits {
+		name := fmt.Sprintf("%0.64d", r)
+		rules = append(rules, fmt.Sprintf(`{"name":"r%d","key":[{"source":"header","name":"x-user"}],"limits":[{"name":%q,%s}]}`, r, name, limits[r%len(limits)]))
+	}
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[`+strings.Join(rules, ",")+`]}`)
+	o := h.send("x-user=a")
+	if o.status != 200 {
+		t.Fatalf("%d %s %v", o.status, o.body, h.logs)
+	}
+	for _, name := range []string{"ratelimit-policy", "ratelimit"} {
+		if n := len(o.headers[name]); n == 0 || n > 1024 {
+			t.Errorf("%s: %d bytes, want 1 to 1024: %s", name, n, o.headers[name])
+		}
+		t.Logf("%s: %d bytes", name, len(o.headers[name]))
 	}
 }

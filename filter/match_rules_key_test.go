@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -44,5 +45,26 @@ func TestMatchRuleKeysMustAgree(t *testing.T) {
 		case tc.refused && (err == nil || !strings.HasPrefix(err.Error(), `_rules_[0].rules[0].key: rule "api" `)):
 			t.Errorf("%s | %s %s: got %v, want _rules_[0].rules[0].key: ...", tc.top, tc.hops, tc.entry, err)
 		}
+	}
+}
+
+// A request uses one configuration, the top level's or one _rules_
+// entry's, so MaxRequestLimits bounds each on its own: 8 limits at the top
+// and 8 in each entry are accepted, 9 in one entry are not.
+func TestRequestLimitsBoundEachConfiguration(t *testing.T) {
+	rules := func(n int) string {
+		var rs []string
+		for i := range n {
+			rs = append(rs, fmt.Sprintf(`{"name":"r%d","key":[{"source":"path"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}`, i))
+		}
+		return `"redis":{"cluster":"r"},"rules":[` + strings.Join(rs, ",") + `]`
+	}
+	entry := func(n int) string { return `{"_match_route_":["x"],` + rules(n) + `}` }
+	if _, err := ParseConfig([]byte(`{` + rules(8) + `,"_rules_":[` + entry(8) + `,` + entry(8) + `]}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := ParseConfig([]byte(`{` + rules(8) + `,"_rules_":[` + entry(8) + `,` + entry(9) + `]}`))
+	if err == nil || !strings.HasPrefix(err.Error(), "_rules_[1].rules: 9 limits in all; at most 8") {
+		t.Fatalf("9 limits in an entry: %v", err)
 	}
 }
