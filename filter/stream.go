@@ -78,7 +78,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 // header map as proxy_get_header_map_pairs serializes it; the stream reads
 // it in place until it ends.
 func (s *Stream) OnRequestHeaderMap(m []byte) Action {
-	s.req.headers, s.now = validHeaderMap(m), time.Time{}
+	s.req.headers, s.req.hasPath, s.now = validHeaderMap(m), false, time.Time{}
 	if len(s.p.routed) > 0 {
 		s.p = s.p.pick(&s.req)
 	}
