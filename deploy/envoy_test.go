@@ -172,6 +172,13 @@ func TestEnvoyBootstrap(t *testing.T) {
 		t.Errorf("use_remote_address %v, skip_xff_append %v, original_ip_detection_extensions %d: want true, false, none",
 			hcm.GetUseRemoteAddress().GetValue(), hcm.GetSkipXffAppend(), len(hcm.GetOriginalIpDetectionExtensions()))
 	}
+	// One spelling per path, so that the filter's path keys and matches
+	// cannot be walked around with "//", "/../" or escapes.
+	if !hcm.GetNormalizePath().GetValue() || !hcm.GetMergeSlashes() ||
+		hcm.GetPathWithEscapedSlashesAction() != hcmv3.HttpConnectionManager_UNESCAPE_AND_REDIRECT {
+		t.Errorf("normalize_path %v, merge_slashes %v, path_with_escaped_slashes_action %v: want true, true, UNESCAPE_AND_REDIRECT",
+			hcm.GetNormalizePath().GetValue(), hcm.GetMergeSlashes(), hcm.GetPathWithEscapedSlashesAction())
+	}
 	vhosts := hcm.GetRouteConfig().GetVirtualHosts()
 	if len(vhosts) != 1 || len(vhosts[0].GetRoutes()) != 1 || vhosts[0].GetDomains()[0] != "*" {
 		t.Fatalf("want one virtual host for * with one route, got %v", vhosts)

@@ -235,6 +235,12 @@ const (
 type Cost struct {
 	Default int64  // default 1
 	Header  string // when set, the cost is read from this header
+	// Min is the least a request pays through Header (default 1): a
+	// smaller value is raised to Min, so a request cannot pick a cost
+	// that passes a limit a cost-1 request would fail. With Min 0 a
+	// header value of 0 peeks: it is answered, charges nothing and is
+	// admitted even when the limit is spent. Default >= Min.
+	Min int64
 }
 
 // validName reports whether s is 1-64 bytes of A-Z a-z 0-9 _ . -, so it
@@ -383,10 +389,17 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	return c, nil
 }
 
-// MaxRequestLimits bounds the limits of all rules together, since one
-// request may match every rule and all its limits go in one call: 64 rules
-// of 16 limits. The reply then holds 2 + 5 × 1024 integers.
-const MaxRequestLimits = 1024
+// MaxRequestLimits bounds the limits of all rules of one configuration
+// together (a tiered rule counts its largest tier), since one request may
+// match every rule and Redis decides all its limits in one call. A _rules_
+// entry is a configuration of its own: a request uses one of them.
+//
+// Each limit costs Redis about 7-15us of CPU (sliding_log, funnel,
+// sliding_counter and concurrency, keys of 8 parts; e2e/bench
+// BenchmarkRedisCostPerLimits): 8 limits took 54-117us per call, 16 took
+// 160-270us and 1024 took 6-18ms. So 8 keeps the worst request near
+// 100us, and its reply to 2 + 5 × 8 integers.
+const MaxRequestLimits = 8
 
 // checkRequestLimits rejects a configuration whose rules could put more
 // than MaxRequestLimits limits on one request.
@@ -396,7 +409,7 @@ func checkRequestLimits(rules []Rule, path string) error {
 		n += r.Positions()
 	}
 	if n > MaxRequestLimits {
-		return errAt(path, "%d limits in all; at most %d, since one request may match every rule", n, MaxRequestLimits)
+		return errAt(path, "%d limits in all; at most %d, since one request may match every rule and each limit costs Redis about 10us; split rules that never match one request into _rules_ entries", n, MaxRequestLimits)
 	}
 	return nil
 }

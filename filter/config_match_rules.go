@@ -217,11 +217,14 @@ func nonEmptyStrings(v gjson.Result, path string) ([]string, error) {
 // checkSharedParts checks what the configurations of one plugin share: one
 // Redis client, so one redis object; and Redis keys and metrics named
 // after rules, so a rule name used in several configurations must have the
-// same limits in each.
+// same limits and the same key parts in each: with x-user in one and
+// client_ip in the other, a user could name a client's address and spend
+// its quota.
 func checkSharedParts(top *Config) error {
 	type seen struct {
 		path string
 		rule *Rule
+		hops int // the configuration's TrustedHops
 	}
 	byName, byMetric := map[string]seen{}, map[string]seen{}
 	check := func(c *Config, at string) error {
@@ -229,8 +232,12 @@ func checkSharedParts(top *Config) error {
 			r, path := &c.Rules[i], fmt.Sprintf("%srules[%d]", at, i)
 			if s, ok := byName[r.Name]; ok && !sameLimits(s.rule, r) {
 				return errAt(path+".limits", "rule %q has other limits in %s; its name names its Redis keys, so they must be the same", r.Name, s.path)
+			} else if ok && !sameKey(s.rule, r) {
+				return errAt(path+".key", "rule %q has other key parts in %s; its name names its Redis keys, so requests the two tell apart would share a key", r.Name, s.path)
+			} else if ok && s.hops != c.TrustedHops && readsClientIP(r) {
+				return errAt(path+".key", "rule %q reads client_ip with other xff_trusted_hops in %s; its name names its Redis keys, so one client would have two keys", r.Name, s.path)
 			} else if !ok {
-				byName[r.Name] = seen{path, r}
+				byName[r.Name] = seen{path, r, c.TrustedHops}
 			}
 			// The configurations share metrics, so names must not collide
 			// across them either (within one, checkRuleNames said so).
@@ -239,7 +246,7 @@ func checkSharedParts(top *Config) error {
 				return errAt(path+".name", "%q and %s.name %q give the same Prometheus metric names (%s): \".\" and \"-\" become \"_\"",
 					r.Name, s.path, s.rule.Name, prometheusName(ruleMetricName(r.Name, outcomeAllowed)))
 			} else if !ok {
-				byMetric[metric] = seen{path, r}
+				byMetric[metric] = seen{path, r, c.TrustedHops}
 			}
 		}
 		return nil
@@ -272,4 +279,21 @@ func sameLimits(a, b *Rule) bool {
 	x, y := a.Tiers, b.Tiers
 	return x.From == y.From && x.Header == y.Header && x.KeyPart == y.KeyPart &&
 		slices.EqualFunc(x.Levels, y.Levels, func(p, q TierLimits) bool { return p.Name == q.Name && slices.Equal(p.Limits, q.Limits) })
+}
+
+// sameKey reports whether two rules of one name build the same key from a
+// request: the same parts, in order, each with every field that changes
+// what it reads or how (source, name, value, property or claim path, and
+// network prefix lengths).
+func sameKey(a, b *Rule) bool {
+	return slices.EqualFunc(a.Key, b.Key, func(p, q KeyPart) bool {
+		return p.Source == q.Source && p.Name == q.Name && p.Value == q.Value && slices.Equal(p.Path, q.Path) &&
+			p.IPv4Prefix == q.IPv4Prefix && p.IPv6Prefix == q.IPv6Prefix && p.claimPath == q.claimPath
+	})
+}
+
+// readsClientIP reports whether a rule's key has a client_ip part, whose
+// value depends on the configuration's xff_trusted_hops.
+func readsClientIP(r *Rule) bool {
+	return slices.ContainsFunc(r.Key, func(p KeyPart) bool { return p.Source == SourceClientIP })
 }

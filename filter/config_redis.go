@@ -54,6 +54,11 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 	if r.Prefix, err = str(o["key_prefix"], path+".key_prefix", "rl:"); err != nil {
 		return r, err
 	}
+	if r.Prefix == "" {
+		// Without a prefix the filter's keys mix with every other
+		// application's, and ratelimitctl would list and delete those.
+		return r, errAt(path+".key_prefix", "must not be empty: it keeps the filter's keys apart from other applications' keys in the same database")
+	}
 	if len(r.Prefix) > 64 || containsAny(r.Prefix, "{}") {
 		return r, errAt(path+".key_prefix", "must be at most 64 bytes without { or }")
 	}

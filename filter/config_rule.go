@@ -193,7 +193,7 @@ var limitFields = map[string]map[algorithms.Param]string{
 	"concurrency":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "max_duration"},
 }
 
-const maxLimitsPerRule = 16
+const maxLimitsPerRule = MaxRequestLimits
 
 func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
 	if !v.Exists() {
@@ -343,7 +343,7 @@ func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
 			return c, err
 		}
 	case v.IsObject():
-		o, err := fields(v, path, "header", "default")
+		o, err := fields(v, path, "header", "default", "min")
 		if err != nil {
 			return c, err
 		}
@@ -356,6 +356,12 @@ func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
 		c.Header = strings.ToLower(c.Header)
 		if c.Default, err = integer(o["default"], path+".default", 1, 0, 1<<53); err != nil {
 			return c, err
+		}
+		if c.Min, err = integer(o["min"], path+".min", 1, 0, 1<<53); err != nil {
+			return c, err
+		}
+		if c.Default < c.Min {
+			return c, errAt(path+".default", "must be >= min (%d): a request that omits the header pays the default", c.Min)
 		}
 		path += ".default"
 	default:

@@ -59,7 +59,8 @@
 //     with its exact message.
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     escaped or hashed request data (request.go reads headers, query,
-//     cookies and the client address); each limit's key and the block key
+//     cookies and the client address; path.go normalizes the path that
+//     rules match and key on); each limit's key and the block key
 //     extend it, and its braces hold the Redis Cluster hash tag.
 //   - Calls: stream.go gathers a request's limits into calls; plugin.go
 //     dispatches them and handles replies, failures and the circuit

@@ -12,6 +12,9 @@ type request struct {
 	headers headerMap
 	source  StreamHost    // for the downstream peer's "ip:port", read lazily
 	bearer  bearerPayload // read at the first jwt_claim part (identity.go)
+	// normPath is path(), computed once; valid when hasPath.
+	normPath string
+	hasPath  bool
 }
 
 // reset readies r for a new request from source, keeping its buffers.
@@ -72,13 +75,14 @@ func headersMatch(ms []HeaderMatch, r *request) bool {
 
 func (r *request) method() string { v, _ := r.header(":method"); return v }
 
-// path returns :path without its query string.
+// path returns :path normalized (see normalizePath): without its query
+// and fragment, escapes decoded, slashes merged, dot segments resolved.
 func (r *request) path() string {
-	p, _ := r.header(":path")
-	if i := strings.IndexByte(p, '?'); i >= 0 {
-		return p[:i]
+	if !r.hasPath {
+		p, _ := r.header(":path")
+		r.normPath, r.hasPath = normalizePath(p), true
 	}
-	return p
+	return r.normPath
 }
 
 // host returns :authority (or host) in lower case, without a port.

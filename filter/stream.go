@@ -79,7 +79,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 // header map as proxy_get_header_map_pairs serializes it; the stream reads
 // it in place until it ends.
 func (s *Stream) OnRequestHeaderMap(m []byte) Action {
-	s.req.headers, s.req.bearer.read, s.now = validHeaderMap(m), false, time.Time{}
+	s.req.headers, s.req.bearer.read, s.req.hasPath, s.now = validHeaderMap(m), false, false, time.Time{}
 	if len(s.p.routed) > 0 {
 		s.p = s.p.pick(&s.req)
 	}
@@ -199,7 +199,8 @@ func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
 }
 
 // cost reads the request's cost: the configured header when it holds a
-// non-negative integer, the default otherwise. A response_cost rule's
+// non-negative integer, raised to cost.min, the default otherwise. A
+// response_cost rule's
 // cost is its reservation; a reservation of 0 checks only, decided as a
 // cost of 1 (so its denials are cached as cost 1).
 func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
@@ -214,6 +215,9 @@ func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
 			if n, ok := parseCostValue(v); ok {
 				cost = n
 			}
+		}
+		if rule.Response == nil {
+			cost = max(cost, rule.Cost.Min) // a client may not lower its charge
 		}
 	case body != "":
 		if n, ok := bodyInteger(s.body, body); ok {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter"
 )
 
 // Checks of rule names and of the rules together, which build metric
@@ -46,24 +48,29 @@ var ruleSetExceptions = []exception{
 	},
 	{
 		name:    "limits-in-all",
-		why:     "the bound is on the limits of all rules together, a sum a schema cannot take",
-		message: regexp.MustCompile(`^rules: \d+ limits in all; at most \d+`),
+		why:     "the bound is on the limits of all rules of a configuration together, a sum a schema cannot take",
+		message: regexp.MustCompile(`^(_rules_\[\d+\]\.)?rules: \d+ limits in all; at most \d+`),
 		applies: func(_ []byte, doc map[string]any) bool {
-			n := 0
-			for _, r := range objects(doc["rules"]) {
-				positions := 0
-				for _, limits := range limitLists(r) {
-					positions = max(positions, len(limits))
+			for _, c := range configsOf(doc) {
+				n := 0
+				for _, r := range objects(c["rules"]) {
+					positions := 0
+					for _, limits := range limitLists(r) {
+						positions = max(positions, len(limits))
+					}
+					n += positions
 				}
-				n += positions
+				if n > filter.MaxRequestLimits {
+					return true
+				}
 			}
-			return n > 1024
+			return false
 		},
 		example: func() string {
 			var rules []string
-			for i := range 65 {
+			for i := range 3 {
 				var limits []string
-				for j := range 16 {
+				for j := range 3 {
 					limits = append(limits, fmt.Sprintf(`{"name":"l%d","algorithm":"sliding_log","limit":5,"window":"1s"}`, j))
 				}
 				rules = append(rules, fmt.Sprintf(`{"name":"r%d","key":[{"source":"client_ip"}],"limits":[%s]}`, i, strings.Join(limits, ",")))

@@ -16,7 +16,8 @@ import (
 func TestCluster(t *testing.T) {
 	t.Parallel()
 	c := redistest.StartCluster(t, 3)
-	e := writeConfig(t, redistest.Prefix(t), strings.TrimSuffix(testRules, "]")+","+strings.TrimPrefix(tierRules, "["))
+	prefix := redistest.Prefix(t)
+	e := writeConfig(t, prefix, bothRules(prefix))
 	e.conn = []string{"--cluster", "--redis", c.Nodes[1].Addr}
 	e.do = func(key string, args ...any) (any, error) { return c.Do(key, args...) }
 

@@ -52,6 +52,13 @@ const testRules = `[
 	{"name":"login","match":{"path":"/login"},"key":[{"source":"client_ip","ipv4_prefix_len":24}],
 	 "limits":[{"algorithm":"funnel","capacity":2,"rate":1,"period":"1h"}]}]`
 
+// bothRules are testRules at the top level and tierRules in a _rules_
+// entry: more limits than filter.MaxRequestLimits allows in one
+// configuration, and the tools find rules in either.
+func bothRules(prefix string) string {
+	return testRules + `,"_rules_":[{"_match_domain_":["*"],"redis":{"cluster":"redis","key_prefix":"` + prefix + `"},"rules":` + tierRules + `}]`
+}
+
 // env is one test's configuration file and Redis.
 type env struct {
 	t      *testing.T

@@ -15,7 +15,8 @@ import (
 // one the configuration or Redis refuses.
 func TestBadInput(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, strings.TrimSuffix(testRules, "]")+","+strings.TrimPrefix(tierRules, "["))
+	prefix := redistest.Prefix(t)
+	e := newEnvOn(t, server, prefix, bothRules(prefix))
 	dir := t.TempDir()
 	badConfig := filepath.Join(dir, "bad.json")
 	if err := os.WriteFile(badConfig, []byte(`{"redis":{"cluster":"r"},"rules":[{"name":"a","key":[],"limits":[]}]}`), 0o600); err != nil {
