@@ -389,31 +389,6 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	return c, nil
 }
 
-// MaxRequestLimits bounds the limits of all rules of one configuration
-// together (a tiered rule counts its largest tier), since one request may
-// match every rule and Redis decides all its limits in one call. A _rules_
-// entry is a configuration of its own: a request uses one of them.
-//
-// Each limit costs Redis about 7-15us of CPU (sliding_log, funnel,
-// sliding_counter and concurrency, keys of 8 parts; e2e/bench
-// BenchmarkRedisCostPerLimits): 8 limits took 54-117us per call, 16 took
-// 160-270us and 1024 took 6-18ms. So 8 keeps the worst request near
-// 100us, and its reply to 2 + 5 × 8 integers.
-const MaxRequestLimits = 8
-
-// checkRequestLimits rejects a configuration whose rules could put more
-// than MaxRequestLimits limits on one request.
-func checkRequestLimits(rules []Rule, path string) error {
-	n := 0
-	for _, r := range rules {
-		n += r.Positions()
-	}
-	if n > MaxRequestLimits {
-		return errAt(path, "%d limits in all; at most %d, since one request may match every rule and each limit costs Redis about 10us; split rules that never match one request into _rules_ entries", n, MaxRequestLimits)
-	}
-	return nil
-}
-
 func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {
 	b := BreakerConfig{Failures: 5, Backoff: time.Second}
 	if !v.Exists() {

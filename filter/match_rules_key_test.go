@@ -64,7 +64,41 @@ func TestRequestLimitsBoundEachConfiguration(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := ParseConfig([]byte(`{` + rules(8) + `,"_rules_":[` + entry(8) + `,` + entry(9) + `]}`))
-	if err == nil || !strings.HasPrefix(err.Error(), "_rules_[1].rules: 9 limits in all; at most 8") {
+	if err == nil || !strings.HasPrefix(err.Error(), "_rules_[1].rules[0]: one request may match this rule and rule r1, r2, r3, r4, r5, r6, r7, r8, 9 limits in all; at most 8") {
 		t.Fatalf("9 limits in an entry: %v", err)
+	}
+}
+
+// Rules that no request can match together do not add up: per-route
+// rules fit in one configuration.
+func TestExclusiveRulesDoNotAddUp(t *testing.T) {
+	rule := func(name, match string) string {
+		return `{"name":"` + name + `","match":` + match + `,"key":[{"source":"header","name":"x-user"}],"limits":[` +
+			`{"name":"s","algorithm":"sliding_log","limit":5,"window":"1s"},{"name":"m","algorithm":"funnel","capacity":5,"rate":1,"period":"1s"},` +
+			`{"name":"h","algorithm":"sliding_counter","limit":500,"window":"1h"}]}`
+	}
+	for name, tc := range map[string]struct {
+		matches []string
+		ok      bool
+	}{
+		"exact paths":            {[]string{`{"path":"/a"}`, `{"path":"/b"}`, `{"path":"/c"}`, `{"path":"/d"}`}, true},
+		"a path and a prefix":    {[]string{`{"path":"/a/x"}`, `{"path_prefix":"/b/"}`, `{"path_prefix":"/c/"}`}, true},
+		"a path under a prefix":  {[]string{`{"path":"/b/x"}`, `{"path_prefix":"/b/"}`, `{"path_prefix":"/"}`}, false},
+		"nested prefixes":        {[]string{`{"path_prefix":"/b/"}`, `{"path_prefix":"/b/x/"}`, `{"path":"/b/x/y"}`}, false},
+		"methods":                {[]string{`{"methods":["GET"]}`, `{"methods":["POST","PUT"]}`, `{"methods":["DELETE"]}`}, true},
+		"methods that meet":      {[]string{`{"methods":["GET"]}`, `{"methods":["POST","GET"]}`, `{"methods":["GET","DELETE"]}`}, false},
+		"hosts":                  {[]string{`{"hosts":["a.example"]}`, `{"hosts":["b.example"]}`, `{"hosts":["c.example"]}`}, true},
+		"header values":          {[]string{`{"headers":[{"name":"x-plan","exact":"free"}]}`, `{"headers":[{"name":"x-plan","exact":"pro"}]}`, `{"headers":[{"name":"x-plan","absent":true}]}`}, true},
+		"header prefixes":        {[]string{`{"headers":[{"name":"x-plan","prefix":"fr"}]}`, `{"headers":[{"name":"x-plan","exact":"free"}]}`, `{"headers":[{"name":"x-plan","present":true}]}`}, false},
+		"a rule matching any":    {[]string{`{"path":"/a"}`, `{"path":"/b"}`, `{}`}, false},
+	} {
+		var rules []string
+		for i, m := range tc.matches {
+			rules = append(rules, rule(fmt.Sprintf("r%d", i), m))
+		}
+		_, err := ParseConfig([]byte(`{"redis":{"cluster":"r"},"rules":[` + strings.Join(rules, ",") + `]}`))
+		if (err == nil) != tc.ok {
+			t.Errorf("%s: %v, want ok %v", name, err, tc.ok)
+		}
 	}
 }
