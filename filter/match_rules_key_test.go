@@ -81,16 +81,16 @@ func TestExclusiveRulesDoNotAddUp(t *testing.T) {
 		matches []string
 		ok      bool
 	}{
-		"exact paths":            {[]string{`{"path":"/a"}`, `{"path":"/b"}`, `{"path":"/c"}`, `{"path":"/d"}`}, true},
-		"a path and a prefix":    {[]string{`{"path":"/a/x"}`, `{"path_prefix":"/b/"}`, `{"path_prefix":"/c/"}`}, true},
-		"a path under a prefix":  {[]string{`{"path":"/b/x"}`, `{"path_prefix":"/b/"}`, `{"path_prefix":"/"}`}, false},
-		"nested prefixes":        {[]string{`{"path_prefix":"/b/"}`, `{"path_prefix":"/b/x/"}`, `{"path":"/b/x/y"}`}, false},
-		"methods":                {[]string{`{"methods":["GET"]}`, `{"methods":["POST","PUT"]}`, `{"methods":["DELETE"]}`}, true},
-		"methods that meet":      {[]string{`{"methods":["GET"]}`, `{"methods":["POST","GET"]}`, `{"methods":["GET","DELETE"]}`}, false},
-		"hosts":                  {[]string{`{"hosts":["a.example"]}`, `{"hosts":["b.example"]}`, `{"hosts":["c.example"]}`}, true},
-		"header values":          {[]string{`{"headers":[{"name":"x-plan","exact":"free"}]}`, `{"headers":[{"name":"x-plan","exact":"pro"}]}`, `{"headers":[{"name":"x-plan","absent":true}]}`}, true},
-		"header prefixes":        {[]string{`{"headers":[{"name":"x-plan","prefix":"fr"}]}`, `{"headers":[{"name":"x-plan","exact":"free"}]}`, `{"headers":[{"name":"x-plan","present":true}]}`}, false},
-		"a rule matching any":    {[]string{`{"path":"/a"}`, `{"path":"/b"}`, `{}`}, false},
+		"exact paths":           {[]string{`{"path":"/a"}`, `{"path":"/b"}`, `{"path":"/c"}`, `{"path":"/d"}`}, true},
+		"a path and a prefix":   {[]string{`{"path":"/a/x"}`, `{"path_prefix":"/b/"}`, `{"path_prefix":"/c/"}`}, true},
+		"a path under a prefix": {[]string{`{"path":"/b/x"}`, `{"path_prefix":"/b/"}`, `{"path_prefix":"/"}`}, false},
+		"nested prefixes":       {[]string{`{"path_prefix":"/b/"}`, `{"path_prefix":"/b/x/"}`, `{"path":"/b/x/y"}`}, false},
+		"methods":               {[]string{`{"methods":["GET"]}`, `{"methods":["POST","PUT"]}`, `{"methods":["DELETE"]}`}, true},
+		"methods that meet":     {[]string{`{"methods":["GET"]}`, `{"methods":["POST","GET"]}`, `{"methods":["GET","DELETE"]}`}, false},
+		"hosts":                 {[]string{`{"hosts":["a.example"]}`, `{"hosts":["b.example"]}`, `{"hosts":["c.example"]}`}, true},
+		"header values":         {[]string{`{"headers":[{"name":"x-plan","exact":"free"}]}`, `{"headers":[{"name":"x-plan","exact":"pro"}]}`, `{"headers":[{"name":"x-plan","absent":true}]}`}, true},
+		"header prefixes":       {[]string{`{"headers":[{"name":"x-plan","prefix":"fr"}]}`, `{"headers":[{"name":"x-plan","exact":"free"}]}`, `{"headers":[{"name":"x-plan","present":true}]}`}, false},
+		"a rule matching any":   {[]string{`{"path":"/a"}`, `{"path":"/b"}`, `{}`}, false},
 	} {
 		var rules []string
 		for i, m := range tc.matches {

@@ -26,6 +26,7 @@ import (
 // ratelimit.redis.library_missing; the call fails as any failed call does.
 type redisIdentity struct {
 	id        uint32
+	due       bool // to ask at the next use: not at plugin start, where the VM may be a canary
 	pending   bool
 	wrong     bool      // the last WHOAMI named another user
 	sentAt    time.Time // the last WHOAMI
@@ -36,6 +37,7 @@ type redisIdentity struct {
 
 // checkIdentity sends ACL WHOAMI on the proxy's Redis connection.
 func (l *redisLink) checkIdentity(now time.Time) {
+	l.identity.due = false
 	if l.host == nil || l.identity.pending {
 		return
 	}

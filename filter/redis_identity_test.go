@@ -25,7 +25,7 @@ func loggedAt(h *fakeHost, level LogLevel, substr string) bool {
 // user.
 func TestWrongRedisUserAppliesFailureMode(t *testing.T) {
 	h := newInitHost(t, strings.Replace(oneUser, `"password":"pw"`, `"username":"filter","password":"pw"`, 1))
-	h.plugin.Start()
+	h.startLinked(t, "$7\r\ndefault\r\n")
 	answer := func(r string) {
 		t.Helper()
 		if len(h.Queue) == 0 || string(h.Queue[0].Cmd) != whoami {
@@ -35,7 +35,6 @@ func TestWrongRedisUserAppliesFailureMode(t *testing.T) {
 		h.Queue = h.Queue[1:]
 		h.plugin.OnRedisReply(q.ID, true, []byte(r))
 	}
-	answer("$7\r\ndefault\r\n")
 	if !loggedAt(h.fakeHost, LogCritical, `runs as user "default", not "filter"`) || h.Counters["ratelimit.redis.wrong_user"] != 1 {
 		t.Fatalf("counters %v, logs %q", h.Counters, h.logs)
 	}
@@ -61,10 +60,7 @@ func TestWrongRedisUserAppliesFailureMode(t *testing.T) {
 // grant, and calls go on.
 func TestWhoamiRefusedWarns(t *testing.T) {
 	h := newInitHost(t, oneUser)
-	h.plugin.Start()
-	q := h.Queue[0]
-	h.Queue = h.Queue[1:]
-	h.plugin.OnRedisReply(q.ID, true, []byte("-NOPERM this user has no permissions to run the 'acl|whoami' command\r\n"))
+	h.startLinked(t, "-NOPERM this user has no permissions to run the 'acl|whoami' command\r\n")
 	if !loggedAt(h.fakeHost, LogWarn, "grant the filter's user +acl|whoami") {
 		t.Fatalf("logs %q", h.logs)
 	}

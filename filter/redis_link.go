@@ -97,6 +97,9 @@ func (l *redisLink) usable(now time.Time) bool {
 	if l.identity.wrong && now.Sub(l.identity.sentAt) >= relinkEvery {
 		l.relink(now)
 	}
+	if l.identity.due && l.ready {
+		l.checkIdentity(now)
+	}
 	return l.ready && !l.identity.wrong
 }
 
@@ -120,11 +123,11 @@ func (l *redisLink) tryInit(now time.Time) {
 	}
 }
 
-// init is tryInit, then the identity check once it succeeded.
+// init is tryInit; once it succeeds, the identity is checked at the next
+// use of the link.
 func (l *redisLink) init(now time.Time) {
-	if l.tryInit(now); l.ready {
-		l.checkIdentity(now)
-	}
+	l.tryInit(now)
+	l.identity.due = l.ready
 }
 
 // onTick retries a failed init.

@@ -80,7 +80,7 @@ func TestRedisInitRetried(t *testing.T) {
 // request gets the failure mode.
 func TestNoAuthRelinks(t *testing.T) {
 	h := newInitHost(t, oneUser)
-	h.plugin.Start()
+	h.startLinked(t, "+default\r\n")
 	h.Clock = h.Clock.Add(time.Second) // the init at start is a second old
 	noauth := []byte("-NOAUTH Authentication required.\r\n")
 	reply := func(r []byte) {
@@ -89,7 +89,6 @@ func TestNoAuthRelinks(t *testing.T) {
 		h.Queue = h.Queue[1:]
 		h.plugin.OnRedisReply(q.ID, true, r)
 	}
-	reply([]byte("+default\r\n")) // ACL WHOAMI after the init
 	fs, st := h.stream("x-user=a")
 	reply(noauth)
 	if fs.Status != 503 || h.inits != 2 || h.Counters["ratelimit.redis.reinits"] != 1 {
@@ -128,8 +127,7 @@ func TestNoAuthRelinks(t *testing.T) {
 // the failure mode, is counted, and the log says what to put in between.
 func TestMovedFailsClearly(t *testing.T) {
 	h := newInitHost(t, oneUser)
-	h.plugin.Start()
-	h.Pump() // ACL WHOAMI
+	h.startLinked(t, "+default\r\n")
 	for _, r := range []string{"-MOVED 3999 127.0.0.1:7001\r\n", "-ASK 3999 127.0.0.1:7001\r\n"} {
 		fs, st := h.stream("x-user=a")
 		q := h.Queue[0]
@@ -177,6 +175,20 @@ func TestBreakerCountsABurstOnce(t *testing.T) {
 }
 
 const whoami = "*2\r\n$3\r\nACL\r\n$6\r\nWHOAMI\r\n"
+
+// startLinked starts the plugin and, at its first tick, answers the ACL
+// WHOAMI the filter then sends with reply.
+func (h *initHost) startLinked(t *testing.T, reply string) {
+	t.Helper()
+	h.plugin.Start()
+	h.plugin.OnTick()
+	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
+		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
+	}
+	q := h.Queue[0]
+	h.Queue = h.Queue[1:]
+	h.plugin.OnRedisReply(q.ID, true, []byte(reply))
+}
 
 // stream starts a request and leaves its call queued.
 func (h *initHost) stream(headers ...string) (*fakeStream, *Stream) {

@@ -95,8 +95,10 @@ func launch(bin, dir string, port int, extra []string) (*Server, error) {
 			c.Close()
 			s := &Server{Addr: addr, cmd: cmd, dir: dir}
 			s.Client = NewClient(addr, Options{Password: passwordOf(extra)})
-			if err := LoadLibrary(s.Client); err != nil {
-				s.Stop()
+			if err := LoadLibrary(s.Client); err != nil && !deniedToDefault(err) {
+				s.Client.Close()
+				cmd.Process.Kill()
+				cmd.Wait()
 				return nil, err
 			}
 			return s, nil
