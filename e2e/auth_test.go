@@ -12,12 +12,17 @@ import (
 
 // aclServer starts a redis-server whose default user is off, so that only
 // AUTH as one of its ACL users gets anywhere: "ratelimit" may do anything,
-// "noscript" anything but scripting (no EVAL, no EVALSHA). Both have the
-// password "pw".
+// "noscript" anything but scripting (no FCALL, no EVAL). Both have the
+// password "pw". "ratelimit" loads the library.
 func aclServer(t *testing.T) *redistest.Server {
-	return redistest.Start(t, "--user", "default", "off",
+	srv := redistest.StartUsers(t, redistest.Options{Username: "ratelimit", Password: "pw"},
+		"--user", "default", "off",
 		"--user", "ratelimit", "on", ">pw", "~*", "+@all",
 		"--user", "noscript", "on", ">pw", "~*", "+@all", "-@scripting")
+	if err := redistest.LoadLibrary(srv.Client); err != nil {
+		t.Fatal(err)
+	}
+	return srv
 }
 
 func authConfig(prefix, failureMode, username, password string) string {
@@ -63,7 +68,7 @@ func TestACLFailures(t *testing.T) {
 		// Higress throws the AUTH reply (-WRONGPASS) away; the calls get
 		// -NOAUTH.
 		{"wrong password", "ratelimit", "wrong", "NOAUTH Authentication required."},
-		{"no EVALSHA permission", "noscript", "pw", "NOPERM this user has no permissions to run the 'evalsha' command"},
+		{"no FCALL permission", "noscript", "pw", "NOPERM this user has no permissions to run the 'fcall' command"},
 		{"no credentials", "", "", "NOAUTH Authentication required."},
 	} {
 		for _, mode := range []string{"allow", "deny"} {
