@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -81,7 +82,11 @@ func StartServer(args ...string) (*Server, error) {
 // StartACL runs redis-server with an ACL file (--aclfile); see StartUsers.
 func StartACL(t testing.TB, aclFile string, admin Options) *Server {
 	t.Helper()
-	return StartUsers(t, admin, "--aclfile", aclFile)
+	abs, err := filepath.Abs(aclFile) // redis-server reads it from its --dir
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartUsers(t, admin, "--aclfile", abs)
 }
 
 // StartUsers is Start for a server whose default user may be off (args
