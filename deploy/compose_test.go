@@ -157,11 +157,11 @@ func TestComposeConfigValid(t *testing.T) {
 	}
 }
 
-// Each service belongs where the README says: Redis and the echo upstream to
+// Each service belongs where the README says: Redis, install and the echo upstream to
 // both demos, the rest to one profile.
 func TestComposeProfiles(t *testing.T) {
 	c := readCompose(t)
-	want := map[string][]string{"redis": nil, "echo": nil, "webdis": {"envoy"}, "envoy": {"envoy"}, "higress": {"higress"}}
+	want := map[string][]string{"redis": nil, "install": nil, "echo": nil, "webdis": {"envoy"}, "envoy": {"envoy"}, "higress": {"higress"}}
 	if len(c.Services) != len(want) {
 		t.Errorf("services %v, want %v", slices.Sorted(mapKeys(c.Services)), slices.Sorted(mapKeys(want)))
 	}
@@ -234,15 +234,14 @@ func TestComposeEnvoyProfile(t *testing.T) {
 		t.Errorf("webdis healthcheck %v: want the filter's credentials and port %d", webdis.Healthcheck.Test, wc.HTTPPort)
 	}
 
-	redis := c.service(t, "redis")
 	if wc.RedisHost != "redis" || wc.RedisPort != 6379 {
 		t.Errorf("Webdis reaches Redis at %s:%d, want the redis service, redis:6379", wc.RedisHost, wc.RedisPort)
 	}
-	if pw := flagValue(t, redis.Command, "--requirepass"); pw != wc.redisAuth(t) || flagValue(t, redis.Healthcheck.Test, "-a") != pw {
-		t.Errorf("Redis requires %q (its healthcheck sends %q), Webdis sends redis_auth %q", pw, flagValue(t, redis.Healthcheck.Test, "-a"), wc.redisAuth(t))
+	if _, hashes := composeUsers(t); hashes["default"] != sha256hex(wc.redisAuth(t)) {
+		t.Errorf("Webdis sends redis_auth %q, which is not the password of users.acl's default user", wc.redisAuth(t))
 	}
-	if webdis.DependsOn["redis"].Condition != "service_healthy" {
-		t.Error("webdis must wait for a healthy redis")
+	if webdis.DependsOn["install"].Condition != "service_completed_successfully" {
+		t.Error("webdis must wait for ratelimitctl install")
 	}
 }
 
@@ -281,8 +280,11 @@ func TestComposeHigressProfile(t *testing.T) {
 	if _, eps := registryFor(t, cfg.Redis.Cluster, regs); !slices.Equal(eps, []string{redis.ipv4(t) + ":6379"}) {
 		t.Errorf("%s resolves to %v; the redis service is at %s:6379", cfg.Redis.Cluster, eps, redis.ipv4(t))
 	}
-	if pw := flagValue(t, redis.Command, "--requirepass"); cfg.Redis.Password != pw {
-		t.Errorf("the plugin sends password %q, Redis requires %q", cfg.Redis.Password, pw)
+	if _, hashes := composeUsers(t); cfg.Redis.Username != "ratelimit-filter" || hashes["ratelimit-filter"] != sha256hex(cfg.Redis.Password) {
+		t.Errorf("the plugin logs in as %q with %q: want ratelimit-filter with its password in users.acl", cfg.Redis.Username, cfg.Redis.Password)
+	}
+	if hi.DependsOn["install"].Condition != "service_completed_successfully" {
+		t.Error("higress must wait for ratelimitctl install")
 	}
 
 	ing := decodeObject(t, findDoc(t, readYAML(t, "deploy/compose/higress/ingresses/echo.yaml"), "Ingress", "echo"), nil)

@@ -7,7 +7,9 @@
 //   - higress/: a Higress WasmPlugin for dist/ratelimit-higress.wasm, which
 //     uses Higress's Redis callouts, and the McpBridge entry naming Redis;
 //   - compose/: a docker-compose demo of both, and smoke.sh, which proves
-//     that a running proxy rate-limits.
+//     that a running proxy rate-limits;
+//   - redis/: the Redis ACL users of the proxies and of ratelimitctl, and
+//     render.sh, which sets their passwords.
 //
 // The tests decode every file with the schema of what reads it (Envoy's API
 // via go-control-plane, Istio's API, the shapes of Higress's CRDs and of

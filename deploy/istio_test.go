@@ -162,23 +162,34 @@ func checkIstioRedis(t *testing.T, docs []Document, namespace string, w webdisCo
 		t.Errorf("the redis Service targets port %d; redis-server listens on 6379", port)
 	}
 	c := dep.Template.Spec.Containers[0]
-	i := slices.Index(c.Args, "--requirepass")
-	if i < 0 || i+1 >= len(c.Args) || !strings.HasPrefix(c.Args[i+1], "$(") {
-		t.Fatalf("redis args %v: want --requirepass $(VAR)", c.Args)
+	aclFile := flagValue(t, c.Args, "--aclfile")
+	secret := mountedSecret(t, docs, dep, c, aclFile)
+	if _, hashes := aclUsers(t, secret.StringData["users.acl"]); hashes["default"] != sha256hex(w.redisAuth(t)) {
+		t.Errorf("Webdis sends redis_auth %q, which is not the password of default in Secret %s's users.acl", w.redisAuth(t), secret.Metadata.Name)
 	}
-	envName := strings.TrimSuffix(strings.TrimPrefix(c.Args[i+1], "$("), ")")
-	for _, e := range c.Env {
-		if e.Name != envName {
+	want := renderUsers(t, "users-webdis.acl", "filter-demo-password", secret.StringData["operator-password"], w.redisAuth(t))
+	if secret.StringData["users.acl"] != want {
+		t.Errorf("Secret %s's users.acl is not deploy/redis/users-webdis.acl rendered with its passwords:\n%s\nwant:\n%s",
+			secret.Metadata.Name, secret.StringData["users.acl"], want)
+	}
+}
+
+// mountedSecret is the Secret mounted where the container reads file.
+func mountedSecret(t *testing.T, docs []Document, dep deploymentSpec, c container, file string) k8sObject {
+	t.Helper()
+	dir, _ := filepath.Split(file)
+	for _, m := range c.VolumeMounts {
+		if filepath.Clean(m.MountPath) != filepath.Clean(dir) {
 			continue
 		}
-		ref := e.ValueFrom.SecretKeyRef
-		s := decodeObject(t, findDoc(t, docs, "Secret", ref.Name), nil)
-		if pw := s.StringData[ref.Key]; pw == "" || pw != w.redisAuth(t) {
-			t.Errorf("Redis requires the password in Secret %s/%s, Webdis sends redis_auth %q", ref.Name, ref.Key, w.redisAuth(t))
+		for _, v := range dep.Template.Spec.Volumes {
+			if v.Name == m.Name && v.Secret.SecretName != "" {
+				return decodeObject(t, findDoc(t, docs, "Secret", v.Secret.SecretName), nil)
+			}
 		}
-		return
 	}
-	t.Fatalf("redis: no env %s", envName)
+	t.Fatalf("no Secret mounted for %s", file)
+	return k8sObject{}
 }
 
 // pluginConfigOf returns the plugin configuration of one file, as

@@ -123,12 +123,13 @@ func runSmoke(t *testing.T, url string, env ...string) (string, error) {
 }
 
 // The Higress deployment's plugin configuration, in the Higress build of the
-// filter, against a real Redis that requires its password: smoke.sh passes.
+// filter, against a real Redis with the compose demo's ACL users, the
+// library installed by the operator: smoke.sh passes.
 func TestSmokeHigressPluginConfig(t *testing.T) {
 	t.Parallel()
 	js := pluginConfigOf(t, HigressWasmPlugin)
 	cfg := parsePluginConfig(t, HigressWasmPlugin, js)
-	srv := redistest.Start(t, "--requirepass", cfg.Redis.Password)
+	srv := composeRedis(t)
 	h := startHost(t, wasmhost.Config{
 		Module:        filterModule(t, "higress"),
 		PluginConfig:  js,
@@ -148,13 +149,13 @@ func TestSmokeHigressPluginConfig(t *testing.T) {
 // envoy.yaml's plugin configuration, in the stock build of the filter,
 // through a real Webdis running the compose demo's webdis.json (its ACL and
 // credentials as they are; only addresses changed) in front of a real Redis
-// that requires the password webdis.json sends: smoke.sh passes.
+// with the compose demo's ACL users: smoke.sh passes.
 func TestSmokeEnvoyPluginConfigThroughWebdis(t *testing.T) {
 	t.Parallel()
 	b, _ := envoyBootstrap(t)
 	_, js, cfg := envoyPlugin(t, b)
-	w := readComposeWebdis(t, cfg)
-	srv := redistest.Start(t, "--requirepass", w.redisAuth(t))
+	readComposeWebdis(t, cfg)
+	srv := composeRedis(t)
 	webdis := startWebdis(t, "deploy/compose/webdis.json", srv.Addr)
 	h := startHost(t, wasmhost.Config{
 		Module:       filterModule(t, ""),

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
@@ -51,15 +52,12 @@ type webdisACL struct {
 
 // checkWebdisConfig checks a Webdis configuration against the filter's:
 // Webdis runs in the foreground, refuses every command by default, and
-// allows exactly EVALSHA and EVAL to the filter's basic-auth credentials.
+// allows exactly FCALL to the filter's basic-auth credentials. (Webdis
+// matches by prefix: EVALSHA would let EVAL through, FCALL lets nothing
+// else through.)
 func checkWebdisConfig(t *testing.T, where string, data []byte, cfg *filter.Config) webdisConfig {
 	t.Helper()
-	var w webdisConfig
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&w); err != nil {
-		t.Fatalf("%s: %v", where, err)
-	}
+	w := decodeWebdis(t, data)
 	if w.Daemonize {
 		t.Errorf("%s: daemonize must be false in a container", where)
 	}
@@ -72,11 +70,23 @@ func checkWebdisConfig(t *testing.T, where string, data []byte, cfg *filter.Conf
 	}
 	allow := w.ACL[1]
 	enabled := slices.Sorted(slices.Values(allow.Enabled))
-	if !slices.Equal(enabled, []string{"EVAL", "EVALSHA"}) || len(allow.Disabled) != 0 {
-		t.Errorf("%s: acl enables %v, want exactly EVALSHA and EVAL", where, allow.Enabled)
+	if !slices.Equal(enabled, []string{"FCALL"}) || len(allow.Disabled) != 0 {
+		t.Errorf("%s: acl enables %v, want exactly FCALL", where, allow.Enabled)
 	}
 	if want := cfg.Redis.Username + ":" + cfg.Redis.Password; allow.HTTPBasicAuth != want || cfg.Redis.Password == "" {
 		t.Errorf("%s: http_basic_auth %q, but the filter sends %q", where, allow.HTTPBasicAuth, want)
+	}
+	return w
+}
+
+// decodeWebdis decodes a Webdis configuration, refusing unknown keys.
+func decodeWebdis(t *testing.T, data []byte) webdisConfig {
+	t.Helper()
+	var w webdisConfig
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&w); err != nil {
+		t.Fatalf("webdis configuration: %v", err)
 	}
 	return w
 }
@@ -116,6 +126,7 @@ func TestWebdisConfigsRestrictCommands(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			w := checkWebdisConfig(t, name, c.webdis, c.cfg)
 			srv := redistest.Start(t, "--requirepass", w.redisAuth(t))
+			epoch := "/FCALL/" + lua.Library.Epoch + "/1/rl%3Aepoch/e"
 			base := "http://" + startWebdisConfig(t, c.webdis, srv.Addr)
 			user, pass := c.cfg.Redis.Username, c.cfg.Redis.Password
 			for _, tc := range []struct {
@@ -123,11 +134,16 @@ func TestWebdisConfigsRestrictCommands(t *testing.T) {
 				user, pass         string
 				want               int
 			}{
-				{"GET", "/EVAL/return%2042/0", "", user, pass, 200},
-				{"POST", "/", "EVAL/return%2042/0", user, pass, 200},
-				{"POST", "/", "EVALSHA/0000000000000000000000000000000000000000/0", user, pass, 200}, // NOSCRIPT, through
-				{"GET", "/EVAL/return%2042/0", "", "", "", 403},
-				{"GET", "/EVAL/return%2042/0", "", user, pass + "x", 403},
+				{"GET", epoch, "", user, pass, 200},
+				{"POST", "/", epoch[1:], user, pass, 200},
+				{"GET", "/FCALL/ratelimit_health/0", "", user, pass, 200}, // compose's healthcheck: an error, through
+				{"GET", epoch, "", "", "", 403},
+				{"GET", epoch, "", user, pass + "x", 403},
+				{"GET", "/EVAL/return%2042/0", "", user, pass, 403},
+				{"POST", "/", "EVALSHA/0000000000000000000000000000000000000000/0", user, pass, 403},
+				{"GET", "/FUNCTION/LIST", "", user, pass, 403},
+				{"GET", "/FCALL_RO/" + lua.Library.Epoch + "/1/rl%3Aepoch/e", "", user, pass, 403},
+				{"GET", "/SELECT/1", "", user, pass, 403},
 				{"POST", "/", "SET/k/v", user, pass, 403},
 				{"GET", "/GET/k", "", user, pass, 403},
 				{"GET", "/CONFIG/GET/requirepass", "", user, pass, 403},
@@ -147,8 +163,8 @@ func TestWebdisConfigsRestrictCommands(t *testing.T) {
 				if resp.StatusCode != tc.want {
 					t.Errorf("%s %s %q as %q: %d %q, want %d", tc.method, tc.path, tc.body, tc.user, resp.StatusCode, body, tc.want)
 				}
-				if tc.want == 200 && strings.Contains(tc.path+tc.body, "EVAL/return") && string(body) != `{"EVAL":42}` {
-					t.Errorf("EVAL through Webdis: %q, want {\"EVAL\":42}", body)
+				if tc.want == 200 && strings.Contains(tc.path+tc.body, "_epoch") && string(body) != `{"FCALL":0}` {
+					t.Errorf("FCALL of the epoch through Webdis: %q, want {\"FCALL\":0}", body)
 				}
 			}
 		})

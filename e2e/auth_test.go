@@ -15,15 +15,14 @@ import (
 // "noscript" anything but scripting (no FCALL, no EVAL). Both have the
 // password "pw". "ratelimit" loads the library.
 func aclServer(t *testing.T) *redistest.Server {
-	s := redistest.Start(t, "--user", "default", "off",
+	srv := redistest.StartUsers(t, redistest.Options{Username: "ratelimit", Password: "pw"},
+		"--user", "default", "off",
 		"--user", "ratelimit", "on", ">pw", "~*", "+@all",
 		"--user", "noscript", "on", ">pw", "~*", "+@all", "-@scripting")
-	admin := redistest.NewClient(s.Addr, redistest.Options{Username: "ratelimit", Password: "pw"})
-	defer admin.Close()
-	if err := redistest.LoadLibrary(admin); err != nil {
+	if err := redistest.LoadLibrary(srv.Client); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return srv
 }
 
 func authConfig(prefix, failureMode, username, password string) string {

@@ -70,6 +70,17 @@ func commands() []command {
 			"--limits is a JSON array of limits, as in the rule's \"limits\". Without --ttl the\n" +
 				"override stays until override clear.", func() runner { return &overrideSetCmd{} }},
 		{"override clear", "--rule R PART...", "remove a key's override", "", func() runner { return &deleteCmd{what: "override"} }},
+		{"install", "", "load this build's Redis Functions library (on every master with --cluster)",
+			"FUNCTION LOAD of the library the filter calls, named after its code's digest, so\n" +
+				"it is done once per build, before its proxies start. A library of that name\n" +
+				"holds the same code: if it is there, install says \"already installed\".\n" +
+				"Needs no --config.", func() runner { return &installCmd{} }},
+		{"libraries", "", "the rate-limit libraries loaded, marking the one this build calls",
+			"FUNCTION LIST of the ratelimit_* libraries, on every master with --cluster, and\n" +
+				"the servers missing each. Needs no --config.", func() runner { return &librariesCmd{} }},
+		{"uninstall", "[--force] NAME", "delete an old build's library, once no proxy runs that build",
+			"FUNCTION DELETE on the server, or on every master with --cluster. Refuses the\n" +
+				"library this build calls unless --force. Needs no --config.", func() runner { return &uninstallCmd{} }},
 		{"list", "[--rule R] [--cursor C] [--count N]", "the keys of a rule (of every rule without --rule), a page at a time",
 			"SCANs (never KEYS) for the rule's keys and groups them by key. A page ends once it\n" +
 				"holds at least --count keys; pass the cursor it prints to --cursor for the next\n" +
@@ -130,7 +141,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(stderr, flagError(err), cmd.name)
 	}
-	if err := g.check(); err != nil {
+	_, configFree := r.(interface{ noConfig() })
+	if err := g.check(!configFree); err != nil {
 		return fail(stderr, err, cmd.name)
 	}
 	if err := r.check(parts); err != nil {

@@ -25,7 +25,7 @@ const passwordEnv = "RATELIMITCTL_PASSWORD"
 
 // globals are the flags every command takes.
 type globals struct {
-	config   string
+	config   string // "" for the commands that need none
 	redis    addrList
 	cluster  bool
 	username string
@@ -37,7 +37,7 @@ type globals struct {
 // register adds the flags to fs. They may come before the command and
 // after it, so each registration keeps the values parsed so far.
 func (g *globals) register(fs *flag.FlagSet) {
-	fs.StringVar(&g.config, "config", g.config, "the filter's plugin configuration, a JSON `file` (required)")
+	fs.StringVar(&g.config, "config", g.config, "the filter's plugin configuration, a JSON `file` (required but by install, libraries and uninstall)")
 	fs.Var(&g.redis, "redis", "Redis `host:port`; repeatable or comma-separated, for a cluster's nodes (default "+defaultRedis+")")
 	fs.BoolVar(&g.cluster, "cluster", g.cluster, "Redis is a Redis Cluster; --redis names one or more of its nodes")
 	fs.StringVar(&g.username, "username", g.username, "Redis ACL `user` (needs a password)")
@@ -47,8 +47,8 @@ func (g *globals) register(fs *flag.FlagSet) {
 }
 
 // check rejects what no configuration or server could make right.
-func (g *globals) check() error {
-	if g.config == "" {
+func (g *globals) check(needConfig bool) error {
+	if g.config == "" && needConfig {
 		return usagef("--config: required: the filter's plugin configuration (JSON)")
 	}
 	if len(g.redis) == 0 {
@@ -104,15 +104,17 @@ type session struct {
 // open reads the configuration and connects to Redis, checking with a PING
 // that it answers.
 func (g *globals) open(ctx context.Context) (*session, error) {
-	data, err := os.ReadFile(g.config)
-	if err != nil {
-		return nil, fmt.Errorf("--config: %w", err)
+	s := &session{configPath: g.config}
+	if g.config != "" {
+		data, err := os.ReadFile(g.config)
+		if err != nil {
+			return nil, fmt.Errorf("--config: %w", err)
+		}
+		if s.cfg, err = filter.ParseConfig(data); err != nil {
+			return nil, fmt.Errorf("--config %s: %w", g.config, err)
+		}
+		s.prefix = s.cfg.Redis.Prefix
 	}
-	cfg, err := filter.ParseConfig(data)
-	if err != nil {
-		return nil, fmt.Errorf("--config %s: %w", g.config, err)
-	}
-	s := &session{configPath: g.config, cfg: cfg, prefix: cfg.Redis.Prefix}
 	off := &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	if g.cluster {
 		s.cluster = redis.NewClusterClient(&redis.ClusterOptions{Addrs: g.redis, Username: g.username,

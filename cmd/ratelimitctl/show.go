@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
 )
 
@@ -141,6 +142,9 @@ func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
 // decodes its reply.
 func (s *session) peek(ctx context.Context, pk *filter.Peek, base string) (filter.KeyState, error) {
 	v, err := s.rdb.Do(ctx, pk.Args(algorithms.FCall)...).Result()
+	if err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
+		return filter.KeyState{}, fmt.Errorf("peek %s: %w: the library %s is not loaded; run `ratelimitctl install`", base, err, lua.Library.Name)
+	}
 	if err != nil {
 		return filter.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
@@ -164,24 +165,28 @@ func TestShowTiers(t *testing.T) {
 	}
 }
 
-// After a SCRIPT FLUSH, show sends EVAL on NOSCRIPT, as the filter does.
-func TestShowLoadsTheScript(t *testing.T) {
+// show calls the library's peek function: without the library it fails
+// saying to install it, and works once install has loaded it.
+func TestShowNeedsTheLibrary(t *testing.T) {
 	t.Parallel()
 	s := redistest.Start(t)
 	e := newEnvOn(t, s, redistest.Prefix(t), testRules)
-	if _, err := s.Do("SCRIPT", "FLUSH"); err != nil {
+	if _, err := s.Do("FUNCTION", "FLUSH"); err != nil {
 		t.Fatal(err)
+	}
+	_, errOut, code := e.ctl("show", "--rule", "api", "alice")
+	if want := "ERR Function not found: the library " + lua.Library.Name + " is not loaded; run `ratelimitctl install`"; code != exitError || !strings.Contains(errOut, want) {
+		t.Fatalf("show without the library: exit %d, %q; want 1 and %q", code, errOut, want)
+	}
+	if out := e.ok("install"); !strings.Contains(out, lua.Library.Name+"  installed") {
+		t.Errorf("install: %q", out)
 	}
 	var sh shown
 	e.json(&sh, "show", "--rule", "api", "alice")
 	checkLimits(t, "a fresh key", sh.Limits, limitShown{Name: "minute", Algorithm: "sliding_log", Limit: 3},
 		limitShown{Name: "burst", Algorithm: "funnel", Limit: 5})
-	if calls, _, err := s.CommandStat("eval"); err != nil || calls != 1 {
-		t.Errorf("EVAL called %d times (%v); want once", calls, err)
-	}
-	e.json(&sh, "show", "--rule", "api", "alice")
-	if calls, _, err := s.CommandStat("eval"); err != nil || calls != 1 {
-		t.Errorf("EVAL called %d times (%v) after the script was loaded; want once", calls, err)
+	if calls, _, err := s.CommandStat("eval"); err != nil || calls != 0 {
+		t.Errorf("EVAL called %d times (%v); want never", calls, err)
 	}
 }
 

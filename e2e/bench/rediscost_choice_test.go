@@ -69,7 +69,7 @@ func BenchmarkRedisCostChoice(b *testing.B) {
 		}
 		for round := range benchRounds {
 			for ci, cc := range cases {
-				before, beforeCalls := evalshaUsec(b, server)
+				before, beforeCalls := scriptUsec(b, server)
 				for i := range benchRound {
 					n := round*benchRound + i
 					base := fmt.Sprintf("%schoice%d:{k%d}", prefix, ci, n%benchKeys)
@@ -78,7 +78,7 @@ func BenchmarkRedisCostChoice(b *testing.B) {
 						b.Fatalf("%s: request %d denied", cc.name, n)
 					}
 				}
-				after, afterCalls := evalshaUsec(b, server)
+				after, afterCalls := scriptUsec(b, server)
 				usec[ci] = append(usec[ci], (after-before)/float64(afterCalls-beforeCalls))
 			}
 		}

@@ -32,11 +32,11 @@ func BenchmarkRedisCostConcurrency(b *testing.B) {
 		id := int64(0)
 		for round := range benchRounds {
 			timed := func(run func(i int)) float64 {
-				before, beforeCalls := evalshaUsec(b, server)
+				before, beforeCalls := scriptUsec(b, server)
 				for i := range benchRound {
 					run(i)
 				}
-				after, afterCalls := evalshaUsec(b, server)
+				after, afterCalls := scriptUsec(b, server)
 				return (after - before) / float64(afterCalls-beforeCalls)
 			}
 			key := func(kind string, i int) string {

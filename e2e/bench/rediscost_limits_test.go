@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // BenchmarkRedisCostPerLimits measures Redis's time (commandstats usec of
@@ -35,27 +33,23 @@ func BenchmarkRedisCostPerLimits(b *testing.B) {
 			name  string
 			limit algorithms.Limit
 		}{{"sliding_log", log}, {"funnel", funnel}, {"sliding_counter", counter}, {"concurrency", slots}} {
-			for _, n := range []int{1, 2, 4, 8, 12, 16, 64, 1024} {
+			for _, n := range []int{1, 2, 4, 8, 12, 16, 64} {
 				const users, calls = 50, 200
 				blocks := make([][]string, users)
 				checks := make([][]algorithms.Check, users)
 				for u := range users {
-					base := fmt.Sprintf("%s{u%d%s}", prefix, u, parts)
 					for i := range n {
-						if i%16 == 0 {
-							blocks[u] = append(blocks[u], fmt.Sprintf("%s:r%d:block", base, i/16))
+						base := fmt.Sprintf("%s{%s%d%s|r%d}", prefix, algo.name, u, parts, i/8) // rules of 8 limits
+						if i%8 == 0 {
+							blocks[u] = append(blocks[u], base+":block")
 						}
-						checks[u] = append(checks[u], algorithms.Check{Key: fmt.Sprintf("%s:%s:%d", base, algo.name, i), Limit: algo.limit, Cost: 1})
+						checks[u] = append(checks[u], algorithms.Check{Key: fmt.Sprintf("%s:%d", base, i%8), Limit: algo.limit, Cost: 1})
 					}
 				}
-				before, beforeCalls := evalshaUsec(b, server)
+				before, beforeCalls := scriptUsec(b, server)
 				for i := range calls {
 					u := i % users
-					v, err := c.Decode(c.RoundTrip(algorithms.AppendEvalSHA(nil, blocks[u], checks[u])))
-					var rerr *redisproto.Error
-					if errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT" {
-						v, err = c.Decode(c.RoundTrip(algorithms.AppendEval(nil, blocks[u], checks[u])))
-					}
+					v, err := c.Decode(c.RoundTrip(algorithms.AppendFCall(nil, blocks[u], checks[u])))
 					var d algorithms.Decision
 					if err == nil {
 						err = d.Parse(v, len(blocks[u]), n)
@@ -64,7 +58,7 @@ func BenchmarkRedisCostPerLimits(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				after, afterCalls := evalshaUsec(b, server)
+				after, afterCalls := scriptUsec(b, server)
 				per := (after - before) / float64(afterCalls-beforeCalls)
 				b.ReportMetric(per, fmt.Sprintf("%s-%d-us/call", algo.name, n))
 				fmt.Printf("%-16s %5d limits: %8.1f us/call, %.2f us/limit\n", algo.name, n, per, per/float64(n))

@@ -81,7 +81,7 @@ func BenchmarkRedisCostSettle(b *testing.B) {
 					checks[li] = algorithms.Check{Limit: l, Cost: sc.reserve, CheckOnly: sc.reserve == 0}
 					settles[li] = algorithms.Settle{Limit: l, Reserved: sc.reserve, Cost: sc.cost}
 				}
-				before, beforeCalls := evalshaUsec(b, server)
+				before, beforeCalls := scriptUsec(b, server)
 				for i := range benchRound {
 					n := round*benchRound + i
 					tag := fmt.Sprintf("%ssettle%d:{k%d}", prefix, ci, n%benchKeys)
@@ -96,7 +96,7 @@ func BenchmarkRedisCostSettle(b *testing.B) {
 					}
 					batch[i] = admitted{keys, d.Now}
 				}
-				mid, midCalls := evalshaUsec(b, server)
+				mid, midCalls := scriptUsec(b, server)
 				for i := range benchRound {
 					for li := range settles {
 						settles[li].Key, settles[li].At = batch[i].keys[li], batch[i].at
@@ -104,7 +104,7 @@ func BenchmarkRedisCostSettle(b *testing.B) {
 					s := settleOnce(b, c, settles)
 					applied[ci] = s.Results[0].Applied
 				}
-				after, afterCalls := evalshaUsec(b, server)
+				after, afterCalls := scriptUsec(b, server)
 				decideUsec[ci] = append(decideUsec[ci], (mid-before)/float64(midCalls-beforeCalls))
 				settleUsec[ci] = append(settleUsec[ci], (after-mid)/float64(afterCalls-midCalls))
 			}

@@ -45,14 +45,14 @@ func BenchmarkRedisCostThrottle(b *testing.B) {
 						throttleCall(b, c, key(i), tiers, throttle, false)
 					}
 				}
-				before, beforeCalls := evalshaUsec(b, server)
+				before, beforeCalls := scriptUsec(b, server)
 				for i := range benchRound {
 					d := throttleCall(b, c, key(i), tiers, throttle, ci == 0)
 					if !d.Allowed() || (d.Delay > 0) != (ci == 3) {
 						b.Fatalf("%s: allowed %t, delay %v", name, d.Allowed(), d.Delay)
 					}
 				}
-				after, afterCalls := evalshaUsec(b, server)
+				after, afterCalls := scriptUsec(b, server)
 				us[ci] = append(us[ci], (after-before)/float64(afterCalls-beforeCalls))
 			}
 		}

@@ -206,7 +206,7 @@ func (c *loadConfig) run(d time.Duration) (*Result, error) {
 func redisScriptCalls(b *testing.B, redis *redistest.Server) (int64, time.Duration) {
 	b.Helper()
 	var total, usec int64
-	for _, cmd := range []string{"evalsha", "eval"} {
+	for _, cmd := range []string{"fcall", "evalsha", "eval"} {
 		calls, u, err := redis.CommandUsec(cmd)
 		if err != nil {
 			b.Fatal(err)

@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -68,7 +69,7 @@ func StartServer(args ...string) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s, err := launch(bin, dir, port, args)
+		s, err := launch(bin, dir, port, args, Options{Password: passwordOf(args)}, true)
 		if err == nil {
 			return s, nil
 		}
@@ -78,7 +79,44 @@ func StartServer(args ...string) (*Server, error) {
 	return nil, lastErr
 }
 
-func launch(bin, dir string, port int, extra []string) (*Server, error) {
+// StartACL runs redis-server with an ACL file (--aclfile); see StartUsers.
+func StartACL(t testing.TB, aclFile string, admin Options) *Server {
+	t.Helper()
+	abs, err := filepath.Abs(aclFile) // redis-server reads it from its --dir
+	if err != nil {
+		t.Fatal(err)
+	}
+	return StartUsers(t, admin, "--aclfile", abs)
+}
+
+// StartUsers is Start for a server whose default user may be off (args
+// set its users): admin is the user the Server's Client logs in as. It
+// does not load the filter's library: ratelimitctl install or LoadLibrary
+// does, as admin.
+func StartUsers(t testing.TB, admin Options, args ...string) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Fatalf("redistest: redis-server not found on PATH: %v", err)
+	}
+	dir := t.TempDir()
+	for attempt := 0; ; attempt++ {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := launch(bin, dir, port, args, admin, false)
+		if err == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+		if attempt == 4 {
+			t.Fatal(err)
+		}
+	}
+}
+
+func launch(bin, dir string, port int, extra []string, admin Options, load bool) (*Server, error) {
 	argv := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}
 	argv = append(argv, extra...)
@@ -94,8 +132,11 @@ func launch(bin, dir string, port int, extra []string) (*Server, error) {
 		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
 			c.Close()
 			s := &Server{Addr: addr, cmd: cmd, dir: dir}
-			s.Client = NewClient(addr, Options{Password: passwordOf(extra)})
-			if err := LoadLibrary(s.Client); err != nil && !deniedToDefault(err) {
+			s.Client = NewClient(addr, admin)
+			if !load {
+				return s, nil
+			}
+			if err := LoadLibrary(s.Client); err != nil {
 				s.Client.Close()
 				cmd.Process.Kill()
 				cmd.Wait()

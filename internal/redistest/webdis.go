@@ -21,9 +21,12 @@ const (
 )
 
 // WebdisConfig is the Webdis configuration the README documents: every
-// command disabled, except the two the filter sends, behind basic auth.
-func WebdisConfig(redisHost string, redisPort, httpPort int, logfile string) map[string]any {
-	return map[string]any{
+// command disabled but FCALL, which the filter sends, behind basic auth.
+// Webdis matches commands by prefix, so enabling FCALL alone refuses EVAL,
+// EVALSHA, FUNCTION and FCALL_RO. redisAuth ("" for none) is the
+// password of Redis's default user, the only one Webdis can log in as.
+func WebdisConfig(redisHost string, redisPort, httpPort int, redisAuth, logfile string) map[string]any {
+	cfg := map[string]any{
 		"redis_host": redisHost, "redis_port": redisPort,
 		"http_host": "127.0.0.1", "http_port": httpPort,
 		"threads": 2, "daemonize": false, "database": 0, "verbosity": 3, "logfile": logfile,
@@ -32,11 +35,22 @@ func WebdisConfig(redisHost string, redisPort, httpPort int, logfile string) map
 			map[string]any{"http_basic_auth": WebdisUser + ":" + WebdisPassword, "enabled": []string{"FCALL"}},
 		},
 	}
+	if redisAuth != "" {
+		cfg["redis_auth"] = redisAuth
+	}
+	return cfg
 }
 
 // StartWebdis runs webdis in front of the Redis at redisAddr and stops it
 // when the test ends. It returns webdis's "host:port".
 func StartWebdis(t testing.TB, redisAddr string) string {
+	t.Helper()
+	return StartWebdisAuth(t, redisAddr, "")
+}
+
+// StartWebdisAuth is StartWebdis for a Redis whose default user has the
+// password redisAuth.
+func StartWebdisAuth(t testing.TB, redisAddr, redisAuth string) string {
 	t.Helper()
 	bin, err := exec.LookPath("webdis")
 	if err != nil {
@@ -50,7 +64,7 @@ func StartWebdis(t testing.TB, redisAddr string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, _ := json.Marshal(WebdisConfig(host, redisPort, port, filepath.Join(dir, "webdis.log")))
+		cfg, _ := json.Marshal(WebdisConfig(host, redisPort, port, redisAuth, filepath.Join(dir, "webdis.log")))
 		file := filepath.Join(dir, "webdis.json")
 		if err := os.WriteFile(file, cfg, 0o600); err != nil {
 			t.Fatal(err)
