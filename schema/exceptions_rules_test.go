@@ -48,8 +48,8 @@ var ruleSetExceptions = []exception{
 	},
 	{
 		name:    "limits-in-all",
-		why:     "the bound is on the limits of all rules of a configuration together, a sum a schema cannot take",
-		message: regexp.MustCompile(`^(_rules_\[\d+\]\.)?rules: \d+ limits in all; at most \d+`),
+		why:     "the bound is on the limits of the rules of a configuration that may match one request together, a sum over their matches a schema cannot take",
+		message: regexp.MustCompile(`^(_rules_\[\d+\]\.)?rules\[\d+\]: one request may match this rule and .*, \d+ limits in all; at most \d+`),
 		applies: func(_ []byte, doc map[string]any) bool {
 			for _, c := range configsOf(doc) {
 				n := 0
