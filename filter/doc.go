@@ -20,18 +20,19 @@
 //     at once, with no Redis call.
 //  2. The limits of the enforced rules share one call, those of the shadow
 //     rules another (with redis.cluster_mode, each rule has its own). Each
-//     call is one EVALSHA, sent through the proxy's Redis callout or, with
-//     the webdis transport, an HTTP callout; the stream pauses.
-//  3. Plugin.OnRedisReply (Plugin.OnHTTPReply for Webdis) parses each reply,
-//     falling back to EVAL on -NOSCRIPT. A call that fails, or is overdue
-//     at Plugin.OnTick, counts as a failure; consecutive failures open the
-//     circuit breaker.
+//     call is one FCALL of the library's decide (EVALSHA with
+//     redis.command: evalsha), sent through the proxy's Redis callout or,
+//     with the webdis transport, an HTTP callout; the stream pauses.
+//  3. Plugin.OnRedisReply (Plugin.OnHTTPReply for Webdis) parses each reply
+//     (with evalsha, falling back to EVAL on -NOSCRIPT). A call that
+//     fails, or is overdue at Plugin.OnTick, counts as a failure;
+//     consecutive failures open the circuit breaker.
 //  4. When the last call is done, the stream decides: a block key first,
 //     then the tightest denying limit, then, if an enforced call failed,
 //     the failure mode (under failure_mode: local, the VM first decides
-//     each failed call itself: local.go). It resumes the request, or sends
-//     the local reply (rejected_status, or failure_status when Redis
-//     failed and failure_mode is deny).
+//     each failed call itself: local.go, its states in local_table.go).
+//     It resumes the request, or sends the local reply (rejected_status,
+//     or failure_status when Redis failed and failure_mode is deny).
 //  5. Stream.OnResponseHeaders adds the rate-limit headers to an admitted
 //     response; Stream.OnDone hands the stream back for reuse. A stream
 //     with a response_cost rule or concurrency slots is followed to its
@@ -56,7 +57,8 @@
 //     config*.go, each error naming its field ("rules[1].limits[0].window:
 //     must be > 0"); Higress's _rules_ in config_match_rules.go and
 //     match_rules.go. testdata/invalid holds one configuration per error
-//     with its exact message.
+//     with its exact message. config_bound.go bounds the limits the rules
+//     that may match one request together carry (MaxRequestLimits).
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     escaped or hashed request data (request.go reads headers, query,
 //     cookies and the client address; path.go normalizes the path that
@@ -65,7 +67,9 @@
 //   - Calls: stream.go gathers a request's limits into calls; plugin.go
 //     dispatches them and handles replies, failures and the circuit
 //     breaker; redis_link.go keeps Higress's Redis client initialised and
-//     authenticated; webdis.go sends each call over the configured
+//     authenticated, and redis_identity.go checks with ACL WHOAMI that it
+//     runs as the configured user and reports a library Redis lacks;
+//     webdis.go sends each call over the configured
 //     transport and speaks Webdis's HTTP and JSON.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule, and acts on it; a denial's reason names the local

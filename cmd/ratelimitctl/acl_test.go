@@ -46,7 +46,7 @@ func TestOperatorUserOnCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e := writeConfig(t, "rl:", strings.TrimSuffix(testRules, "]")+","+strings.TrimPrefix(tierRules, "["))
+	e := writeConfig(t, "rl:", bothRules("rl:"))
 	e.conn = []string{"--cluster", "--redis", c.Nodes[0].Addr, "--username", "ratelimit-operator", "--password", "op-pw"}
 	e.do = func(key string, args ...any) (any, error) { return c.Do(key, args...) }
 	var in installed
