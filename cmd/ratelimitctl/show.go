@@ -141,7 +141,11 @@ func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
 // peek calls the library's peek function, which charges nothing, and
 // decodes its reply.
 func (s *session) peek(ctx context.Context, pk *filter.Peek, base string) (filter.KeyState, error) {
-	v, err := s.rdb.Do(ctx, pk.Args(algorithms.FCall)...).Result()
+	inv := s.cfg.Redis.Command // as the filter calls: FCALL, or EVALSHA then EVAL
+	v, err := s.rdb.Do(ctx, pk.Args(inv)...).Result()
+	if inv == algorithms.EvalSHA && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = s.rdb.Do(ctx, pk.Args(algorithms.Eval)...).Result()
+	}
 	if err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
 		return filter.KeyState{}, fmt.Errorf("peek %s: %w: the library %s is not loaded; run `ratelimitctl install`", base, err, lua.Library.Name)
 	}

@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -205,5 +207,38 @@ func TestShowBlockedChosenKey(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &sh); err != nil || !sh.Blocked || sh.Block == nil || len(sh.Limits) != 0 {
 		t.Errorf("show of a blocked key of rule plan: %+v (%v)", sh, err)
+	}
+}
+
+// With redis.command evalsha in the configuration, show calls as the
+// filter then does: EVALSHA, and EVAL once after SCRIPT FLUSH, with no
+// library.
+func TestShowWithEvalSHA(t *testing.T) {
+	t.Parallel()
+	s := redistest.Start(t)
+	prefix := redistest.Prefix(t)
+	if _, err := s.Do("FUNCTION", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do("SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	data := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q,"command":"evalsha"},"rules":%s}`, prefix, testRules)
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnvOn(t, s, prefix, testRules)
+	e.config = path
+	for range 2 {
+		var sh shown
+		e.json(&sh, "show", "--rule", "api", "alice")
+		checkLimits(t, "a fresh key", sh.Limits, limitShown{Name: "minute", Algorithm: "sliding_log", Limit: 3},
+			limitShown{Name: "burst", Algorithm: "funnel", Limit: 5})
+	}
+	evals, _, _ := s.CommandStat("eval")
+	shas, _, _ := s.CommandStat("evalsha")
+	if evals != 1 || shas != 2 {
+		t.Errorf("EVAL %d and EVALSHA %d times; want 1 and 2", evals, shas)
 	}
 }

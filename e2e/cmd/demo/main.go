@@ -12,6 +12,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -43,11 +44,19 @@ func main() {
 }
 
 func run(wasm, config string, seconds int) error {
-	addr, stopRedis, err := findRedis()
+	addr, functions, stopRedis, err := findRedis()
 	if err != nil {
 		return err
 	}
 	defer stopRedis()
+	if !functions {
+		evalsha, err := withEvalSHA(config)
+		if err != nil {
+			return err
+		}
+		defer os.Remove(evalsha)
+		config = evalsha
+	}
 
 	upstream, stopUpstream, err := startUpstream()
 	if err != nil {
@@ -191,24 +200,59 @@ func (t *tally) print(seconds int) {
 	}
 }
 
-// findRedis picks the Redis to use and returns how to stop what it started.
-func findRedis() (string, func(), error) {
+// findRedis picks the Redis to use, with the filter's library loaded
+// (functions) unless it is the embedded server, and returns how to stop
+// what it started.
+func findRedis() (addr string, functions bool, stop func(), err error) {
 	if addr := os.Getenv("REDIS_ADDR"); addr != "" {
-		return addr, func() {}, nil
+		c := redistest.NewClient(addr, redistest.Options{})
+		defer c.Close()
+		if err := redistest.LoadLibrary(c); err != nil {
+			return "", false, nil, fmt.Errorf("%w: load it with `go run ./cmd/ratelimitctl --redis %s install`", err, addr)
+		}
+		return addr, true, func() {}, nil
 	}
 	if _, err := exec.LookPath("redis-server"); err == nil {
 		s, err := redistest.StartServer()
 		if err != nil {
-			return "", nil, err
+			return "", false, nil, err
 		}
-		return s.Addr, s.Stop, nil
+		return s.Addr, true, s.Stop, nil
 	}
-	log.Print("NOTICE: no REDIS_ADDR and no redis-server on PATH; using an embedded Redis-compatible server (miniredis). Tests always use a real redis-server.")
+	log.Print("NOTICE: no REDIS_ADDR and no redis-server on PATH; using an embedded Redis-compatible server (miniredis), which has no Redis Functions: the filter sends EVALSHA (redis.command: evalsha). Tests always use a real redis-server.")
 	m, err := miniredis.Run()
 	if err != nil {
-		return "", nil, err
+		return "", false, nil, err
 	}
-	return m.Addr(), m.Close, nil
+	return m.Addr(), false, m.Close, nil
+}
+
+// withEvalSHA writes config with redis.command set to evalsha to a
+// temporary file and returns its path.
+func withEvalSHA(config string) (string, error) {
+	b, err := os.ReadFile(config)
+	if err != nil {
+		return "", err
+	}
+	var c map[string]any
+	if err := json.Unmarshal(b, &c); err != nil {
+		return "", fmt.Errorf("%s: %w", config, err)
+	}
+	r, _ := c["redis"].(map[string]any)
+	if r == nil {
+		return "", fmt.Errorf("%s: no redis object", config)
+	}
+	r["command"] = "evalsha"
+	if b, err = json.Marshal(c); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp("", "demo-config-*.json")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	_, err = f.Write(b)
+	return f.Name(), err
 }
 
 // startHost builds and runs the wasmhost command in front of upstream,
