@@ -73,7 +73,9 @@ func BenchmarkRedisCost(b *testing.B) {
 	}
 	defer c.Close()
 	ctx := context.Background()
-	ours := func(l algorithms.Limit, blocks int) func(key string, i int) {
+	// oursAs calls the library's decide (FCall), or the same code as a
+	// script (EvalSHA, with EVAL on -NOSCRIPT).
+	oursAs := func(inv algorithms.Invoke, l algorithms.Limit, blocks int) func(key string, i int) {
 		checks := []algorithms.Check{{Limit: l, Cost: 1}}
 		return func(key string, i int) {
 			b.Helper()
@@ -82,7 +84,10 @@ func BenchmarkRedisCost(b *testing.B) {
 			if blocks > 0 {
 				blockKeys = []string{strings.TrimSuffix(key, ":0") + ":block"}
 			}
-			v, err := c.Decode(c.RoundTrip(algorithms.AppendFCall(nil, blockKeys, checks)))
+			v, err := c.Decode(c.RoundTrip(algorithms.AppendCommand(nil, algorithms.RESP, inv, blockKeys, checks)))
+			if err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") {
+				v, err = c.Decode(c.RoundTrip(algorithms.AppendCommand(nil, algorithms.RESP, algorithms.Eval, blockKeys, checks)))
+			}
 			var d algorithms.Decision
 			if err == nil {
 				err = d.Parse(v, len(blockKeys), 1)
@@ -91,6 +96,9 @@ func BenchmarkRedisCost(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+	ours := func(l algorithms.Limit, blocks int) func(key string, i int) {
+		return oursAs(algorithms.FCall, l, blocks)
 	}
 	log, _ := algorithms.NewSlidingLog(100, time.Minute)
 	counter, _ := algorithms.NewSlidingCounter(100, time.Minute)
@@ -112,6 +120,8 @@ func BenchmarkRedisCost(b *testing.B) {
 		{"sliding_log_noblock", "", 100, ours(log, 0)},
 		{"naive_log", "", 100, naive(b, server, c)},
 		{"sliding_counter", "", 100, ours(counter, 1)},
+		{"funnel_evalsha", "", 1, oursAs(algorithms.EvalSHA, funnel, 1)},
+		{"sliding_log_evalsha", "", 100, oursAs(algorithms.EvalSHA, log, 1)},
 	}
 	for range b.N {
 		prefix := redistest.Prefix(b)
@@ -218,5 +228,7 @@ func printRedisCosts(w io.Writer) {
 	ratio("sliding_log", "naive_log")
 	ratio("sliding_log_noblock", "naive_log")
 	ratio("sliding_counter", "sliding_log")
+	ratio("funnel", "funnel_evalsha")
+	ratio("sliding_log", "sliding_log_evalsha")
 	io.WriteString(w, sb.String())
 }
