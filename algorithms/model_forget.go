@@ -9,3 +9,9 @@ func (m *Model) Forget(key string) {
 	delete(m.counters, key)
 	delete(m.slots, key)
 }
+
+// Len is the number of keys whose state the Model holds: what Forget
+// bounds.
+func (m *Model) Len() int {
+	return len(m.tats) + len(m.logs) + len(m.counters) + len(m.slots)
+}

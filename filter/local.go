@@ -152,8 +152,9 @@ func (l *localLimiter) keep(key string, rank, idle, now int64) {
 		l.table.update(i, rank, idle)
 		return
 	}
-	if idle <= now {
-		return // the state is empty: nothing to remember
+	if idle <= now { // the state is empty: nothing to remember
+		l.model.Forget(key) // a check may have left an empty entry
+		return
 	}
 	victim, pushed, ok := l.table.add(key, rank, idle, now)
 	if pushed {

@@ -154,3 +154,27 @@ func denialsHold(t *testing.T, config string, maxKeys int, seed uint64) {
 		}
 	}
 }
+
+// Requests that leave no state (a peek: a header cost of 0 with "min": 0)
+// leave nothing in the VM's model either, however many keys they name:
+// the model holds no more keys than the table's states.
+func TestLocalPeeksLeaveNoState(t *testing.T) {
+	rules := strings.Replace(localLogOf(4), `"default":1}`, `"default":1,"min":0}`, 1)
+	h := newFakeHost(t, localBounded(4, rules))
+	h.Clock = time.Now()
+	h.Down = true
+	for i := range 50 {
+		if o := h.send("x-user=p"+strconv.Itoa(i), "x-cost=0"); o.status != 200 {
+			t.Fatalf("peek %d: %+v", i, o)
+		}
+	}
+	if n, states := h.plugin.local.model.Len(), h.plugin.local.size(); n != 0 || states != 0 {
+		t.Fatalf("after 50 peeks: %d keys in the model, %d states; want 0, 0", n, states)
+	}
+	for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
+		h.send("x-user="+u, "x-cost=1")
+	}
+	if n, states := h.plugin.local.model.Len(), h.plugin.local.size(); n != states || states != 4 {
+		t.Fatalf("after 6 keys charged: %d keys in the model, %d states; want 4, 4", n, states)
+	}
+}
