@@ -124,6 +124,9 @@ func parseMatch(v gjson.Result, path string) (Match, error) {
 		if p[1] != "" && !strings.HasPrefix(p[1], "/") {
 			return m, errAt(path+"."+p[0], "must start with /")
 		}
+		if n := normalizePath(p[1]); n != p[1] {
+			return m, errAt(path+"."+p[0], "must be a normalized path, as requests are matched on theirs: %q", n)
+		}
 	}
 	if m.Path != "" && m.PathPrefix != "" {
 		return m, errAt(path, "path and path_prefix are exclusive")

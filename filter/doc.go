@@ -84,5 +84,6 @@
 //     per request), a request body (request_body.go), a response body or
 //     event (usage*.go) and a Webdis reply (webdis.go) are checked by
 //     package jsonbound, without recursion, before gjson reads them:
-//     nested deeper than 64, each is missing (nest_test.go).
+//     nested deeper than 64, a claim or usage is missing and a body takes
+//     the default, and a Webdis reply fails its call (nest_test.go).
 package filter

@@ -111,10 +111,15 @@ func appendRuleKey(dst []byte, prefix string, rule *Rule, r *request, hops int) 
 // canonical is the form of a key part's value that goes into the key, as
 // a request's would: ratelimitctl passes the values an operator types. A
 // client_ip is grouped as a request's is (groupIP): "203.0.113.7" or
-// "203.0.113.0/24" under ipv4_prefix_len 24 is "203.0.113.0/24". Other
-// sources keep v.
+// "203.0.113.0/24" under ipv4_prefix_len 24 is "203.0.113.0/24". A path is
+// normalized as a request's is ("/api//x" is "/api/x"). Other sources keep
+// v.
 func (p KeyPart) canonical(v string) (string, error) {
-	if p.Source != SourceClientIP {
+	switch p.Source {
+	case SourcePath:
+		return normalizePath(v), nil
+	case SourceClientIP:
+	default:
 		return v, nil
 	}
 	if ip, err := netip.ParseAddr(v); err == nil {

@@ -10,7 +10,8 @@ import (
 )
 
 // nestDepths are hostile depths: one past the bound, the 9,000,
-// and more.
+// and more. In a bearer token, the first two meet jsonbound; the others
+// make tokens longer than maxBearerToken, refused before they are decoded.
 var nestDepths = []int{jsonbound.MaxDepth + 1, 1000, 9000, 100_000}
 
 // A bearer token nested deeper than jsonbound.MaxDepth, or longer than

@@ -133,3 +133,18 @@ func FuzzNormalizePath(f *testing.F) {
 		}
 	})
 }
+
+// ratelimitctl builds a path part's key as a request's: normalized.
+func TestRuleKeyNormalizesPath(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`{"redis":{"cluster":"r"},"rules":[{"name":"p","key":[{"source":"path"}],
+		"limits":[{"algorithm":"sliding_log","limit":5,"window":"1m"}]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := cfg.RuleKey(&cfg.Rules[0], []string{"/a|b/c"})
+	for _, spelling := range []string{"/a%7Cb//c", "/x/../a|b/c", "/a|b;v=1/./c"} {
+		if got, err := cfg.RuleKey(&cfg.Rules[0], []string{spelling}); err != nil || got != want {
+			t.Errorf("RuleKey(%q) = %q, %v; want %q", spelling, got, err, want)
+		}
+	}
+}

@@ -14,11 +14,14 @@ import (
 // Who it runs as: Higress's client throws away the reply to the AUTH it
 // sends on each new connection, so a refused username or password leaves
 // the connection as Redis's default user, which may need no password and
-// have every right. After each proxy_redis_init, and again once a second
-// while it is wrong, the filter sends ACL WHOAMI: any user but the one
-// configured (redis.username, else "default") is logged at critical
-// level, counted in ratelimit.redis.wrong_user, and no call is sent, so
+// have every right. After each proxy_redis_init, with the first call, and
+// again once a second while it is wrong or unanswered, the filter sends
+// ACL WHOAMI: any user but the one configured (redis.username, else
+// "default") is logged at critical level, counted in
+// ratelimit.redis.wrong_user, and from then on no call is sent, so
 // requests get failure_mode, until the connection runs as the right user.
+// The calls sent before the first answer run as whatever user the
+// connection is; they can only call the library's functions.
 //
 // Whether the library is loaded: an FCALL of a function Redis does not
 // have is answered "ERR Function not found". That is logged at critical
@@ -35,14 +38,17 @@ type redisIdentity struct {
 	log       throttledLog
 }
 
-// checkIdentity sends ACL WHOAMI on the proxy's Redis connection.
+// checkIdentity sends ACL WHOAMI on the proxy's Redis connection; one
+// that cannot be sent is due again a second later.
 func (l *redisLink) checkIdentity(now time.Time) {
-	l.identity.due = false
 	if l.host == nil || l.identity.pending {
 		return
 	}
+	l.identity.due, l.identity.sentAt = false, now
 	if id, err := l.send(redisproto.AppendCommand(nil, "ACL", "WHOAMI")); err == nil {
-		l.identity.id, l.identity.pending, l.identity.sentAt = id, true, now
+		l.identity.id, l.identity.pending = id, true
+	} else {
+		l.identity.due = true
 	}
 }
 
@@ -59,7 +65,8 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte) {
 	}
 	v, _, err := redisproto.Decode(reply)
 	if !ok || err != nil {
-		return // asked again after the next init
+		l.identity.due = true // lost or garbled: asked again a second later
+		return
 	}
 	if v.Err() != nil {
 		l.identity.wrong = false

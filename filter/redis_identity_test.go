@@ -90,3 +90,40 @@ func TestLibraryMissingIsCritical(t *testing.T) {
 		t.Fatalf("counters %v, logs %q", h.Counters, h.logs)
 	}
 }
+
+// A WHOAMI whose reply is lost is asked again a second later, so one lost
+// reply does not turn the check off.
+func TestLostWhoamiIsAskedAgain(t *testing.T) {
+	h := newInitHost(t, strings.Replace(oneUser, `"password":"pw"`, `"username":"filter","password":"pw"`, 1))
+	h.plugin.Start()
+	h.plugin.OnTick()
+	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
+		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
+	}
+	q := h.Queue[0]
+	h.Queue = h.Queue[1:]
+	h.plugin.OnRedisReply(q.ID, false, nil) // timed out
+	h.Clock = h.Clock.Add(500 * time.Millisecond)
+	h.plugin.OnTick()
+	if len(h.Queue) != 0 {
+		t.Fatalf("asked again within a second: %q", h.Queue)
+	}
+	h.Clock = h.Clock.Add(600 * time.Millisecond)
+	h.startLinkedAgain(t, "$7\r\ndefault\r\n") // the tick asks again
+	if h.Counters["ratelimit.redis.wrong_user"] != 1 {
+		t.Fatalf("counters %v", h.Counters)
+	}
+}
+
+// startLinkedAgain ticks, and answers with reply the ACL WHOAMI the tick
+// sends.
+func (h *initHost) startLinkedAgain(t *testing.T, reply string) {
+	t.Helper()
+	h.plugin.OnTick()
+	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
+		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
+	}
+	q := h.Queue[0]
+	h.Queue = h.Queue[1:]
+	h.plugin.OnRedisReply(q.ID, true, []byte(reply))
+}

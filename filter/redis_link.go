@@ -97,7 +97,7 @@ func (l *redisLink) usable(now time.Time) bool {
 	if l.identity.wrong && now.Sub(l.identity.sentAt) >= relinkEvery {
 		l.relink(now)
 	}
-	if l.identity.due && l.ready {
+	if l.identity.due && l.ready && (l.identity.sentAt.IsZero() || now.Sub(l.identity.sentAt) >= relinkEvery) {
 		l.checkIdentity(now)
 	}
 	return l.ready && !l.identity.wrong

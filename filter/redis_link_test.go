@@ -181,13 +181,7 @@ const whoami = "*2\r\n$3\r\nACL\r\n$6\r\nWHOAMI\r\n"
 func (h *initHost) startLinked(t *testing.T, reply string) {
 	t.Helper()
 	h.plugin.Start()
-	h.plugin.OnTick()
-	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
-		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
-	}
-	q := h.Queue[0]
-	h.Queue = h.Queue[1:]
-	h.plugin.OnRedisReply(q.ID, true, []byte(reply))
+	h.startLinkedAgain(t, reply)
 }
 
 // stream starts a request and leaves its call queued.

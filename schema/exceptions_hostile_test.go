@@ -50,6 +50,25 @@ var hostileExceptions = []exception{
 		example: `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"header","name":"x-user"}],"limits":` + oneLog + `}],` +
 			`"_rules_":[{"_match_domain_":["*"],"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"client_ip"}],"limits":` + oneLog + `}]}]}`,
 	},
+	{
+		name:    "match-path-not-normalized",
+		why:     "requests are matched on their normalized path (escapes of unreserved bytes decoded, slashes merged, dot segments and ;params dropped): a match path not in that form never matches; a schema pattern cannot compute the normal form",
+		message: regexp.MustCompile(`^(_rules_\[\d+\]\.)?rules\[\d+\]\.match\.(path|path_prefix): must be a normalized path`),
+		applies: func(_ []byte, doc map[string]any) bool {
+			for _, c := range configsOf(doc) {
+				for _, r := range objects(c["rules"]) {
+					m, _ := r["match"].(map[string]any)
+					for _, f := range []string{"path", "path_prefix"} {
+						if p, _ := m[f].(string); regexp.MustCompile(`//|/\.\.?(/|$)|;|\\|%`).MatchString(p) {
+							return true
+						}
+					}
+				}
+			}
+			return false
+		},
+		example: `{"redis":{"cluster":"redis"},"rules":[{"name":"r","match":{"path":"/a//b"},"key":[{"source":"header","name":"x-user"}],"limits":` + oneLog + `}]}`,
+	},
 }
 
 func init() { exceptions = append(exceptions, hostileExceptions...) }
