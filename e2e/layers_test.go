@@ -91,3 +91,23 @@ func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
 		t.Fatalf("too little to check:\n%s", strings.Join(all, "\n"))
 	}
 }
+
+// The filter's pure packages sit below it: none imports package filter,
+// so each builds and tests without the runtime.
+func TestLayersPurePackagesDoNotImportFilter(t *testing.T) {
+	const filter = "github.com/redisrate/envoy-redis-ratelimit/filter"
+	for _, pkg := range []string{"usage"} {
+		out, err := exec.Command("go", "list", "-deps", "../filter/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list filter/%s: %v\n%s", pkg, err, out)
+		}
+		if !strings.Contains(string(out), filter+"/"+pkg+"\n") {
+			t.Fatalf("go list did not list filter/%s itself:\n%s", pkg, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == filter {
+				t.Errorf("filter/%s depends on package filter", pkg)
+			}
+		}
+	}
+}

@@ -2,10 +2,10 @@ package filter
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
 	"github.com/tidwall/gjson"
 )
 
@@ -18,7 +18,7 @@ type ResponseCost struct {
 	Header string
 	// Usage are the fields of a JSON body or of SSE events whose sum is
 	// the cost; nil when none.
-	Usage *usageFields
+	Usage *usage.Fields
 	// Statuses: the cost is charged only when the response status is in
 	// one of these ranges (inclusive); any other status costs 0. Empty:
 	// every status. With no Header and no Usage the cost is 1.
@@ -120,7 +120,7 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 }
 
 // parseUsage reads a preset name (usage) or a list of gjson paths (json).
-func parseUsage(preset, paths gjson.Result, path string) (*usageFields, error) {
+func parseUsage(preset, paths gjson.Result, path string) (*usage.Fields, error) {
 	switch {
 	case preset.Exists() && paths.Exists():
 		return nil, errAt(path, "usage and json are exclusive: a preset, or your own fields")
@@ -128,16 +128,11 @@ func parseUsage(preset, paths gjson.Result, path string) (*usageFields, error) {
 		if preset.Type != gjson.String {
 			return nil, errAt(path+".usage", "must be a string")
 		}
-		f, ok := usagePresets[preset.Str]
+		f, ok := usage.Preset(preset.Str)
 		if !ok {
-			names := make([]string, 0, len(usagePresets))
-			for n := range usagePresets {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			return nil, errAt(path+".usage", "unknown preset %q (want one of: %s)", preset.Str, strings.Join(names, ", "))
+			return nil, errAt(path+".usage", "unknown preset %q (want one of: %s)", preset.Str, strings.Join(usage.PresetNames(), ", "))
 		}
-		return &f, nil
+		return f, nil
 	case paths.Exists():
 		list, err := strList(paths, path+".json")
 		if err != nil {
@@ -151,7 +146,7 @@ func parseUsage(preset, paths gjson.Result, path string) (*usageFields, error) {
 				return nil, errAt(fmt.Sprintf("%s.json[%d]", path, i), "must be a dotted field path such as usage.total_tokens")
 			}
 		}
-		return &usageFields{json: list, sse: list}, nil
+		return usage.Paths(list), nil
 	}
 	return nil, nil
 }

@@ -82,7 +82,7 @@
 //   - Metrics: metrics.go and metric_names.go.
 //   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
 //     per request), a request body (request_body.go), a response body or
-//     event (usage*.go) and a Webdis reply (webdis.go) are checked by
+//     event (package usage) and a Webdis reply (webdis.go) are checked by
 //     package jsonbound, without recursion, before gjson reads them:
 //     nested deeper than 64, each is missing (nest_test.go).
 package filter

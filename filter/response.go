@@ -1,6 +1,9 @@
 package filter
 
-import "github.com/redisrate/envoy-redis-ratelimit/algorithms"
+import (
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
+)
 
 // ResponseReader is what a StreamHost offers when rules charge what the
 // response says: a response header's value, "" when absent.
@@ -15,7 +18,7 @@ type responseState struct {
 	started  bool // the rules were listed: at the response, or at the end
 	status   int
 	rules    []responseRule
-	scanners []usageScanner // recycled with the stream
+	scanners []usage.Scanner // recycled with the stream
 }
 
 // responseRule is one response_cost rule of the request and what its
@@ -63,15 +66,15 @@ func (s *Stream) startResponse() {
 			x.cost, x.found = parseCostValue(rr.ResponseHeader(rc.Header))
 		case rc.Usage != nil:
 			if !typed {
-				sse, typed = isEventStream(rr.ResponseHeader("content-type")), true
+				sse, typed = usage.IsEventStream(rr.ResponseHeader("content-type")), true
 			}
 			x.scanner = len(r.scanners)
 			if len(r.scanners) < cap(r.scanners) {
 				r.scanners = r.scanners[:len(r.scanners)+1]
 			} else {
-				r.scanners = append(r.scanners, usageScanner{})
+				r.scanners = append(r.scanners, usage.Scanner{})
 			}
-			r.scanners[x.scanner].start(rc.Usage, sse, rc.MaxBodyBytes)
+			r.scanners[x.scanner].Start(rc.Usage, sse, rc.MaxBodyBytes)
 		default: // a status-only rule: the matching response costs 1
 			x.cost, x.found = 1, true
 		}
@@ -109,24 +112,6 @@ func (r *responseState) has(rule int) bool {
 	return false
 }
 
-// isEventStream reports whether a content-type is text/event-stream.
-func isEventStream(ct string) bool {
-	const want = "text/event-stream"
-	if len(ct) < len(want) {
-		return false
-	}
-	for i := 0; i < len(want); i++ {
-		c := ct[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != want[i] {
-			return false
-		}
-	}
-	return len(ct) == len(want) || ct[len(want)] == ';' || ct[len(want)] == ' '
-}
-
 // OnResponseBody scans one chunk of the response body; the last one
 // (endOfStream) settles.
 func (s *Stream) OnResponseBody(chunk []byte, endOfStream bool) {
@@ -134,7 +119,7 @@ func (s *Stream) OnResponseBody(chunk []byte, endOfStream bool) {
 		return
 	}
 	for i := range s.resp.scanners {
-		s.resp.scanners[i].write(chunk)
+		s.resp.scanners[i].Write(chunk)
 	}
 	if endOfStream {
 		s.endResponse(true)
@@ -159,7 +144,7 @@ func (s *Stream) endResponse(complete bool) {
 		x := &r.rules[i]
 		rc, m := cfg.Rules[x.rule].Response, s.p.metrics.rules[x.rule].response
 		if x.scanner >= 0 && complete {
-			x.cost, x.found = r.scanners[x.scanner].finish()
+			x.cost, x.found = r.scanners[x.scanner].Finish()
 		}
 		switch {
 		case !complete:

@@ -1,4 +1,4 @@
-package filter
+package usage
 
 import (
 	"bytes"
@@ -8,22 +8,22 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// usageMaxEvent is the least bound on an event's data, each line counted
+// maxEvent is the least bound on an event's data, each line counted
 // with its '\n'; max_body_bytes raises it (an OpenAI Responses stream's
 // response.completed repeats the whole output). A larger event is skipped
 // whole, and never held beyond the bound.
-const usageMaxEvent = 64 << 10
+const maxEvent = 64 << 10
 
 // Where the scanner is in a line of an event stream.
 const (
-	usageLineStart uint8 = iota // at the line's start
-	usageLineName               // in the field name, before any ':'
-	usageLineSpace              // in a data line, just after the ':'
-	usageLineData               // in a data line's value
-	usageLineSkip               // in a line to ignore
+	lineStart uint8 = iota // at the line's start
+	lineName               // in the field name, before any ':'
+	lineSpace              // in a data line, just after the ':'
+	lineData               // in a data line's value
+	lineSkip               // in a line to ignore
 )
 
-const usageBOM = "\xEF\xBB\xBF"
+const bom = "\xEF\xBB\xBF"
 
 // writeSSE splits a chunk of an event stream (WHATWG HTML, "Server-sent
 // events") into lines, ended by "\r\n", "\n" or "\r", even when split
@@ -31,7 +31,7 @@ const usageBOM = "\xEF\xBB\xBF"
 // next '\n' and '\r' of the chunk so that each byte is scanned once for each.
 // A whole line is read inline; a line split across chunks, or the first
 // one (which may start with a BOM), goes through linePart and lineEnd.
-func (u *usageScanner) writeSSE(p []byte) {
+func (u *Scanner) writeSSE(p []byte) {
 	if len(p) == 0 {
 		return
 	}
@@ -45,10 +45,10 @@ func (u *usageScanner) writeSSE(p []byte) {
 	lf, cr := -1, -1
 	for i < len(p) {
 		if lf < i {
-			lf = usageIndex(p, i, '\n')
+			lf = indexFrom(p, i, '\n')
 		}
 		if cr < i {
-			cr = usageIndex(p, i, '\r')
+			cr = indexFrom(p, i, '\r')
 		}
 		end := min(lf, cr)
 		if end == len(p) { // the line goes on in the next chunk
@@ -57,7 +57,7 @@ func (u *usageScanner) writeSSE(p []byte) {
 			}
 			return
 		}
-		if line := p[i:end]; u.st == usageLineStart && !u.first { // a whole line, read inline
+		if line := p[i:end]; u.st == lineStart && !u.first { // a whole line, read inline
 			switch {
 			case len(line) == 0:
 				u.dispatch()
@@ -87,8 +87,8 @@ func (u *usageScanner) writeSSE(p []byte) {
 	}
 }
 
-// usageIndex is the index of the first c in p from i, or len(p).
-func usageIndex(p []byte, i int, c byte) int {
+// indexFrom is the index of the first c in p from i, or len(p).
+func indexFrom(p []byte, i int, c byte) int {
 	if j := bytes.IndexByte(p[i:], c); j >= 0 {
 		return i + j
 	}
@@ -96,62 +96,62 @@ func usageIndex(p []byte, i int, c byte) int {
 }
 
 // linePart reads a non-empty piece of the current line.
-func (u *usageScanner) linePart(s []byte) {
+func (u *Scanner) linePart(s []byte) {
 	switch u.st {
-	case usageLineStart:
+	case lineStart:
 		if s[0] == ':' {
-			u.st = usageLineSkip // a comment
+			u.st = lineSkip // a comment
 			return
 		}
-		u.st = usageLineName
+		u.st = lineName
 		fallthrough
-	case usageLineName:
+	case lineName:
 		for k, c := range s {
 			if c == ':' {
 				if !u.isData() {
-					u.st = usageLineSkip
+					u.st = lineSkip
 					return
 				}
-				u.st = usageLineSpace
+				u.st = lineSpace
 				u.dataPart(s[k+1:])
 				return
 			}
 			if int(u.nameLen) == len(u.name) {
-				u.st = usageLineSkip // too long for "data"
+				u.st = lineSkip // too long for "data"
 				return
 			}
 			u.name[u.nameLen] = c
 			u.nameLen++
 		}
-	case usageLineSpace, usageLineData:
+	case lineSpace, lineData:
 		u.dataPart(s)
 	}
 }
 
 // dataPart reads a piece of a data line's value, dropping one leading space.
-func (u *usageScanner) dataPart(s []byte) {
-	if u.st == usageLineSpace && len(s) > 0 {
+func (u *Scanner) dataPart(s []byte) {
+	if u.st == lineSpace && len(s) > 0 {
 		if s[0] == ' ' {
 			s = s[1:]
 		}
-		u.st = usageLineData
+		u.st = lineData
 	}
 	u.appendData(s)
 }
 
-var usageNewline = []byte{'\n'}
+var newline = []byte{'\n'}
 
 // appendLine appends a data line's value and its '\n'.
-func (u *usageScanner) appendLine(v []byte) {
+func (u *Scanner) appendLine(v []byte) {
 	if n := len(u.buf) + len(v) + 1; n <= cap(u.buf) && n <= u.eventMax && !u.over {
 		u.buf = append(append(u.buf, v...), '\n')
 		return
 	}
 	u.appendData(v)
-	u.appendData(usageNewline)
+	u.appendData(newline)
 }
 
-func (u *usageScanner) appendData(s []byte) {
+func (u *Scanner) appendData(s []byte) {
 	if u.over {
 		return
 	}
@@ -159,35 +159,35 @@ func (u *usageScanner) appendData(s []byte) {
 		u.over = true
 		return
 	}
-	u.buf = usageAppend(u.buf, s, u.eventMax)
+	u.buf = appendCapped(u.buf, s, u.eventMax)
 }
 
 // lineEnd ends the current line: a blank line ends the event.
-func (u *usageScanner) lineEnd() {
+func (u *Scanner) lineEnd() {
 	switch u.st {
-	case usageLineStart:
+	case lineStart:
 		u.dispatch()
-	case usageLineName: // no ':', the whole line is the name
+	case lineName: // no ':', the whole line is the name
 		if u.isData() {
-			u.appendData(usageNewline)
+			u.appendData(newline)
 		}
-	case usageLineSpace, usageLineData:
-		u.appendData(usageNewline)
+	case lineSpace, lineData:
+		u.appendData(newline)
 	}
-	u.st, u.nameLen, u.first = usageLineStart, 0, false
+	u.st, u.nameLen, u.first = lineStart, 0, false
 }
 
 // isData reports whether the field name read is "data".
-func (u *usageScanner) isData() bool {
+func (u *Scanner) isData() bool {
 	name := u.name[:u.nameLen]
-	if u.first && bytes.HasPrefix(name, []byte(usageBOM)) {
-		name = name[len(usageBOM):]
+	if u.first && bytes.HasPrefix(name, []byte(bom)) {
+		name = name[len(bom):]
 	}
 	return string(name) == "data"
 }
 
 // dispatch reads the event that just ended, then forgets it.
-func (u *usageScanner) dispatch() {
+func (u *Scanner) dispatch() {
 	data, over := u.buf, u.over
 	u.buf, u.over = u.buf[:0], false
 	if over || len(data) == 0 {
@@ -208,7 +208,7 @@ func (u *usageScanner) dispatch() {
 			}
 			checked = true
 		}
-		if v, ok := usageInt(gjson.Get(s, p)); ok {
+		if v, ok := fieldInt(gjson.Get(s, p)); ok {
 			u.vals[k] = v
 		}
 	}

@@ -1,4 +1,4 @@
-package filter
+package usage
 
 import (
 	"fmt"
@@ -36,9 +36,9 @@ func usageChunks(b []byte, n int) [][]byte {
 	return out
 }
 
-func benchUsage(b *testing.B, f *usageFields, sse bool, body []byte) {
+func benchUsage(b *testing.B, f *Fields, sse bool, body []byte) {
 	chunks := usageChunks(body, 4096)
-	var u usageScanner
+	var u Scanner
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -1,4 +1,4 @@
-package filter
+package usage
 
 import (
 	"math"
@@ -62,19 +62,19 @@ const (
 )
 
 // usageScan runs one response through u, in these chunks.
-func usageScan(u *usageScanner, f *usageFields, sse bool, maxBytes int, chunks ...[]byte) (int64, bool) {
-	u.start(f, sse, maxBytes)
+func usageScan(u *Scanner, f *Fields, sse bool, maxBytes int, chunks ...[]byte) (int64, bool) {
+	u.Start(f, sse, maxBytes)
 	for _, c := range chunks {
-		u.write(c)
+		u.Write(c)
 	}
-	return u.finish()
+	return u.Finish()
 }
 
 // usageCheckChunkings checks body whole, byte by byte, and split at every
 // position, reusing one scanner.
-func usageCheckChunkings(t *testing.T, f *usageFields, sse bool, maxBytes int, body string, want int64, wantFound bool) {
+func usageCheckChunkings(t *testing.T, f *Fields, sse bool, maxBytes int, body string, want int64, wantFound bool) {
 	t.Helper()
-	var u usageScanner
+	var u Scanner
 	b := []byte(body)
 	check := func(how string, chunks ...[]byte) {
 		t.Helper()
@@ -93,9 +93,9 @@ func usageCheckChunkings(t *testing.T, f *usageFields, sse bool, maxBytes int, b
 	}
 }
 
-func usagePreset(name string) *usageFields {
-	f := usagePresets[name]
-	return &f
+func usagePreset(name string) *Fields {
+	f, _ := Preset(name)
+	return f
 }
 
 func TestUsagePresets(t *testing.T) {
@@ -128,20 +128,20 @@ func TestUsagePresets(t *testing.T) {
 }
 
 func TestUsageSSE(t *testing.T) {
-	n := &usageFields{sse: []string{"n"}}
-	two := &usageFields{sse: []string{"u.a", "u.b"}}
+	n := &Fields{sse: []string{"n"}}
+	two := &Fields{sse: []string{"u.a", "u.b"}}
 	// manyLines is one event of valid JSON over k data lines of 1 KiB.
 	manyLines := func(k int) string {
 		return "data: {\"n\":9\n" + strings.Repeat("data: ,\"p\":\""+strings.Repeat("x", 1017)+"\"\n", k) + "data: }\n\n"
 	}
-	// atCap is an event whose data, with its '\n', is usageMaxEvent+over bytes.
+	// atCap is an event whose data, with its '\n', is maxEvent+over bytes.
 	atCap := func(over int) string {
-		return `data: {"n":4,"p":"` + strings.Repeat("x", usageMaxEvent-15+over) + "\"}\n\n"
+		return `data: {"n":4,"p":"` + strings.Repeat("x", maxEvent-15+over) + "\"}\n\n"
 	}
-	big := `{"pad":"` + strings.Repeat("x", usageMaxEvent) + `","n":100}`
+	big := `{"pad":"` + strings.Repeat("x", maxEvent) + `","n":100}`
 	for _, tc := range []struct {
 		name  string
-		f     *usageFields
+		f     *Fields
 		body  string
 		want  int64
 		found bool
@@ -175,13 +175,13 @@ func TestUsageSSE(t *testing.T) {
 		{"oversized event does not replace", n, "data: {\"n\":3}\n\ndata: " + big + "\n\n", 3, true},
 		{"data at the cap", n, atCap(0), 4, true},
 		{"data a byte over the cap", n, atCap(1), 0, false},
-		{"many lines under the cap", n, manyLines(usageMaxEvent/1024 - 1), 9, true},
-		{"many lines over the cap", n, manyLines(usageMaxEvent/1024 + 1), 0, false},
+		{"many lines under the cap", n, manyLines(maxEvent/1024 - 1), 9, true},
+		{"many lines over the cap", n, manyLines(maxEvent/1024 + 1), 0, false},
 		{"events ending in blank data", n, "data:\n\ndata\n\n\n\n", 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if len(tc.body) > 1000 { // every split would take too long
-				var u usageScanner
+				var u Scanner
 				b := []byte(tc.body)
 				for _, step := range []int{1, 7, 4096, len(b)} {
 					var chunks [][]byte
@@ -201,18 +201,18 @@ func TestUsageSSE(t *testing.T) {
 
 // The data lines of an event, as held before the blank line ends it.
 func TestUsageSSEData(t *testing.T) {
-	f := &usageFields{sse: []string{"n"}}
+	f := &Fields{sse: []string{"n"}}
 	for body, want := range map[string]string{
 		"data: a\ndata\ndata:b\r\ndata:  c\r":     "a\n\nb\n c\n",
 		"\xEF\xBB\xBFdata\nevent: data\n: data\n": "\n",
 		"data:\ndatum: x\nDATA: y\ndat\n":         "\n",
 		"data: a\n\ndata: b\ndata: c":             "b\nc", // c's line is not ended yet
 	} {
-		var u usageScanner
+		var u Scanner
 		for i := 0; i <= len(body); i++ {
-			u.start(f, true, 0)
-			u.write([]byte(body[:i]))
-			u.write([]byte(body[i:]))
+			u.Start(f, true, 0)
+			u.Write([]byte(body[:i]))
+			u.Write([]byte(body[i:]))
 			if string(u.buf) != want {
 				t.Fatalf("%q split at %d: data %q, want %q", body, i, u.buf, want)
 			}
@@ -221,7 +221,7 @@ func TestUsageSSEData(t *testing.T) {
 }
 
 func TestUsageNumbers(t *testing.T) {
-	f := &usageFields{json: []string{"a", "b"}, sse: []string{"a", "b"}}
+	f := &Fields{json: []string{"a", "b"}, sse: []string{"a", "b"}}
 	for _, tc := range []struct {
 		body  string
 		want  int64
@@ -241,16 +241,16 @@ func TestUsageNumbers(t *testing.T) {
 		{`{}`, 0, false},
 		{`{"a":1,"b":2`, 0, false}, // truncated
 	} {
-		if got, found := usageScan(new(usageScanner), f, false, 1<<10, []byte(tc.body)); got != tc.want || found != tc.found {
+		if got, found := usageScan(new(Scanner), f, false, 1<<10, []byte(tc.body)); got != tc.want || found != tc.found {
 			t.Errorf("JSON %s: got %d, %v; want %d, %v", tc.body, got, found, tc.want, tc.found)
 		}
 		sse := "data: " + tc.body + "\n\n"
-		if got, found := usageScan(new(usageScanner), f, true, 0, []byte(sse)); got != tc.want || found != tc.found {
+		if got, found := usageScan(new(Scanner), f, true, 0, []byte(sse)); got != tc.want || found != tc.found {
 			t.Errorf("SSE %s: got %d, %v; want %d, %v", tc.body, got, found, tc.want, tc.found)
 		}
 	}
-	if usageAdd(math.MaxInt64-1, 1<<53) != math.MaxInt64 || usageAdd(1, 2) != 3 {
-		t.Error("usageAdd does not saturate")
+	if addCapped(math.MaxInt64-1, 1<<53) != math.MaxInt64 || addCapped(1, 2) != 3 {
+		t.Error("addCapped does not saturate")
 	}
 }
 
@@ -259,7 +259,7 @@ func TestUsageJSONMaxBytes(t *testing.T) {
 	usageCheckChunkings(t, f, false, len(usageChatJSON), usageChatJSON, 29, true)
 	usageCheckChunkings(t, f, false, len(usageChatJSON)-1, usageChatJSON, 0, false)
 	usageCheckChunkings(t, f, false, 0, usageChatJSON, 0, false)
-	var u usageScanner // a body past the cap, then a small one: reset
+	var u Scanner // a body past the cap, then a small one: reset
 	usageScan(&u, f, false, 10, []byte(usageChatJSON))
 	if got, found := usageScan(&u, f, false, 1<<20, []byte(usageChatJSON)); got != 29 || !found {
 		t.Fatalf("after a body over the cap: got %d, %v", got, found)
@@ -274,8 +274,8 @@ func TestUsageNeedles(t *testing.T) {
 		"usage.prompt_tokens": "prompt_tokens", "n": "n", "a.0": "", "a.b-c": "b-c",
 		`a\.b`: "b", "a.*": "", "a.b?": "", "": "", "a.": "", "a.@this": "",
 	} {
-		if got := usageNeedle(path); got != want {
-			t.Errorf("usageNeedle(%q) = %q, want %q", path, got, want)
+		if got := needleOf(path); got != want {
+			t.Errorf("needleOf(%q) = %q, want %q", path, got, want)
 		}
 	}
 	for _, tc := range []struct {
@@ -289,8 +289,8 @@ func TestUsageNeedles(t *testing.T) {
 		{[]string{"", "input_tokens"}, ""},
 		{[]string{"ab", "cb"}, ""},
 	} {
-		if got := usageGate(tc.needles); got != tc.want {
-			t.Errorf("usageGate(%q) = %q, want %q", tc.needles, got, tc.want)
+		if got := gateOf(tc.needles); got != tc.want {
+			t.Errorf("gateOf(%q) = %q, want %q", tc.needles, got, tc.want)
 		}
 	}
 }
@@ -309,7 +309,7 @@ func TestUsageAllocs(t *testing.T) {
 	} {
 		f := usagePreset(tc.name)
 		chunks := usageChunks(tc.body, 4096)
-		var u usageScanner
+		var u Scanner
 		usageScan(&u, f, tc.sse, 1<<20, chunks...)
 		allocs := testing.AllocsPerRun(20, func() {
 			if _, found := usageScan(&u, f, tc.sse, 1<<20, chunks...); !found {

@@ -1,4 +1,4 @@
-package filter
+package usage
 
 import (
 	"math/rand/v2"
@@ -11,7 +11,7 @@ import (
 )
 
 // usageFuzzFields are the field sets the fuzz targets pick from.
-var usageFuzzFields = []*usageFields{
+var usageFuzzFields = []*Fields{
 	usagePreset("openai_chat"), usagePreset("openai_responses"), usagePreset("anthropic"),
 	{json: []string{"n"}, sse: []string{"n"}},
 	{json: []string{"a.n", "b"}, sse: []string{"a.n", "b"}},
@@ -44,7 +44,7 @@ func usageRefInt(r gjson.Result) (int64, bool) {
 // usageRefSSE reads a whole event stream the simple way: lines first,
 // then events.
 func usageRefSSE(paths []string, in []byte) (int64, bool) {
-	s := strings.TrimPrefix(string(in), usageBOM)
+	s := strings.TrimPrefix(string(in), bom)
 	var lines []string
 	for {
 		i := strings.IndexAny(s, "\r\n")
@@ -70,7 +70,7 @@ func usageRefSSE(paths []string, in []byte) (int64, bool) {
 			}
 			continue
 		}
-		if data != "" && len(data) <= usageMaxEvent {
+		if data != "" && len(data) <= maxEvent {
 			d := data[:len(data)-1]
 			for k, p := range paths {
 				if strings.Contains(d, p[strings.LastIndexByte(p, '.')+1:]) && jsonbound.ValidString(d) {
@@ -107,7 +107,7 @@ func FuzzUsageSSE(f *testing.F) {
 		for i := range in {
 			bytewise[i] = in[i : i+1]
 		}
-		var u usageScanner // reused
+		var u Scanner // reused
 		for i, chunks := range [][][]byte{{in}, bytewise, usageRandomChunks(in, seed), usageRandomChunks(in, seed+1)} {
 			if got, found := usageScan(&u, fields, true, 0, chunks...); got != want || found != wantFound {
 				t.Fatalf("chunking %d, fields %v: got %d, %v; the reference %d, %v", i, fields.sse, got, found, want, wantFound)
@@ -132,7 +132,7 @@ func FuzzUsageJSON(f *testing.F) {
 				}
 			}
 		}
-		var u usageScanner
+		var u Scanner
 		for i := range uint64(2) {
 			if got, found := usageScan(&u, fields, false, int(maxBytes), usageRandomChunks(in, seed+i)...); got != want || found != wantFound {
 				t.Fatalf("fields %v: got %d, %v; the reference %d, %v", fields.json, got, found, want, wantFound)
