@@ -69,8 +69,8 @@
 //     breaker; redis_link.go keeps Higress's Redis client initialised and
 //     authenticated, and redis_identity.go checks with ACL WHOAMI that it
 //     runs as the configured user and reports a library Redis lacks;
-//     webdis.go sends each call over the configured
-//     transport and speaks Webdis's HTTP and JSON.
+//     transport.go sends each call over the configured transport, and
+//     package webdis speaks Webdis's HTTP and JSON.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule, and acts on it; a denial's reason names the local
 //     reply's error.
@@ -82,7 +82,7 @@
 //   - Metrics: metrics.go and metric_names.go.
 //   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
 //     per request), a request body (request_body.go), a response body or
-//     event (package usage) and a Webdis reply (webdis.go) are checked by
+//     event (package usage) and a Webdis reply (package webdis) are checked by
 //     package jsonbound, without recursion, before gjson reads them:
 //     nested deeper than 64, each is missing (nest_test.go).
 package filter

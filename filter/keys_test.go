@@ -4,8 +4,6 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 func TestKeyPartEncoding(t *testing.T) {
@@ -177,31 +175,6 @@ func TestClientIPTrustedHops(t *testing.T) {
 		if got, ok := r.clientIP(1); ok {
 			t.Errorf("source %q: got %q, want no client IP", bad, got)
 		}
-	}
-}
-
-func TestWebdisReply(t *testing.T) {
-	for _, tc := range []struct{ in, want, err string }{
-		{`{"EVALSHA":[1700000000000000,-2,1,16,15,-1,2000000]}`, "*7\r\n:1700000000000000\r\n:-2\r\n:1\r\n:16\r\n:15\r\n:-1\r\n:2000000\r\n", ""},
-		{`{"EVALSHA":[false,"NOSCRIPT No matching script. Please use EVAL."]}`, "-NOSCRIPT No matching script. Please use EVAL.\r\n", ""},
-		{`{"EVAL":["a",null,[1]]}`, "*3\r\n$1\r\na\r\n$-1\r\n*1\r\n:1\r\n", ""},
-		{`{"EVAL":1.5}`, "", "webdis: number 1.5 is not an integer"},
-		{`{"A":1,"B":2}`, "", "webdis: reply is not a one-command object"},
-		{`<html>`, "", "webdis: reply is not JSON"},
-	} {
-		got, err := webdisReply(nil, []byte(tc.in))
-		if string(got) != tc.want || errString(err) != tc.err {
-			t.Errorf("%s: got %q, %v", tc.in, got, err)
-		}
-	}
-}
-
-func TestWebdisBody(t *testing.T) {
-	var dec redisproto.Decoder
-	cmd := redisproto.AppendCommand(nil, "EVALSHA", "abc", "1", "rl:{api|u.1}:0", "x/y.raw")
-	got, err := appendWebdisBody(nil, &dec, cmd)
-	if want := "EVALSHA/abc/1/rl%3A%7Bapi%7Cu%2E1%7D%3A0/x%2Fy%2Eraw"; err != nil || string(got) != want {
-		t.Fatalf("got %q, %v; want %q", got, err, want)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/deepjson"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
@@ -151,7 +152,7 @@ func TestDeepRequestBodyTakesDefault(t *testing.T) {
 // A Webdis reply nested deeper than jsonbound.MaxDepth is an error, and
 // so is a configuration.
 func TestDeepWebdisReplyAndConfig(t *testing.T) {
-	if _, err := webdisReply(nil, []byte(`{"EVALSHA":`+deepjson.Nest(deepjson.Array, 100_000, "1")+`}`)); err == nil {
+	if _, err := webdis.Reply(nil, []byte(`{"EVALSHA":`+deepjson.Nest(deepjson.Array, 100_000, "1")+`}`)); err == nil {
 		t.Error("a deep Webdis reply was read")
 	}
 	if _, err := ParseConfig([]byte(deepjson.Nest(deepjson.Object, 100_000, "1"))); err == nil || !strings.Contains(err.Error(), "deeper than 64") {

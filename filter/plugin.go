@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -85,10 +86,13 @@ func newPlugin(cfg *Config, host PluginHost) *Plugin {
 	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*MaxRequestLimits}
 	p.metrics = newMetrics(cfg, host)
 	if cfg.Redis.Transport == TransportWebdis {
-		p.webdis = &webdisCalls{headers: webdisHeaders(&cfg.Redis)}
+		r := &cfg.Redis
+		p.webdis = &webdisCalls{headers: webdis.Headers(r.Path, r.Authority, r.Username, r.Password)}
 	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
-	p.link = newRedisLink(cfg, host, p.send)
+	// The link sends AUTH and ACL WHOAMI only over the Redis ABI: it has
+	// an initializer only with that transport.
+	p.link = newRedisLink(cfg, host, host.DispatchRedis)
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.local = newLocalLimiter(cfg, host)
 	p.epoch = newEpochPoll(cfg, host)

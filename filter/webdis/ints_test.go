@@ -1,4 +1,4 @@
-package filter
+package webdis
 
 import (
 	"slices"
@@ -11,7 +11,7 @@ import (
 
 // viaRESP reads a Webdis body the long way: JSON to RESP, then decoded.
 func viaRESP(body []byte) ([]int64, bool) {
-	resp, err := webdisReply(nil, body)
+	resp, err := Reply(nil, body)
 	if err != nil {
 		return nil, false
 	}
@@ -40,18 +40,18 @@ func TestWebdisIntsAgreesWithTheLongWay(t *testing.T) {
 		`{"EVAL":[1700000000000000,5000,1]}`,
 		"{\"EVALSHA\":[1,-2]}\n",
 	} {
-		got, ok := webdisInts(nil, []byte(body))
+		got, ok := Ints(nil, []byte(body))
 		want, wantOK := viaRESP([]byte(body))
 		if !ok || !wantOK || !slices.Equal(got, want) {
-			t.Errorf("%s: webdisInts %v %v, the long way %v %v", body, got, ok, want, wantOK)
+			t.Errorf("%s: Ints %v %v, the long way %v %v", body, got, ok, want, wantOK)
 		}
 	}
 	for _, body := range []string{
 		`{"EVALSHA":[false,"NOSCRIPT No matching script."]}`,
 		`{"EVALSHA":[1,"2"]}`, `{"EVALSHA":[01]}`, `{"EVALSHA":[1]} x`, `{"EVALSHA":[1],"X":[2]}`, `[1]`, ``,
 	} {
-		if got, ok := webdisInts(nil, []byte(body)); ok {
-			t.Errorf("%s: webdisInts took it: %v", body, got)
+		if got, ok := Ints(nil, []byte(body)); ok {
+			t.Errorf("%s: Ints took it: %v", body, got)
 		}
 	}
 }
@@ -65,7 +65,7 @@ func TestWebdisFramingIsTheRESPCommandReencoded(t *testing.T) {
 	checks := []algorithms.Check{{Key: "rl:{a b|ü/..%}:0", Limit: funnel, Cost: 1}, {Key: "rl:{a b|ü/..%}:1", Limit: log, Cost: 0}}
 	for _, inv := range []algorithms.Invoke{algorithms.FCall, algorithms.EvalSHA, algorithms.Eval} {
 		var dec redisproto.Decoder
-		want, err := appendWebdisBody(nil, &dec, algorithms.AppendCommand(nil, algorithms.RESP, inv, blocks, checks))
+		want, err := appendBody(nil, &dec, algorithms.AppendCommand(nil, algorithms.RESP, inv, blocks, checks))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -79,12 +79,12 @@ func FuzzWebdisInts(f *testing.F) {
 	f.Add([]byte(`{"EVALSHA":[1700000000000000,-2,1,10,9,-1,100000]}`))
 	f.Add([]byte(`{"EVALSHA":[false,"ERR x"]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := webdisInts(nil, body)
+		got, ok := Ints(nil, body)
 		if !ok {
 			return
 		}
 		if want, wantOK := viaRESP(body); !wantOK || !slices.Equal(got, want) {
-			t.Fatalf("%q: webdisInts %v, the long way %v %v", body, got, want, wantOK)
+			t.Fatalf("%q: Ints %v, the long way %v %v", body, got, want, wantOK)
 		}
 	})
 }
