@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
@@ -225,7 +226,7 @@ func TestConcurrencyInTiers(t *testing.T) {
 			"pro":[{"algorithm":"concurrency","limit":3,"max_duration":"1m"},{"algorithm":"sliding_log","limit":100,"window":"1m"}]}},
 		"overrides":true,"cost":{"header":"x-cost","default":1}}]}`)
 	cfg := h.plugin.cfg
-	base, _ := cfg.RuleKey(&cfg.Rules[0], []string{"alice"})
+	base, _ := RuleKey(cfg, &cfg.Rules[0], []string{"alice"})
 	a := h.open("x-user=alice", "x-cost=7")
 	if b := h.open("x-user=alice"); !a.admitted() || b.admitted() {
 		t.Fatalf("free, one slot: %+v %+v", a.fs, b.fs)
@@ -237,7 +238,7 @@ func TestConcurrencyInTiers(t *testing.T) {
 	if !b.admitted() || h.inFlight("{plans|alice}:0") != 2 {
 		t.Fatalf("pro: %+v, %d slots", b.fs, h.inFlight("{plans|alice}:0"))
 	}
-	over, err := ParseOverride(&cfg.Rules[0], []byte(`[{"algorithm":"concurrency","limit":2,"max_duration":"1m"}]`))
+	over, err := config.ParseOverride(&cfg.Rules[0], []byte(`[{"algorithm":"concurrency","limit":2,"max_duration":"1m"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +248,7 @@ func TestConcurrencyInTiers(t *testing.T) {
 	if c := h.open("x-user=alice"); c.admitted() {
 		t.Fatalf("the override's two slots are taken: %+v", c.fs)
 	}
-	pk, err := cfg.Peek(&cfg.Rules[0], base, "")
+	pk, err := NewPeek(cfg, &cfg.Rules[0], base, "")
 	if err != nil {
 		t.Fatal(err)
 	}

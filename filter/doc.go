@@ -1,5 +1,6 @@
 // Package filter is the rate-limit filter's request logic, in pure Go: it
-// parses the plugin configuration, matches each request against the rules,
+// takes the plugin configuration package config parses, matches each
+// request against the rules,
 // builds their Redis keys, decides every limit that applies in one script
 // call (package algorithms) and either admits the request, with rate-limit
 // headers on its response, or answers it locally. It does not import the
@@ -53,12 +54,12 @@
 //
 // # Where things live
 //
-//   - Configuration: Config and its types in config.go; parsing in
-//     config*.go, each error naming its field ("rules[1].limits[0].window:
-//     must be > 0"); Higress's _rules_ in config_match_rules.go and
-//     match_rules.go. testdata/invalid holds one configuration per error
-//     with its exact message. config_bound.go bounds the limits the rules
-//     that may match one request together carry (MaxRequestLimits).
+//   - Configuration: package config parses it into config.Config, each
+//     error naming its field ("rules[1].limits[0].window: must be > 0"),
+//     with one fixture per error in config/testdata/invalid; it bounds the
+//     limits the rules that may match one request together carry
+//     (config.MaxRequestLimits). match_rules.go picks a request's
+//     Higress _rules_ entry.
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     escaped or hashed request data (request.go reads headers, query,
 //     cookies and the client address; path.go normalizes the path that
@@ -79,7 +80,7 @@
 //     renders once per configuration.
 //   - Deny cache: denycache.go remembers, per rule key and VM, what Redis
 //     denied until its Retry-After.
-//   - Metrics: metrics.go and metric_names.go.
+//   - Metrics: metrics.go; their names' rules in package config.
 //   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
 //     per request), a request body (request_body.go), a response body or
 //     event (package usage) and a Webdis reply (package webdis) are checked by

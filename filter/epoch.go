@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -29,7 +30,7 @@ type epochPoll struct {
 	changes  Counter
 }
 
-func newEpochPoll(cfg *Config, host PluginHost) epochPoll {
+func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
 	return epochPoll{key: EpochKey(cfg.Redis.Prefix), polls: host.Counter("ratelimit.epoch.polls"),
 		changes: host.Counter("ratelimit.epoch.changes")}
 }

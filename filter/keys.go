@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/netip"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // Redis keys are built from untrusted request data, so every part is
@@ -57,34 +59,34 @@ func appendKeyPart(dst []byte, v string) []byte {
 }
 
 // keyPartValue extracts one part of a rule's key from a request.
-func (r *request) keyPartValue(p KeyPart, hops int) (string, bool) {
+func (r *request) keyPartValue(p config.KeyPart, hops int) (string, bool) {
 	switch p.Source {
-	case SourceHeader:
+	case config.SourceHeader:
 		return r.header(p.Name)
-	case SourceQuery:
+	case config.SourceQuery:
 		return r.query(p.Name)
-	case SourceCookie:
+	case config.SourceCookie:
 		return r.cookie(p.Name)
-	case SourceClientIP:
+	case config.SourceClientIP:
 		ip, ok := r.clientAddr(hops)
 		if !ok {
 			return "", false
 		}
-		return p.groupIP(ip), true
-	case SourcePath:
+		return groupIP(&p, ip), true
+	case config.SourcePath:
 		v := r.path()
 		return v, v != ""
-	case SourceMethod:
+	case config.SourceMethod:
 		v := r.method()
 		return v, v != ""
-	case SourceHost:
+	case config.SourceHost:
 		v := r.host()
 		return v, v != ""
-	case SourceConstant:
+	case config.SourceConstant:
 		return p.Value, true
-	case SourceJWTClaim:
+	case config.SourceJWTClaim:
 		return r.jwtClaim(&p)
-	case SourceProperty:
+	case config.SourceProperty:
 		return r.property(p.Path)
 	}
 	return "", false
@@ -93,13 +95,13 @@ func (r *request) keyPartValue(p KeyPart, hops int) (string, bool) {
 // appendRuleKey appends the rule's key for a request,
 // "<prefix>{<rule>|<parts>}", or reports that a key part is missing under
 // MissingSkip or MissingDeny. Everything in braces is the hash tag.
-func appendRuleKey(dst []byte, prefix string, rule *Rule, r *request, hops int) ([]byte, bool) {
+func appendRuleKey(dst []byte, prefix string, rule *config.Rule, r *request, hops int) ([]byte, bool) {
 	dst = append(dst, prefix...)
 	dst = append(dst, '{')
 	dst = append(dst, rule.Name...)
 	for _, p := range rule.Key {
 		v, ok := r.keyPartValue(p, hops)
-		if !ok && rule.OnMissing != MissingShared {
+		if !ok && rule.OnMissing != config.MissingShared {
 			return dst, false
 		}
 		dst = append(dst, '|')
@@ -108,17 +110,17 @@ func appendRuleKey(dst []byte, prefix string, rule *Rule, r *request, hops int) 
 	return append(dst, '}'), true
 }
 
-// canonical is the form of a key part's value that goes into the key, as
+// canonical is the form of key part p's value that goes into the key, as
 // a request's would: ratelimitctl passes the values an operator types. A
 // client_ip is grouped as a request's is (groupIP): "203.0.113.7" or
 // "203.0.113.0/24" under ipv4_prefix_len 24 is "203.0.113.0/24". Other
 // sources keep v.
-func (p KeyPart) canonical(v string) (string, error) {
-	if p.Source != SourceClientIP {
+func canonical(p *config.KeyPart, v string) (string, error) {
+	if p.Source != config.SourceClientIP {
 		return v, nil
 	}
 	if ip, err := netip.ParseAddr(v); err == nil {
-		return p.groupIP(ip), nil
+		return groupIP(p, ip), nil
 	}
 	// A network is accepted when the rule groups at least as coarsely:
 	// the key holds it, or the network that contains it.
@@ -129,13 +131,13 @@ func (p KeyPart) canonical(v string) (string, error) {
 			bits -= 96
 		}
 		want := ip.BitLen()
-		if b := p.prefixOf(ip); b.Set {
+		if b := prefixOf(p, ip); b.Set {
 			want = b.Bits
 		}
 		if bits < want {
 			return "", fmt.Errorf("%q is a network wider than the rule's /%d", v, want)
 		}
-		return p.groupIP(ip), nil
+		return groupIP(p, ip), nil
 	}
 	return "", fmt.Errorf("%q is not an IP address or network", v)
 }
@@ -144,9 +146,9 @@ func (p KeyPart) canonical(v string) (string, error) {
 // the network of the configured prefix length in CIDR form, such as
 // "203.0.113.0/24" or "2001:db8:1:2::/64". An IPv4-mapped IPv6 address
 // counts as IPv4. Requests and canonical both use it.
-func (p *KeyPart) groupIP(ip netip.Addr) string {
+func groupIP(p *config.KeyPart, ip netip.Addr) string {
 	ip = normalizeIP(ip)
-	bits := p.prefixOf(ip)
+	bits := prefixOf(p, ip)
 	if !bits.Set {
 		return ip.String()
 	}
@@ -158,7 +160,7 @@ func (p *KeyPart) groupIP(ip netip.Addr) string {
 }
 
 // prefixOf is the grouping of ip's family.
-func (p *KeyPart) prefixOf(ip netip.Addr) PrefixLen {
+func prefixOf(p *config.KeyPart, ip netip.Addr) config.PrefixLen {
 	if ip.Is4() {
 		return p.IPv4Prefix
 	}

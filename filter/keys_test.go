@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 func TestKeyPartEncoding(t *testing.T) {
@@ -56,7 +58,7 @@ func TestKeyPartHostileInput(t *testing.T) {
 }
 
 func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
-	rule := &Rule{Name: "api", Key: []KeyPart{{Source: SourceHeader, Name: "x-user"}, {Source: SourcePath}}}
+	rule := &config.Rule{Name: "api", Key: []config.KeyPart{{Source: config.SourceHeader, Name: "x-user"}, {Source: config.SourcePath}}}
 	key := func(user, path string) string {
 		t.Helper()
 		r := &request{headers: appendHeaderMap(nil, [][2]string{{":path", path}, {"x-user", user}})}
@@ -80,7 +82,7 @@ func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 	if _, ok := appendRuleKey(nil, "rl:", rule, missing, 0); ok {
 		t.Fatal("missing header accepted under skip")
 	}
-	rule.OnMissing = MissingShared
+	rule.OnMissing = config.MissingShared
 	b, ok := appendRuleKey(nil, "rl:", rule, missing, 0)
 	if !ok || string(b) != "rl:{api||/}" {
 		t.Fatalf("shared: %q %v", b, ok)
@@ -97,20 +99,20 @@ func TestRequestSources(t *testing.T) {
 		source: peer("[2001:db8::1]:5555"),
 	}
 	for _, tc := range []struct {
-		part KeyPart
+		part config.KeyPart
 		want string
 		ok   bool
 	}{
-		{KeyPart{Source: SourceMethod}, "POST", true},
-		{KeyPart{Source: SourcePath}, "/v1/items", true},
-		{KeyPart{Source: SourceHost}, "api.example.com", true},
-		{KeyPart{Source: SourceQuery, Name: "tenant"}, "acme co", true},
-		{KeyPart{Source: SourceQuery, Name: "missing"}, "", false},
-		{KeyPart{Source: SourceCookie, Name: "session"}, "s3cr3t", true},
-		{KeyPart{Source: SourceCookie, Name: "sess"}, "", false},
-		{KeyPart{Source: SourceHeader, Name: "x-id"}, "one, two", true},
-		{KeyPart{Source: SourceClientIP}, "2001:db8::1", true},
-		{KeyPart{Source: SourceConstant, Value: "all"}, "all", true},
+		{config.KeyPart{Source: config.SourceMethod}, "POST", true},
+		{config.KeyPart{Source: config.SourcePath}, "/v1/items", true},
+		{config.KeyPart{Source: config.SourceHost}, "api.example.com", true},
+		{config.KeyPart{Source: config.SourceQuery, Name: "tenant"}, "acme co", true},
+		{config.KeyPart{Source: config.SourceQuery, Name: "missing"}, "", false},
+		{config.KeyPart{Source: config.SourceCookie, Name: "session"}, "s3cr3t", true},
+		{config.KeyPart{Source: config.SourceCookie, Name: "sess"}, "", false},
+		{config.KeyPart{Source: config.SourceHeader, Name: "x-id"}, "one, two", true},
+		{config.KeyPart{Source: config.SourceClientIP}, "2001:db8::1", true},
+		{config.KeyPart{Source: config.SourceConstant, Value: "all"}, "all", true},
 	} {
 		got, ok := r.keyPartValue(tc.part, 0)
 		if got != tc.want || ok != tc.ok {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // The key space, as the filter writes it and ratelimitctl reads it. A rule
@@ -23,42 +25,26 @@ const (
 	epochName      = "epoch"
 )
 
-// RuleKey returns a rule's key for the given key-part values, one per part
+// RuleKey returns the key of rule, a rule of c, for the given key-part values, one per part
 // of the rule's key in order, encoded as the filter encodes a request's,
 // after the same normalization (a client address is grouped by its
 // configured prefix length). A part a request lacks under
 // on_missing_key: shared is the empty string.
-func (c *Config) RuleKey(rule *Rule, parts []string) (string, error) {
+func RuleKey(c *config.Config, rule *config.Rule, parts []string) (string, error) {
 	if len(parts) != len(rule.Key) {
 		return "", fmt.Errorf("rule %s: %d key parts given, its key has %d", rule.Name, len(parts), len(rule.Key))
 	}
 	b := append([]byte(c.Redis.Prefix), '{')
 	b = append(b, rule.Name...)
 	for i, p := range rule.Key {
-		v, err := p.canonical(parts[i])
+		v, err := canonical(&p, parts[i])
 		if err != nil {
-			return "", fmt.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, sourceNames[p.Source], err)
+			return "", fmt.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
 		}
 		b = append(b, '|')
 		b = appendKeyPart(b, v)
 	}
 	return string(append(b, '}')), nil
-}
-
-// Rule returns the rule of that name, among the top-level rules and then
-// those of each _rules_ entry.
-func (c *Config) Rule(name string) (*Rule, bool) {
-	for i := range c.Rules {
-		if c.Rules[i].Name == name {
-			return &c.Rules[i], true
-		}
-	}
-	for i := range c.MatchRules {
-		if r, ok := c.MatchRules[i].Config.Rule(name); ok {
-			return r, true
-		}
-	}
-	return nil, false
 }
 
 // StateKey is the key of the state of a rule's limit at position i.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
@@ -155,7 +156,7 @@ func TestDeepWebdisReplyAndConfig(t *testing.T) {
 	if _, err := webdis.Reply(nil, []byte(`{"EVALSHA":`+deepjson.Nest(deepjson.Array, 100_000, "1")+`}`)); err == nil {
 		t.Error("a deep Webdis reply was read")
 	}
-	if _, err := ParseConfig([]byte(deepjson.Nest(deepjson.Object, 100_000, "1"))); err == nil || !strings.Contains(err.Error(), "deeper than 64") {
+	if _, err := config.Parse([]byte(deepjson.Nest(deepjson.Object, 100_000, "1"))); err == nil || !strings.Contains(err.Error(), "deeper than 64") {
 		t.Errorf("a deep configuration: %v", err)
 	}
 }

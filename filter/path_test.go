@@ -3,6 +3,8 @@ package filter
 import (
 	"strings"
 	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // pathAliases are spellings of /api/v1/items|7 a client could send to get
@@ -28,7 +30,7 @@ var pathAliases = []string{
 
 func TestPathAliasesAreOnePath(t *testing.T) {
 	const want = "/api/v1/items|7"
-	rule := Rule{Name: "p", Key: []KeyPart{{Source: SourcePath}}}
+	rule := config.Rule{Name: "p", Key: []config.KeyPart{{Source: config.SourcePath}}}
 	keys := map[string]bool{}
 	for _, p := range pathAliases {
 		if got := normalizePath(p); got != want {
@@ -79,10 +81,10 @@ func TestPathNormalizationKeepsDistinctPaths(t *testing.T) {
 
 // A rule matches the normalized path: /x/../admin and //admin are /admin.
 func TestMatchUsesNormalizedPath(t *testing.T) {
-	m := Match{PathPrefix: "/admin/"}
+	m := config.Match{PathPrefix: "/admin/"}
 	for _, p := range []string{"/admin/x", "//admin/x", "/x/../admin/x", "/%61dmin/x", "/admin;a/x"} {
 		r := request{headers: appendHeaderMap(nil, [][2]string{{":path", p}})}
-		if !m.matches(&r) {
+		if !matches(&m, &r) {
 			t.Errorf("%q does not match path_prefix /admin/", p)
 		}
 	}

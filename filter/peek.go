@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -14,7 +15,7 @@ import (
 // as a cost of 1, see algorithms.Check.CheckOnly), with the rule's block
 // key, tier and override as a request would meet them.
 type Peek struct {
-	rule    *Rule
+	rule    *config.Rule
 	tier    int
 	blocks  []string
 	checks  []algorithms.Check
@@ -44,19 +45,19 @@ type LimitState struct {
 	Decided         algorithms.Limit
 }
 
-// Peek prepares the call reading base, a key of rule (see RuleKey). tier
+// NewPeek prepares the call reading base, a key of rule, a rule of c (see RuleKey). tier
 // names the tier when a header or key part names it ("" is the default);
 // it must be "" when Redis names it.
-func (c *Config) Peek(rule *Rule, base, tier string) (*Peek, error) {
+func NewPeek(c *config.Config, rule *config.Rule, base, tier string) (*Peek, error) {
 	pk := &Peek{rule: rule}
 	switch t := rule.Tiers; {
 	case tier == "":
 	case t == nil:
 		return nil, fmt.Errorf("rule %s has no tiers", rule.Name)
-	case t.From == TierFromRedis:
+	case t.From == config.TierFromRedis:
 		return nil, fmt.Errorf("rule %s takes its tier from Redis: set it with tier set", rule.Name)
 	default:
-		pk.tier = t.tierIndex(tier)
+		pk.tier = t.TierIndex(tier)
 		if t.Levels[pk.tier].Name != tier {
 			return nil, fmt.Errorf("rule %s has no tier %q (tiers: %s)", rule.Name, tier, strings.Join(rule.TierNames(), ", "))
 		}
@@ -67,8 +68,8 @@ func (c *Config) Peek(rule *Rule, base, tier string) (*Peek, error) {
 	if rule.ManualBlock {
 		pk.blocks = []string{BlockKey(base)}
 	}
-	if !rule.chosenInRedis() {
-		for i, l := range rule.tierLimits(pk.tier) {
+	if !rule.ChosenInRedis() {
+		for i, l := range rule.TierLimits(pk.tier) {
 			pk.checks = append(pk.checks, algorithms.Check{Key: StateKey(base, i), Limit: l.Limit, CheckOnly: true})
 		}
 		return pk, nil

@@ -4,6 +4,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // request is what the filter reads of one request: its header map as the
@@ -52,18 +54,18 @@ func (r *request) headerValues(name string) (string, bool) {
 }
 
 // headersMatch reports whether every header match holds for r.
-func headersMatch(ms []HeaderMatch, r *request) bool {
+func headersMatch(ms []config.HeaderMatch, r *request) bool {
 	for i := range ms {
 		v, present := r.headerValues(ms[i].Name)
 		var ok bool
 		switch ms[i].Op {
-		case HeaderExact:
+		case config.HeaderExact:
 			ok = present && v == ms[i].Value
-		case HeaderPrefix:
+		case config.HeaderPrefix:
 			ok = present && strings.HasPrefix(v, ms[i].Value)
-		case HeaderPresent:
+		case config.HeaderPresent:
 			ok = present
-		case HeaderAbsent:
+		case config.HeaderAbsent:
 			ok = !present
 		}
 		if !ok {

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
 )
 
@@ -51,7 +52,7 @@ func (s *Stream) startResponse() {
 	r, cfg := &s.resp, s.p.cfg
 	r.status = 0
 	if v := rr.ResponseHeader(":status"); v != "" {
-		if n, ok := parseCostValue(v); ok && n < 1000 {
+		if n, ok := config.ParseCost(v); ok && n < 1000 {
 			r.status = int(n)
 		}
 	}
@@ -60,10 +61,10 @@ func (s *Stream) startResponse() {
 		x := &r.rules[i]
 		rc := cfg.Rules[x.rule].Response
 		switch {
-		case !rc.chargesStatus(r.status):
+		case !rc.ChargesStatus(r.status):
 			x.cost, x.found = 0, true
 		case rc.Header != "":
-			x.cost, x.found = parseCostValue(rr.ResponseHeader(rc.Header))
+			x.cost, x.found = config.ParseCost(rr.ResponseHeader(rc.Header))
 		case rc.Usage != nil:
 			if !typed {
 				sse, typed = usage.IsEventStream(rr.ResponseHeader("content-type")), true
@@ -155,7 +156,7 @@ func (s *Stream) endResponse(complete bool) {
 			m.usageMissing.Increment(1)
 			x.cost = fallbackCost(rc.OnMissing, rc)
 		}
-		x.cost = min(x.cost, maxResponseCost)
+		x.cost = min(x.cost, config.MaxResponseCost)
 	}
 	for _, c := range s.calls {
 		s.settleCall(c)
@@ -163,11 +164,11 @@ func (s *Stream) endResponse(complete bool) {
 }
 
 // fallbackCost is what a Fallback charges: -1 keeps the reservation.
-func fallbackCost(f Fallback, rc *ResponseCost) int64 {
+func fallbackCost(f config.Fallback, rc *config.ResponseCost) int64 {
 	switch f {
-	case FallbackDefault:
+	case config.FallbackDefault:
 		return rc.Default
-	case FallbackNothing:
+	case config.FallbackNothing:
 		return 0
 	}
 	return -1

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 const tieredByHeader = `{"redis":{"cluster":"redis"},"rules":[
@@ -53,7 +54,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 	h.plugin.denyCache = nil // this test is about Redis's picks
 	cfg := h.plugin.cfg
 	rule := &cfg.Rules[0]
-	base, err := cfg.RuleKey(rule, []string{"k1"})
+	base, err := RuleKey(cfg, rule, []string{"k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +71,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 	if o.status != 200 || o.headers["ratelimit"] != `"api.pro";r=1;t=60` {
 		t.Fatalf("pro: %+v", o)
 	}
-	v, err := ParseOverride(rule, []byte(`[{"algorithm":"sliding_log","limit":5000,"window":"1m"}]`))
+	v, err := config.ParseOverride(rule, []byte(`[{"algorithm":"sliding_log","limit":5000,"window":"1m"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 }
 
 func TestParseOverrideErrors(t *testing.T) {
-	cfg, err := ParseConfig([]byte(tieredInRedis))
+	cfg, err := config.Parse([]byte(tieredInRedis))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestParseOverrideErrors(t *testing.T) {
 		`[{"algorithm":"sliding_log","limit":0,"window":"1m"}]`:                                                     "limits[0].limit: must be >= 1",
 		`{`: "not valid JSON",
 	} {
-		if _, err := ParseOverride(rule, []byte(limits)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := config.ParseOverride(rule, []byte(limits)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", limits, err, want)
 		}
 	}
@@ -112,12 +113,12 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 	h := newFakeHost(t, tieredInRedis)
 	cfg := h.plugin.cfg
 	rule := &cfg.Rules[0]
-	base, _ := cfg.RuleKey(rule, []string{"k2"})
+	base, _ := RuleKey(cfg, rule, []string{"k2"})
 	if _, err := server.Do("SET", TierKey(base), "pro"); err != nil {
 		t.Fatal(err)
 	}
 	h.send("x-key=k2")
-	pk, err := cfg.Peek(rule, base, "")
+	pk, err := NewPeek(cfg, rule, base, "")
 	if err != nil {
 		t.Fatal(err)
 	}

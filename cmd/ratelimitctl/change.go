@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // The commands that change a key: each writes or deletes its keys, then
@@ -91,7 +92,7 @@ func (s *session) apply(ctx context.Context, c *changed, key, value string, ttl 
 	return err
 }
 
-func newChange(cmd string, rule *filter.Rule, parts []string, base string) *changed {
+func newChange(cmd string, rule *config.Rule, parts []string, base string) *changed {
 	return &changed{Command: cmd, Rule: rule.Name, Parts: parts, Key: base}
 }
 
@@ -282,7 +283,7 @@ func (c *overrideSetCmd) run(ctx context.Context, s *session, parts []string) (r
 	if !rule.OverridesEnabled() {
 		return nil, fmt.Errorf("--rule: rule %s does not take overrides", rule.Name)
 	}
-	value, err := filter.ParseOverride(rule, []byte(c.limits))
+	value, err := config.ParseOverride(rule, []byte(c.limits))
 	if err != nil {
 		return nil, fmt.Errorf("--limits: %w", err)
 	}

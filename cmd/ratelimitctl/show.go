@@ -16,6 +16,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // showCmd is "show": a key's state as the filter would decide a request
@@ -79,7 +80,7 @@ func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, 
 	if err != nil {
 		return nil, err
 	}
-	pk, err := s.cfg.Peek(rule, base, tier)
+	pk, err := filter.NewPeek(s.cfg, rule, base, tier)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, 
 // peekTier is the tier to peek with, as a request would name it: --tier
 // for tiers from a header, the PART for tiers from a key part, and none
 // (Redis names it) for tiers from Redis.
-func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
+func (c *showCmd) peekTier(rule *config.Rule, parts []string) (string, error) {
 	tiers := rule.TierNames()
 	switch {
 	case tiers == nil:
@@ -118,7 +119,7 @@ func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
 			return "", fmt.Errorf("--tier: rule %s has no tiers", rule.Name)
 		}
 		return "", nil
-	case rule.Tiers.From == filter.TierFromKeyPart:
+	case rule.Tiers.From == config.TierFromKeyPart:
 		if c.tier != "" {
 			return "", fmt.Errorf("--tier: rule %s takes its tier from its key's part %d: the PART names it", rule.Name, rule.Tiers.KeyPart+1)
 		}

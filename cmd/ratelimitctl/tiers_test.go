@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // tierRules:
@@ -69,7 +70,7 @@ func TestOverride(t *testing.T) {
 	alice := e.key("plan", "alice")
 	limits := `[{"name":"minute","algorithm":"sliding_log","limit":50,"window":"1m"}]`
 	rule, _ := e.cfg.Rule("plan")
-	value, err := filter.ParseOverride(rule, []byte(limits))
+	value, err := config.ParseOverride(rule, []byte(limits))
 	if err != nil {
 		t.Fatal(err)
 	}

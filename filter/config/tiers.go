@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"fmt"
@@ -149,28 +149,41 @@ func compatible(base, limits []NamedLimit, path, baseName string) error {
 	return nil
 }
 
-// levels returns the rule's sets of limits: its tiers, or its limits as
+// Levels returns the rule's sets of limits: its tiers, or its limits as
 // one unnamed tier.
-func (r *Rule) levels() []TierLimits {
+func (r *Rule) Levels() []TierLimits {
 	if r.Tiers != nil {
 		return r.Tiers.Levels
 	}
 	return []TierLimits{{Limits: r.Limits}}
 }
 
-// tierLimits returns the limits of tier i: the rule's own without tiers.
-func (r *Rule) tierLimits(i int) []NamedLimit {
+// TierLimits returns the limits of tier i: the rule's own without tiers.
+func (r *Rule) TierLimits(i int) []NamedLimit {
 	if r.Tiers == nil {
 		return r.Limits
 	}
 	return r.Tiers.Levels[i].Limits
 }
 
+// HasConcurrency reports whether a tier of the rule holds a concurrency
+// limit (an override may hold one only where a tier does).
+func (r *Rule) HasConcurrency() bool {
+	for _, level := range r.Levels() {
+		for _, l := range level.Limits {
+			if l.Limit.Algorithm == algorithms.Concurrency {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Positions is the number of the rule's limit states per key: the most
 // limits of any tier.
 func (r *Rule) Positions() int {
 	n := 0
-	for _, l := range r.levels() {
+	for _, l := range r.Levels() {
 		n = max(n, len(l.Limits))
 	}
 	return n
@@ -194,11 +207,11 @@ func (r *Rule) TiersFromRedis() bool { return r.Tiers != nil && r.Tiers.From == 
 // OverridesEnabled reports whether Redis may hold a key's own limits.
 func (r *Rule) OverridesEnabled() bool { return r.Overrides }
 
-// chosenInRedis reports whether Redis picks the rule's limits per key.
-func (r *Rule) chosenInRedis() bool { return r.Overrides || r.TiersFromRedis() }
+// ChosenInRedis reports whether Redis picks the rule's limits per key.
+func (r *Rule) ChosenInRedis() bool { return r.Overrides || r.TiersFromRedis() }
 
-// tierIndex returns the tier a name picks: 0, the default, when unknown.
-func (t *Tiers) tierIndex(name string) int {
+// TierIndex returns the tier a name picks: 0, the default, when unknown.
+func (t *Tiers) TierIndex(name string) int {
 	for i := range t.Levels {
 		if t.Levels[i].Name == name {
 			return i
@@ -224,7 +237,7 @@ func ParseOverride(r *Rule, limitsJSON []byte) (string, error) {
 	if len(limits) > r.Positions() {
 		return "", errAt("limits", "at most %d limits: rule %s keeps %d states per key", r.Positions(), r.Name, r.Positions())
 	}
-	for _, level := range r.levels() {
+	for _, level := range r.Levels() {
 		if err := compatible(level.Limits, limits, "limits", "tier "+level.Name); err != nil {
 			return "", err
 		}

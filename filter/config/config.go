@@ -1,8 +1,19 @@
-package filter
+// Package config parses the rate-limit filter's JSON configuration into
+// Config, purely and deterministically: gjson reads bytes package
+// jsonbound has checked, unknown keys are refused, and every error names
+// its field ("rules[1].limits[0].window: must be > 0"). testdata/invalid
+// holds one configuration per error with its exact message. It also
+// holds the rules' derived facts the runtime reads (Rule.Levels,
+// Rule.TierLimits, Rule.ChosenInRedis, Rule.HasConcurrency ...), the
+// metric-name rules (names.go) and an operator's override (ParseOverride).
+// Package filter runs a Config; package keyspace builds its keys;
+// ratelimitctl and the schema tests read it without the runtime.
+package config
 
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
@@ -38,7 +49,7 @@ type Config struct {
 	// nothing is limited unless one of MatchRules matches.
 	Rules []Rule
 	// MatchRules are Higress's per-route configurations (_rules_, from a
-	// WasmPlugin's matchRules); see config_match_rules.go.
+	// WasmPlugin's matchRules); see match_rules.go.
 	MatchRules []MatchRule
 }
 
@@ -192,6 +203,14 @@ const (
 	SourceProperty
 )
 
+// String is the source's name in the configuration ("header", "client_ip" ...).
+func (s KeySource) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return "KeySource(" + strconv.Itoa(int(s)) + ")"
+}
+
 var sourceNames = []string{SourceHeader: "header", SourceQuery: "query", SourceCookie: "cookie",
 	SourceClientIP: "client_ip", SourcePath: "path", SourceMethod: "method", SourceHost: "host", SourceConstant: "constant",
 	SourceJWTClaim: "jwt_claim", SourceProperty: "property"}
@@ -213,7 +232,7 @@ type KeyPart struct {
 	// 203.0.113.7 is "203.0.113.0/24". Unset keeps the whole address.
 	IPv4Prefix, IPv6Prefix PrefixLen
 
-	claimPath string // SourceJWTClaim: Name as a gjson path, each segment escaped
+	ClaimPath string // SourceJWTClaim: Name as a gjson path, each segment escaped
 }
 
 // PrefixLen is a CIDR prefix length; the zero value is none.
@@ -290,10 +309,10 @@ func notJSON(field string, err error) error {
 	return fmt.Errorf("%s: %w", field, err)
 }
 
-// ParseConfig parses and validates the plugin configuration. It rejects
+// Parse parses and validates the plugin configuration. It rejects
 // unknown fields and bad values with an error naming the field, such as
 // "rules[1].limits[0].window: must be > 0".
-func ParseConfig(data []byte) (*Config, error) {
+func Parse(data []byte) (*Config, error) {
 	if err := jsonbound.Check(data); err != nil {
 		return nil, notJSON("configuration", err)
 	}
@@ -410,4 +429,20 @@ func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {
 		return b, errAt(path+".backoff", "must be > 0 and <= 10m")
 	}
 	return b, nil
+}
+
+// Rule returns the rule of that name, among the top-level rules and then
+// those of each _rules_ entry.
+func (c *Config) Rule(name string) (*Rule, bool) {
+	for i := range c.Rules {
+		if c.Rules[i].Name == name {
+			return &c.Rules[i], true
+		}
+	}
+	for i := range c.MatchRules {
+		if r, ok := c.MatchRules[i].Config.Rule(name); ok {
+			return r, true
+		}
+	}
+	return nil, false
 }

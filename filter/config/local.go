@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"errors"
@@ -75,9 +75,9 @@ func checkLocalLimits(c *Config) error {
 		return nil
 	}
 	for ri := range c.Rules {
-		for _, level := range c.Rules[ri].levels() {
+		for _, level := range c.Rules[ri].Levels() {
 			for _, l := range level.Limits {
-				err := c.Local.scale(l.Limit).Validate()
+				err := c.Local.Scale(l.Limit).Validate()
 				var pe *algorithms.ParamError
 				if errors.As(err, &pe) {
 					name := string(pe.Param)
@@ -94,7 +94,7 @@ func checkLocalLimits(c *Config) error {
 
 // scale returns l as one VM enforces it: its rate and burst times the
 // share, rounded up, at least 1; the period is kept.
-func (f *LocalFallback) scale(l algorithms.Limit) algorithms.Limit {
+func (f *LocalFallback) Scale(l algorithms.Limit) algorithms.Limit {
 	l.Rate, l.Burst = f.part(l.Rate), f.part(l.Burst)
 	return l
 }

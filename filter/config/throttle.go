@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"fmt"
@@ -11,16 +11,16 @@ import (
 
 // Throttle holds a request the rule's funnels deny now, for as long as it
 // takes to conform, instead of answering 429, as nginx's limit_req with a
-// burst does (see throttle.go). "throttle": {} turns it on.
+// burst does (see package filter, throttle.go). "throttle": {} turns it on.
 type Throttle struct {
 	// MaxDelay is the longest a request waits (throttle.max_delay, default
 	// 1s): one that would wait longer is denied, charging nothing.
 	MaxDelay time.Duration
 }
 
-// throttleTick is how often a VM looks for held requests due: a request
+// ThrottleTick is how often a VM looks for held requests due: a request
 // goes on no earlier than its time, and at most this much later.
-const throttleTick = 10 * time.Millisecond
+const ThrottleTick = 10 * time.Millisecond
 
 // parseThrottle reads a rule's throttle, which needs funnels only, of a
 // cost known at the request, decided in Redis.
@@ -37,12 +37,12 @@ func parseThrottle(v gjson.Result, path string, r *Rule) (*Throttle, error) {
 		return nil, errAt(path, "not with response_cost: the request's cost must be known when it is held")
 	case r.Lease != nil:
 		return nil, errAt(path, "not with lease: a VM spends a batch at once")
-	case r.chosenInRedis():
+	case r.ChosenInRedis():
 		return nil, errAt(path, "not with overrides or tiers from redis: the VM must know the key's limits are funnels")
 	case r.Shadow:
 		return nil, errAt(path, "not on a shadow rule: a shadow rule never delays")
 	}
-	for _, level := range r.levels() {
+	for _, level := range r.Levels() {
 		for _, l := range level.Limits {
 			if l.Limit.Algorithm != algorithms.Funnel {
 				return nil, errAt(path, "needs funnel or token_bucket limits only: limit %q is a %s", l.Name, l.Limit.Algorithm)
@@ -53,7 +53,7 @@ func parseThrottle(v gjson.Result, path string, r *Rule) (*Throttle, error) {
 	if t.MaxDelay, err = duration(o["max_delay"], path+".max_delay", time.Second); err != nil {
 		return nil, err
 	}
-	if t.MaxDelay < throttleTick || t.MaxDelay > time.Minute {
+	if t.MaxDelay < ThrottleTick || t.MaxDelay > time.Minute {
 		return nil, errAt(path+".max_delay", "must be at least 10ms and at most 1m")
 	}
 	return t, nil

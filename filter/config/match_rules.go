@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"fmt"
@@ -35,7 +35,7 @@ var matchKeys = []string{matchRoute, matchRoutePrefix, matchConsumer, matchDomai
 // instead of the top-level one, to the requests its lists select. Which
 // lists count follows Higress: Routes (with Services, both must match),
 // else Domains, else Services, else RoutePrefixes (with Consumers, both
-// must match). ParseConfig refuses any other combination, since Higress
+// must match). Parse refuses any other combination, since Higress
 // would silently ignore a list.
 type MatchRule struct {
 	// Routes are route names (the route_name property), matched exactly.
@@ -244,7 +244,7 @@ func checkSharedParts(top *Config) error {
 			metric := prometheusName(r.Name)
 			if s, ok := byMetric[metric]; ok && s.rule.Name != r.Name {
 				return errAt(path+".name", "%q and %s.name %q give the same Prometheus metric names (%s): \".\" and \"-\" become \"_\"",
-					r.Name, s.path, s.rule.Name, prometheusName(ruleMetricName(r.Name, outcomeAllowed)))
+					r.Name, s.path, s.rule.Name, prometheusName(RuleMetricName(r.Name, OutcomeAllowed)))
 			} else if !ok {
 				byMetric[metric] = seen{path, r, c.TrustedHops}
 			}
@@ -288,7 +288,7 @@ func sameLimits(a, b *Rule) bool {
 func sameKey(a, b *Rule) bool {
 	return slices.EqualFunc(a.Key, b.Key, func(p, q KeyPart) bool {
 		return p.Source == q.Source && p.Name == q.Name && p.Value == q.Value && slices.Equal(p.Path, q.Path) &&
-			p.IPv4Prefix == q.IPv4Prefix && p.IPv6Prefix == q.IPv6Prefix && p.claimPath == q.claimPath
+			p.IPv4Prefix == q.IPv4Prefix && p.IPv6Prefix == q.IPv6Prefix && p.ClaimPath == q.ClaimPath
 	})
 }
 

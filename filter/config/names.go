@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"fmt"
@@ -10,35 +10,35 @@ import (
 // bootstrap turns a trailing ".shadow_denied" into the label
 // authz_dry_run_result, so shadow denials are "would_deny".
 const (
-	outcomeAllowed   = "allowed"
-	outcomeDenied    = "denied"
-	outcomeWouldDeny = "would_deny"
-	outcomeBlocked   = "blocked"
+	OutcomeAllowed   = "allowed"
+	OutcomeDenied    = "denied"
+	OutcomeWouldDeny = "would_deny"
+	OutcomeBlocked   = "blocked"
 )
 
 // Settling events of a response_cost rule, the same metric's last segment.
 const (
-	eventCharged      = "units_charged"
-	eventRefunded     = "units_refunded"
-	eventOverdrawn    = "units_overdrawn"
-	eventUsageMissing = "usage_missing"
-	eventStreamReset  = "stream_reset"
+	EventCharged      = "units_charged"
+	EventRefunded     = "units_refunded"
+	EventOverdrawn    = "units_overdrawn"
+	EventUsageMissing = "usage_missing"
+	EventStreamReset  = "stream_reset"
 )
 
 // Release events of a rule with concurrency limits.
 const (
-	eventReleasesFailed = "releases_failed"
-	eventSlotsExpired   = "slots_expired"
+	EventReleasesFailed = "releases_failed"
+	EventSlotsExpired   = "slots_expired"
 )
 
-var ruleOutcomes = [...]string{outcomeAllowed, outcomeDenied, outcomeWouldDeny, outcomeBlocked,
-	eventCharged, eventRefunded, eventOverdrawn, eventUsageMissing, eventStreamReset,
-	eventReleasesFailed, eventSlotsExpired}
+var ruleOutcomes = [...]string{OutcomeAllowed, OutcomeDenied, OutcomeWouldDeny, OutcomeBlocked,
+	EventCharged, EventRefunded, EventOverdrawn, EventUsageMissing, EventStreamReset,
+	EventReleasesFailed, EventSlotsExpired}
 
-// ruleMetricName is the proxy-wasm metric for a rule's outcome. Envoy
+// RuleMetricName is the proxy-wasm metric for a rule's outcome. Envoy
 // shows it as wasmcustom.<name> in /stats, and /stats/prometheus as
 // <name> with every byte outside [a-zA-Z0-9_:] turned into "_".
-func ruleMetricName(rule, outcome string) string {
+func RuleMetricName(rule, outcome string) string {
 	return "ratelimit.rule." + rule + "." + outcome
 }
 
@@ -54,11 +54,11 @@ func checkRuleNames(rules []Rule, path string) error {
 		key := prometheusName(r.Name)
 		if j, ok := first[key]; ok {
 			return errAt(at, "%q and %s[%d].name %q give the same Prometheus metric names (%s): \".\" and \"-\" become \"_\"",
-				r.Name, path, j, rules[j].Name, prometheusName(ruleMetricName(r.Name, outcomeAllowed)))
+				r.Name, path, j, rules[j].Name, prometheusName(RuleMetricName(r.Name, OutcomeAllowed)))
 		}
 		first[key] = i
 		for _, o := range ruleOutcomes {
-			name := "wasmcustom." + ruleMetricName(r.Name, o)
+			name := "wasmcustom." + RuleMetricName(r.Name, o)
 			if tag := istioTagIn(name); tag != "" {
 				return errAt(at, "%q: Istio's stats tag %q would cut part of the metric %s out into a label; choose another name", r.Name, tag, name[len("wasmcustom."):])
 			}

@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"fmt"
@@ -60,7 +60,7 @@ const (
 
 const (
 	defaultMaxBodyBytes = 1 << 20
-	maxResponseCost     = 1 << 40
+	MaxResponseCost     = 1 << 40
 )
 
 func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
@@ -105,7 +105,7 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 		return nil, err
 	}
 	rc.OnMissing, rc.OnReset = fallbacks[missing], fallbacks[reset]
-	if rc.Default, err = integer(o["default"], path+".default", 0, 0, maxResponseCost); err != nil {
+	if rc.Default, err = integer(o["default"], path+".default", 0, 0, MaxResponseCost); err != nil {
 		return nil, err
 	}
 	if !o["default"].Exists() && (rc.OnMissing == FallbackDefault || rc.OnReset == FallbackDefault) {
@@ -186,7 +186,7 @@ func parseEstimate(v gjson.Result, path string) (Estimate, error) {
 	switch {
 	case !v.Exists():
 	case v.Type == gjson.Number:
-		e.Default, err = integer(v, path, 0, 0, maxResponseCost)
+		e.Default, err = integer(v, path, 0, 0, MaxResponseCost)
 	case v.IsObject():
 		o, ferr := fields(v, path, "header", "body", "default")
 		if ferr != nil {
@@ -207,15 +207,15 @@ func parseEstimate(v gjson.Result, path string) (Estimate, error) {
 			return e, errAt(path+".body", "must be a dotted field path such as max_tokens")
 		}
 		e.Header = strings.ToLower(e.Header)
-		e.Default, err = integer(o["default"], path+".default", 0, 0, maxResponseCost)
+		e.Default, err = integer(o["default"], path+".default", 0, 0, MaxResponseCost)
 	default:
 		err = errAt(path, "must be a number, or an object with header or body, and default")
 	}
 	return e, err
 }
 
-// chargesStatus reports whether a response with this status is charged.
-func (rc *ResponseCost) chargesStatus(status int) bool {
+// ChargesStatus reports whether a response with this status is charged.
+func (rc *ResponseCost) ChargesStatus(status int) bool {
 	if len(rc.Statuses) == 0 {
 		return true
 	}
@@ -227,11 +227,11 @@ func (rc *ResponseCost) chargesStatus(status int) bool {
 	return false
 }
 
-// parseCostValue reads a cost from a header value: a non-negative integer.
-func parseCostValue(v string) (int64, bool) {
+// ParseCost reads a cost from a header value: a non-negative integer.
+func ParseCost(v string) (int64, bool) {
 	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 	if err != nil || n < 0 {
 		return 0, false
 	}
-	return min(n, maxResponseCost), true
+	return min(n, MaxResponseCost), true
 }

@@ -1,7 +1,8 @@
-package filter
+package config
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/tidwall/gjson"
@@ -20,9 +21,9 @@ var keyPartFields = map[KeySource][]string{
 	SourceProperty: {"path"},
 }
 
-// jwtAuthnNamespace is the dynamic metadata namespace Envoy's jwt_authn
+// JWTAuthnNamespace is the dynamic metadata namespace Envoy's jwt_authn
 // filter writes a verified payload under (filter.cc, setExtractedData).
-const jwtAuthnNamespace = "envoy.filters.http.jwt_authn"
+const JWTAuthnNamespace = "envoy.filters.http.jwt_authn"
 
 // maxPropertySegments bounds a property path.
 const maxPropertySegments = 16
@@ -33,7 +34,7 @@ func parseKeyPart(o map[string]gjson.Result, at string, src KeySource) (KeyPart,
 	part := KeyPart{Source: src}
 	name := sourceNames[src]
 	for _, f := range []string{"name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len"} {
-		if o[f].Exists() && !contains(keyPartFields[src], f) {
+		if o[f].Exists() && !slices.Contains(keyPartFields[src], f) {
 			if f == "name" {
 				return part, errAt(at+".name", "not allowed for source %s", name)
 			}
@@ -78,7 +79,7 @@ func parseKeyPart(o map[string]gjson.Result, at string, src KeySource) (KeyPart,
 func sourcesAllowing(f string) []string {
 	var out []string
 	for s := SourceHeader; int(s) < len(sourceNames); s++ {
-		if contains(keyPartFields[s], f) {
+		if slices.Contains(keyPartFields[s], f) {
 			out = append(out, sourceNames[s])
 		}
 	}
@@ -100,7 +101,7 @@ func parseClaim(part *KeyPart, o map[string]gjson.Result, at string) error {
 		return errAt(at+".name", "required for source jwt_claim")
 	}
 	claim := strings.Split(part.Name, ".")
-	if contains(claim, "") || strings.IndexByte(part.Name, 0) >= 0 {
+	if slices.Contains(claim, "") || strings.IndexByte(part.Name, 0) >= 0 {
 		return errAt(at+".name", `must be a claim name, or a path of them joined by "." ("org.id"), without NUL`)
 	}
 	key, err := str(o["payload_in_metadata"], at+".payload_in_metadata", "jwt_payload")
@@ -114,8 +115,8 @@ func parseClaim(part *KeyPart, o map[string]gjson.Result, at string) error {
 	for i, c := range claim {
 		escaped[i] = gjson.Escape(c)
 	}
-	part.claimPath = strings.Join(escaped, ".")
-	part.Path = append([]string{"metadata", "filter_metadata", jwtAuthnNamespace, key}, claim...)
+	part.ClaimPath = strings.Join(escaped, ".")
+	part.Path = append([]string{"metadata", "filter_metadata", JWTAuthnNamespace, key}, claim...)
 	return nil
 }
 

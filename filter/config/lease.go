@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"time"
@@ -9,7 +9,7 @@ import (
 )
 
 // Lease lets a VM take a batch of a hot key's units in one call and spend
-// them alone for a while (see lease.go). Every field has a default, so
+// them alone for a while (see package filter, lease.go). Every field has a default, so
 // "lease": {} turns it on.
 type Lease struct {
 	// MaxHold is the longest a VM spends a batch (lease.max_hold, default
@@ -46,9 +46,9 @@ func parseLease(v gjson.Result, path string, r *Rule) (*Lease, error) {
 	switch {
 	case r.Response != nil:
 		return nil, errAt(path, "not with response_cost: a batch is taken before any response says what it cost")
-	case r.hasConcurrency():
+	case r.HasConcurrency():
 		return nil, errAt(path, "not with a concurrency limit: a slot is held per request")
-	case r.chosenInRedis():
+	case r.ChosenInRedis():
 		return nil, errAt(path, "not with overrides or tiers from redis: the VM must know the key's limits")
 	case r.Shadow:
 		return nil, errAt(path, "not on a shadow rule")
@@ -61,9 +61,9 @@ func parseLease(v gjson.Result, path string, r *Rule) (*Lease, error) {
 		return nil, errAt(path+".max_hold", "must be > 0 and at most 1h")
 	}
 	smallest := int64(-1)
-	for _, level := range r.levels() {
+	for _, level := range r.Levels() {
 		for _, nl := range level.Limits {
-			if c := capacity(nl.Limit); smallest < 0 || c < smallest {
+			if c := Capacity(nl.Limit); smallest < 0 || c < smallest {
 				smallest = c
 			}
 		}
@@ -84,7 +84,7 @@ func parseLease(v gjson.Result, path string, r *Rule) (*Lease, error) {
 }
 
 // capacity is the most one admission of a limit may cost.
-func capacity(l algorithms.Limit) int64 {
+func Capacity(l algorithms.Limit) int64 {
 	if l.Algorithm == algorithms.Funnel {
 		return l.Burst
 	}

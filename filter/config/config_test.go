@@ -1,4 +1,4 @@
-package filter
+package config
 
 import (
 	"os"
@@ -22,7 +22,7 @@ func TestInvalidConfigFixtures(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			data := readFixture(t, f)
 			want := readFixture(t, strings.TrimSuffix(f, ".json")+".error")
-			_, err := ParseConfig(data)
+			_, err := Parse(data)
 			if err == nil || err.Error() != strings.TrimSpace(string(want)) {
 				t.Fatalf("got  %v\nwant %s", err, want)
 			}
@@ -32,7 +32,7 @@ func TestInvalidConfigFixtures(t *testing.T) {
 
 func TestValidConfigFixtures(t *testing.T) {
 	for _, f := range fixtures(t, "testdata/valid/*.json") {
-		if _, err := ParseConfig(readFixture(t, f)); err != nil {
+		if _, err := Parse(readFixture(t, f)); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
@@ -60,7 +60,7 @@ func readFixture(t testing.TB, name string) []byte {
 
 func TestParseConfigDefaultsAndValues(t *testing.T) {
 	minimal := `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"client_ip"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`
-	c, err := ParseConfig([]byte(minimal))
+	c, err := Parse([]byte(minimal))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestParseConfigDefaultsAndValues(t *testing.T) {
 		t.Fatalf("rule defaults: %+v", r)
 	}
 
-	c, err = ParseConfig(readFixture(t, "testdata/valid/everything.json"))
+	c, err = Parse(readFixture(t, "testdata/valid/everything.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestParseConfigDefaultsAndValues(t *testing.T) {
 }
 
 func TestDuplicateFieldRejected(t *testing.T) {
-	_, err := ParseConfig([]byte(`{"redis":{"cluster":"a","cluster":"b"},"rules":[]}`))
+	_, err := Parse([]byte(`{"redis":{"cluster":"a","cluster":"b"},"rules":[]}`))
 	if err == nil || err.Error() != "redis.cluster: duplicate field" {
 		t.Fatalf("got %v", err)
 	}
@@ -103,7 +103,7 @@ func TestManualBlockOption(t *testing.T) {
 			{"name":"b","key":[{"source":"client_ip"}],"limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]` + extra + `}]}`
 	}
 	for extra, want := range map[string]bool{"": true, `,"manual_block":true`: true, `,"manual_block":false`: false} {
-		c, err := ParseConfig([]byte(rule(extra)))
+		c, err := Parse([]byte(rule(extra)))
 		if err != nil {
 			t.Fatalf("%q: %v", extra, err)
 		}
@@ -112,7 +112,7 @@ func TestManualBlockOption(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`"false"`, `0`, `null`, `{}`} {
-		_, err := ParseConfig([]byte(rule(`,"manual_block":` + bad)))
+		_, err := Parse([]byte(rule(`,"manual_block":` + bad)))
 		if err == nil || err.Error() != "rules[1].manual_block: must be true or false" {
 			t.Errorf("manual_block %s: %v", bad, err)
 		}
