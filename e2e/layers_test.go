@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -96,7 +97,7 @@ func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
 // so each builds and tests without the runtime.
 func TestLayersPurePackagesDoNotImportFilter(t *testing.T) {
 	const filter = "github.com/redisrate/envoy-redis-ratelimit/filter"
-	for _, pkg := range []string{"config", "usage", "webdis"} {
+	for _, pkg := range []string{"config", "keyspace", "usage", "webdis"} {
 		out, err := exec.Command("go", "list", "-deps", "../filter/"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list filter/%s: %v\n%s", pkg, err, out)
@@ -109,5 +110,25 @@ func TestLayersPurePackagesDoNotImportFilter(t *testing.T) {
 				t.Errorf("filter/%s depends on package filter", pkg)
 			}
 		}
+	}
+}
+
+// ratelimitctl reads the configuration and the key space without the
+// filter's runtime: its code depends on filter/config and filter/keyspace,
+// not on package filter (its tests may).
+func TestLayersRatelimitctlDoesNotImportFilter(t *testing.T) {
+	const filter = "github.com/redisrate/envoy-redis-ratelimit/filter"
+	cmd := exec.Command("go", "list", "-deps", ".")
+	cmd.Dir = "../cmd/ratelimitctl"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/ratelimitctl: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, filter+"/keyspace") || !slices.Contains(deps, filter+"/config") {
+		t.Fatalf("ratelimitctl does not depend on filter/config and filter/keyspace:\n%s", out)
+	}
+	if slices.Contains(deps, filter) {
+		t.Error("ratelimitctl depends on package filter")
 	}
 }

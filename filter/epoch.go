@@ -7,6 +7,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -31,7 +32,7 @@ type epochPoll struct {
 }
 
 func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
-	return epochPoll{key: EpochKey(cfg.Redis.Prefix), polls: host.Counter("ratelimit.epoch.polls"),
+	return epochPoll{key: keyspace.EpochKey(cfg.Redis.Prefix), polls: host.Counter("ratelimit.epoch.polls"),
 		changes: host.Counter("ratelimit.epoch.changes")}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // keyParts parses a configuration with one rule whose key is key, and
@@ -213,7 +214,7 @@ func TestClientIPGrouping(t *testing.T) {
 			t.Errorf("%+v from %s: got %q %v, want %q", tc.part, tc.source, got, ok, tc.want)
 		}
 		ip := tc.source[:strings.LastIndexByte(tc.source, ':')]
-		if c, err := canonical(&tc.part, strings.Trim(ip, "[]")); err != nil || c != tc.want {
+		if c, err := keyspace.Canonical(&tc.part, strings.Trim(ip, "[]")); err != nil || c != tc.want {
 			t.Errorf("canonical(%s) under %+v: %q, %v; want %q", ip, tc.part, c, err, tc.want)
 		}
 	}
@@ -226,42 +227,6 @@ func TestClientIPPrefixParsed(t *testing.T) {
 	}
 	if parts[1].IPv4Prefix.Set || parts[1].IPv6Prefix.Set {
 		t.Errorf("no grouping by default: %+v", parts[1])
-	}
-}
-
-func TestCanonicalClientIP(t *testing.T) {
-	v4 := config.KeyPart{Source: config.SourceClientIP, IPv4Prefix: config.PrefixLen{Bits: 24, Set: true}}
-	for _, tc := range []struct {
-		part      config.KeyPart
-		in, want  string
-		wantError string
-	}{
-		{v4, "203.0.113.0/24", "203.0.113.0/24", ""},
-		{v4, "203.0.113.9/24", "203.0.113.0/24", ""},
-		{v4, "203.0.113.9/28", "203.0.113.0/24", ""},
-		{v4, "::ffff:203.0.113.9/120", "203.0.113.0/24", ""},
-		{v4, "203.0.0.0/16", "", `"203.0.0.0/16" is a network wider than the rule's /24`},
-		{v4, "fe80::1%eth0", "fe80::1", ""},
-		{config.KeyPart{Source: config.SourceClientIP}, "203.0.113.9/32", "203.0.113.9", ""},
-		{config.KeyPart{Source: config.SourceClientIP}, "203.0.113.0/24", "", `"203.0.113.0/24" is a network wider than the rule's /32`},
-		{v4, "alice", "", `"alice" is not an IP address or network`},
-		{v4, "", "", `"" is not an IP address or network`},
-		{config.KeyPart{Source: config.SourceHeader, Name: "x-user"}, "alice", "alice", ""},
-		{config.KeyPart{Source: config.SourceJWTClaim, Name: "sub"}, "203.0.113.9", "203.0.113.9", ""},
-	} {
-		got, err := canonical(&tc.part, tc.in)
-		if got != tc.want || errString(err) != tc.wantError {
-			t.Errorf("canonical(%q) under %+v: %q, %v; want %q, %q", tc.in, tc.part, got, err, tc.want, tc.wantError)
-		}
-	}
-	// RuleKey, as ratelimitctl calls it, names the part that failed.
-	c := &config.Config{Redis: config.RedisConfig{Prefix: "rl:"}}
-	rule := &config.Rule{Name: "per-net", Key: []config.KeyPart{v4}}
-	if k, err := RuleKey(c, rule, []string{"203.0.113.7"}); err != nil || k != "rl:{per-net|203.0.113.0/24}" {
-		t.Errorf("RuleKey: %q, %v", k, err)
-	}
-	if _, err := RuleKey(c, rule, []string{"nope"}); errString(err) != `rule per-net: key part 0 (client_ip): "nope" is not an IP address or network` {
-		t.Errorf("RuleKey error: %v", err)
 	}
 }
 

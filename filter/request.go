@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // request is what the filter reads of one request: its header map as the
@@ -191,7 +192,7 @@ func (r *request) clientAddr(hops int) (netip.Addr, bool) {
 // parseSource parses source.address, "ip:port" or a bare IP (port 0).
 func parseSource(s string) (netip.Addr, uint16, bool) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return normalizeIP(ap.Addr()), ap.Port(), true
+		return keyspace.NormalizeIP(ap.Addr()), ap.Port(), true
 	}
 	ip, ok := parseIP(s)
 	return ip, 0, ok
@@ -200,9 +201,5 @@ func parseSource(s string) (netip.Addr, uint16, bool) {
 // parseIP parses one X-Forwarded-For entry: an IP, surrounded by spaces.
 func parseIP(s string) (netip.Addr, bool) {
 	ip, err := netip.ParseAddr(strings.TrimSpace(s))
-	return normalizeIP(ip), err == nil
+	return keyspace.NormalizeIP(ip), err == nil
 }
-
-// normalizeIP gives one key per client: an IPv4-mapped IPv6 address is the
-// IPv4 address, and an IPv6 zone is dropped.
-func normalizeIP(ip netip.Addr) netip.Addr { return ip.Unmap().WithZone("") }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // Tier values beside a tier's index.
@@ -38,25 +39,20 @@ func newRuleHeaders(r *config.Rule) ruleHeaders {
 	for _, level := range r.Levels() {
 		var lh levelHeaders
 		var policy []string
-		var limits []algorithms.Limit
 		for _, l := range level.Limits {
 			name := `"` + l.Name + `"`
 			policy = append(policy, policyItem(name, l.Limit))
 			q, _ := l.Limit.Policy()
 			lh.names, lh.quotas = append(lh.names, name), append(lh.quotas, strconv.FormatInt(q, 10))
-			limits = append(limits, l.Limit)
 		}
 		lh.policy = strings.Join(policy, ", ")
 		h.levels = append(h.levels, lh)
-		t := algorithms.Tier{Name: level.Name, Limits: limits}
-		h.choices = append(h.choices, t)
+	}
+	h.choices = r.ScriptTiers()
+	for _, t := range h.choices {
 		h.levelTiers = append(h.levelTiers, []algorithms.Tier{t})
 	}
-	for i := range r.Positions() {
-		name := r.Name + ".override"
-		if r.Positions() > 1 {
-			name += "." + strconv.Itoa(i)
-		}
+	for _, name := range r.OverrideNames() {
 		h.positions = append(h.positions, `"`+name+`"`)
 	}
 	return h
@@ -109,10 +105,10 @@ func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 	if tier >= 0 {
 		ch.Tiers = h.levelTiers[tier]
 	} else {
-		at.tier[0], at.tier[1] = key(tierSuffix)
+		at.tier[0], at.tier[1] = key(keyspace.TierSuffix)
 	}
 	if rule.Overrides {
-		at.over[0], at.over[1] = key(overrideSuffix)
+		at.over[0], at.over[1] = key(keyspace.OverrideSuffix)
 	}
 	for i := range rule.Positions() {
 		from := len(c.keys)

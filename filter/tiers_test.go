@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 const tieredByHeader = `{"redis":{"cluster":"redis"},"rules":[
@@ -54,7 +55,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 	h.plugin.denyCache = nil // this test is about Redis's picks
 	cfg := h.plugin.cfg
 	rule := &cfg.Rules[0]
-	base, err := RuleKey(cfg, rule, []string{"k1"})
+	base, err := keyspace.RuleKey(cfg, rule, []string{"k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +65,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 	if o := h.send("x-key=k1"); o.status != 429 {
 		t.Fatalf("free, second: %+v", o)
 	}
-	if _, err := server.Do("SET", TierKey(base), "pro"); err != nil {
+	if _, err := server.Do("SET", keyspace.TierKey(base), "pro"); err != nil {
 		t.Fatal(err)
 	}
 	o := h.send("x-key=k1")
@@ -75,14 +76,14 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.Do("SET", OverrideKey(base), v, "PX", "60000"); err != nil {
+	if _, err := server.Do("SET", keyspace.OverrideKey(base), v, "PX", "60000"); err != nil {
 		t.Fatal(err)
 	}
 	o = h.send("x-key=k1")
 	if o.status != 200 || o.headers["ratelimit"] != `"api.override";r=4997;t=60` || o.headers["ratelimit-policy"] != `"api.override";q=5000;w=60` {
 		t.Fatalf("override: %+v", o)
 	}
-	if _, err := server.Do("DEL", OverrideKey(base), TierKey(base)); err != nil {
+	if _, err := server.Do("DEL", keyspace.OverrideKey(base), keyspace.TierKey(base)); err != nil {
 		t.Fatal(err)
 	}
 	if o := h.send("x-key=k1"); o.status != 429 || !strings.Contains(o.body, `"limit":"api.free"`) {
@@ -113,12 +114,12 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 	h := newFakeHost(t, tieredInRedis)
 	cfg := h.plugin.cfg
 	rule := &cfg.Rules[0]
-	base, _ := RuleKey(cfg, rule, []string{"k2"})
-	if _, err := server.Do("SET", TierKey(base), "pro"); err != nil {
+	base, _ := keyspace.RuleKey(cfg, rule, []string{"k2"})
+	if _, err := server.Do("SET", keyspace.TierKey(base), "pro"); err != nil {
 		t.Fatal(err)
 	}
 	h.send("x-key=k2")
-	pk, err := NewPeek(cfg, rule, base, "")
+	pk, err := keyspace.NewPeek(cfg, rule, base, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +135,7 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 }
 
 // runPeek sends pk's read to the real Redis and decodes its reply.
-func runPeek(t *testing.T, pk *Peek) (KeyState, error) {
+func runPeek(t *testing.T, pk *keyspace.Peek) (keyspace.KeyState, error) {
 	t.Helper()
 	v, err := server.Do(pk.Args(algorithms.FCall)...)
 	if err != nil {

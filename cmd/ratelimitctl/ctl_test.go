@@ -19,6 +19,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -140,7 +141,7 @@ func (e *env) key(rule string, parts ...string) string {
 	if !ok {
 		e.t.Fatalf("no rule %s", rule)
 	}
-	k, err := filter.RuleKey(e.cfg, r, parts)
+	k, err := keyspace.RuleKey(e.cfg, r, parts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func (e *env) pttl(key string) int64 {
 func (e *env) epoch() int64 {
 	e.t.Helper()
 	var n int64
-	if v := e.get(filter.EpochKey(e.prefix)); v != "" {
+	if v := e.get(keyspace.EpochKey(e.prefix)); v != "" {
 		fmt.Sscan(v, &n)
 	}
 	return n

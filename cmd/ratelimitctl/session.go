@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // defaultRedis is where Redis is without --redis.
@@ -145,7 +145,7 @@ func (s *session) target(ruleName string, parts []string) (*config.Rule, string,
 		return nil, "", fmt.Errorf("rule %s: its key has %d part(s) (%s): give as many PART arguments, not %d",
 			rule.Name, len(rule.Key), describeKey(rule.Key), len(parts))
 	}
-	base, err := filter.RuleKey(s.cfg, rule, parts)
+	base, err := keyspace.RuleKey(s.cfg, rule, parts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -204,9 +204,9 @@ func describeKey(key []config.KeyPart) string {
 // bumpEpoch increments the epoch key after a change, so that every VM
 // drops its deny cache, and returns the new epoch.
 func (s *session) bumpEpoch(ctx context.Context) (int64, error) {
-	n, err := s.rdb.Incr(ctx, filter.EpochKey(s.prefix)).Result()
+	n, err := s.rdb.Incr(ctx, keyspace.EpochKey(s.prefix)).Result()
 	if err != nil {
-		return 0, fmt.Errorf("INCR %s: %w", filter.EpochKey(s.prefix), err)
+		return 0, fmt.Errorf("INCR %s: %w", keyspace.EpochKey(s.prefix), err)
 	}
 	return n, nil
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
@@ -177,6 +178,35 @@ func (r *Rule) HasConcurrency() bool {
 		}
 	}
 	return false
+}
+
+// ScriptTiers returns the rule's tiers as the script's choice takes them,
+// one per level (see Levels): a name and its limits.
+func (r *Rule) ScriptTiers() []algorithms.Tier {
+	var tiers []algorithms.Tier
+	for _, level := range r.Levels() {
+		var limits []algorithms.Limit
+		for _, l := range level.Limits {
+			limits = append(limits, l.Limit)
+		}
+		tiers = append(tiers, algorithms.Tier{Name: level.Name, Limits: limits})
+	}
+	return tiers
+}
+
+// OverrideNames are the names of an override's limits, one per position:
+// "<rule>.override", or "<rule>.override.<i>" when the rule keeps more
+// than one state per key.
+func (r *Rule) OverrideNames() []string {
+	var names []string
+	for i := range r.Positions() {
+		name := r.Name + ".override"
+		if r.Positions() > 1 {
+			name += "." + strconv.Itoa(i)
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // Positions is the number of the rule's limit states per key: the most

@@ -1,4 +1,10 @@
-package filter
+// Package keyspace is the filter's Redis key space, as the filter writes it
+// and ratelimitctl reads it: a rule's key from key-part values (RuleKey,
+// AppendPart, Canonical), the keys that extend it (StateKey, BlockKey,
+// TierKey, OverrideKey), the epoch key, SplitKey and DecodePart to read
+// keys back, and Peek, the script call that reads one key's state
+// without charging it.
+package keyspace
 
 import (
 	"fmt"
@@ -9,7 +15,7 @@ import (
 )
 
 // The key space, as the filter writes it and ratelimitctl reads it. A rule
-// key ("base") is "<prefix>{<rule>|<part>|...}" (see appendRuleKey); its
+// key ("base") is "<prefix>{<rule>|<part>|...}" (see filter's appendRuleKey); its
 // keys extend it:
 //
 //	<base>:<i>          the state of the rule's limit at position i
@@ -19,9 +25,9 @@ import (
 //	<prefix>epoch       bumped on every operator change; each VM polls it
 //	                    and drops its deny cache when it moves
 const (
-	blockSuffix    = ":block"
-	tierSuffix     = ":tier"
-	overrideSuffix = ":override"
+	BlockSuffix    = ":block"
+	TierSuffix     = ":tier"
+	OverrideSuffix = ":override"
 	epochName      = "epoch"
 )
 
@@ -37,12 +43,12 @@ func RuleKey(c *config.Config, rule *config.Rule, parts []string) (string, error
 	b := append([]byte(c.Redis.Prefix), '{')
 	b = append(b, rule.Name...)
 	for i, p := range rule.Key {
-		v, err := canonical(&p, parts[i])
+		v, err := Canonical(&p, parts[i])
 		if err != nil {
 			return "", fmt.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
 		}
 		b = append(b, '|')
-		b = appendKeyPart(b, v)
+		b = AppendPart(b, v)
 	}
 	return string(append(b, '}')), nil
 }
@@ -51,20 +57,20 @@ func RuleKey(c *config.Config, rule *config.Rule, parts []string) (string, error
 func StateKey(base string, i int) string { return base + ":" + strconv.Itoa(i) }
 
 // BlockKey is the key whose existence blocks base.
-func BlockKey(base string) string { return base + blockSuffix }
+func BlockKey(base string) string { return base + BlockSuffix }
 
 // TierKey holds the tier an operator assigned to base.
-func TierKey(base string) string { return base + tierSuffix }
+func TierKey(base string) string { return base + TierSuffix }
 
 // OverrideKey holds an operator's limits for base.
-func OverrideKey(base string) string { return base + overrideSuffix }
+func OverrideKey(base string) string { return base + OverrideSuffix }
 
 // EpochKey is the counter an operator's change bumps, so that every VM
-// drops its deny cache (see Plugin.pollEpoch).
+// drops its deny cache (see filter's Plugin.pollEpoch).
 func EpochKey(prefix string) string { return prefix + epochName }
 
 // SplitKey parses a key of the key space: its rule, its key parts (as
-// encoded: see DecodeKeyPart) and what follows the rule key (":0",
+// encoded: see DecodePart) and what follows the rule key (":0",
 // ":block" ...). ok is false for a key outside prefix's key space.
 func SplitKey(prefix, key string) (rule string, parts []string, suffix string, ok bool) {
 	rest, found := strings.CutPrefix(key, prefix+"{")
@@ -79,10 +85,10 @@ func SplitKey(prefix, key string) (rule string, parts []string, suffix string, o
 	return fields[0], fields[1:], rest[end+1:], true
 }
 
-// DecodeKeyPart undoes appendKeyPart's percent-encoding. A hashed part
+// DecodePart undoes AppendPart's percent-encoding. A hashed part
 // ("#" and 22 base64url characters) cannot be undone and is returned as
 // it is, with hashed set.
-func DecodeKeyPart(p string) (v string, hashed bool) {
+func DecodePart(p string) (v string, hashed bool) {
 	if strings.HasPrefix(p, "#") {
 		return p, true
 	}

@@ -1,4 +1,4 @@
-package filter
+package keyspace
 
 import (
 	"fmt"
@@ -21,6 +21,12 @@ type Peek struct {
 	checks  []algorithms.Check
 	choices []algorithms.Choice
 }
+
+// Tier values beside a tier's index, as package filter has them.
+const (
+	tierOverride = -1 // an operator's override decided
+	tierAny      = -2 // Redis names the tier
+)
 
 // KeyState is what Peek found.
 type KeyState struct {
@@ -74,10 +80,10 @@ func NewPeek(c *config.Config, rule *config.Rule, base, tier string) (*Peek, err
 		}
 		return pk, nil
 	}
-	h := newRuleHeaders(rule)
-	ch := algorithms.Choice{CheckOnly: true, Tiers: h.choices}
+	tiers := rule.ScriptTiers()
+	ch := algorithms.Choice{CheckOnly: true, Tiers: tiers}
 	if pk.tier >= 0 {
-		ch.Tiers = h.levelTiers[pk.tier]
+		ch.Tiers = []algorithms.Tier{tiers[pk.tier]}
 	} else {
 		ch.TierKey = TierKey(base)
 	}
@@ -102,7 +108,7 @@ func (pk *Peek) Args(inv algorithms.Invoke) []any {
 	cmd := algorithms.AppendCall(nil, algorithms.RESP, inv, op, pk.blocks, pk.checks, pk.choices)
 	v, _, err := redisproto.Decode(cmd)
 	if err != nil {
-		panic("filter: a command that does not decode: " + err.Error()) // a defect of AppendCall
+		panic("keyspace: a command that does not decode: " + err.Error()) // a defect of AppendCall
 	}
 	elems, _ := v.Array()
 	args := make([]any, len(elems))
@@ -135,7 +141,7 @@ func (pk *Peek) Decode(reply []int64) (KeyState, error) {
 	if t := pk.rule.Tiers; t != nil && tier >= 0 {
 		ks.Tier = t.Levels[tier].Name
 	}
-	h := newRuleHeaders(pk.rule)
+	overrides := pk.rule.OverrideNames()
 	for i, r := range d.Results {
 		if r.Unused() {
 			continue
@@ -146,12 +152,12 @@ func (pk *Peek) Decode(reply []int64) (KeyState, error) {
 		} else {
 			l = d.Picked[i-len(pk.checks)]
 		}
-		name := h.positions[i]
+		name := overrides[i]
 		if tier >= 0 {
-			name = h.levels[tier].names[i]
+			name = pk.rule.Levels()[tier].Limits[i].Name
 		}
 		q, w := l.Policy()
-		ks.Limits = append(ks.Limits, LimitState{Name: strings.Trim(name, `"`), Algorithm: l.Algorithm.String(),
+		ks.Limits = append(ks.Limits, LimitState{Name: name, Algorithm: l.Algorithm.String(),
 			Limit: r.Limit, Used: max(0, r.Limit-r.Remaining), Remaining: r.Remaining, Reset: r.ResetAfter,
 			RetryAfter: r.RetryAfter, Window: w, Quota: q, Decided: l})
 	}
