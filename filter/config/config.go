@@ -262,53 +262,6 @@ type Cost struct {
 	Min int64
 }
 
-// validName reports whether s is 1-64 bytes of A-Z a-z 0-9 _ . -, so it
-// can sit in keys, metric names and quoted header values unescaped.
-func validName(s string) bool {
-	if len(s) == 0 || len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
-// fieldError names the field a bad value came from.
-type fieldError struct {
-	path string
-	err  error
-	// msg, when set, says what is wrong in the configuration's terms
-	// instead of err's message: err is then an *algorithms.ParamError,
-	// which names the parameter, not the field.
-	msg string
-}
-
-func (e *fieldError) Error() string {
-	if e.msg != "" {
-		return e.path + ": " + e.msg
-	}
-	return e.path + ": " + e.err.Error()
-}
-
-func (e *fieldError) Unwrap() error { return e.err }
-
-func errAt(path, format string, args ...any) error {
-	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
-}
-
-// notJSON is the error for field's JSON that jsonbound refused: invalid,
-// or nested too deep or too large for gjson to read safely.
-func notJSON(field string, err error) error {
-	if err == jsonbound.ErrSyntax || err == jsonbound.ErrTruncated {
-		return errors.New(field + ": not valid JSON")
-	}
-	return fmt.Errorf("%s: %w", field, err)
-}
-
 // Parse parses and validates the plugin configuration. It rejects
 // unknown fields and bad values with an error naming the field, such as
 // "rules[1].limits[0].window: must be > 0".
@@ -429,20 +382,4 @@ func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {
 		return b, errAt(path+".backoff", "must be > 0 and <= 10m")
 	}
 	return b, nil
-}
-
-// Rule returns the rule of that name, among the top-level rules and then
-// those of each _rules_ entry.
-func (c *Config) Rule(name string) (*Rule, bool) {
-	for i := range c.Rules {
-		if c.Rules[i].Name == name {
-			return &c.Rules[i], true
-		}
-	}
-	for i := range c.MatchRules {
-		if r, ok := c.MatchRules[i].Config.Rule(name); ok {
-			return r, true
-		}
-	}
-	return nil, false
 }

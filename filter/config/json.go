@@ -2,10 +2,12 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
 
@@ -147,4 +149,36 @@ func strList(v gjson.Result, path string) ([]string, error) {
 		out = append(out, e.Str)
 	}
 	return out, nil
+}
+
+// fieldError names the field a bad value came from.
+type fieldError struct {
+	path string
+	err  error
+	// msg, when set, says what is wrong in the configuration's terms
+	// instead of err's message: err is then an *algorithms.ParamError,
+	// which names the parameter, not the field.
+	msg string
+}
+
+func (e *fieldError) Error() string {
+	if e.msg != "" {
+		return e.path + ": " + e.msg
+	}
+	return e.path + ": " + e.err.Error()
+}
+
+func (e *fieldError) Unwrap() error { return e.err }
+
+func errAt(path, format string, args ...any) error {
+	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
+}
+
+// notJSON is the error for field's JSON that jsonbound refused: invalid,
+// or nested too deep or too large for gjson to read safely.
+func notJSON(field string, err error) error {
+	if err == jsonbound.ErrSyntax || err == jsonbound.ErrTruncated {
+		return errors.New(field + ": not valid JSON")
+	}
+	return fmt.Errorf("%s: %w", field, err)
 }

@@ -297,3 +297,19 @@ func sameKey(a, b *Rule) bool {
 func readsClientIP(r *Rule) bool {
 	return slices.ContainsFunc(r.Key, func(p KeyPart) bool { return p.Source == SourceClientIP })
 }
+
+// Rule returns the rule of that name, among the top-level rules and then
+// those of each _rules_ entry.
+func (c *Config) Rule(name string) (*Rule, bool) {
+	for i := range c.Rules {
+		if c.Rules[i].Name == name {
+			return &c.Rules[i], true
+		}
+	}
+	for i := range c.MatchRules {
+		if r, ok := c.MatchRules[i].Config.Rule(name); ok {
+			return r, true
+		}
+	}
+	return nil, false
+}

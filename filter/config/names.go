@@ -116,3 +116,18 @@ func istioTagIn(name string) string {
 	}
 	return ""
 }
+
+// validName reports whether s is 1-64 bytes of A-Z a-z 0-9 _ . -, so it
+// can sit in keys, metric names and quoted header values unescaped.
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
