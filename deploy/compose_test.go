@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 const composeFile = "deploy/compose/docker-compose.yaml"
@@ -123,7 +123,7 @@ func sameFile(t *testing.T, a, b string) bool {
 
 // readComposeWebdis reads and checks deploy/compose/webdis.json against the
 // filter configuration that calls it.
-func readComposeWebdis(t *testing.T, cfg *filter.Config) webdisConfig {
+func readComposeWebdis(t *testing.T, cfg *config.Config) webdisConfig {
 	t.Helper()
 	data, err := os.ReadFile(repoPath("deploy/compose/webdis.json"))
 	if err != nil {

@@ -14,7 +14,7 @@
 // The tests decode every file with the schema of what reads it (Envoy's API
 // via go-control-plane, Istio's API, the shapes of Higress's CRDs and of
 // docker-compose), parse every embedded plugin configuration with
-// filter.ParseConfig, check that names, ports and credentials agree across
+// config.Parse (filter/config), check that names, ports and credentials agree across
 // files, and run smoke.sh against the filter in the project's wasm host.
 // README.md in this directory is the guide.
 //

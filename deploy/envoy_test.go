@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // The typed configs envoy.yaml may use. Importing their packages registers
@@ -106,7 +106,7 @@ func unpack[M proto.Message](t *testing.T, a *anypb.Any, m M) M {
 
 // envoyPlugin returns the wasm filter's plugin configuration and the filter
 // configuration it carries, parsed.
-func envoyPlugin(t *testing.T, b *bootstrapv3.Bootstrap) (*wasmfilterv3.Wasm, []byte, *filter.Config) {
+func envoyPlugin(t *testing.T, b *bootstrapv3.Bootstrap) (*wasmfilterv3.Wasm, []byte, *config.Config) {
 	t.Helper()
 	hcm := httpConnectionManager(t, b)
 	filters := hcm.GetHttpFilters()
@@ -195,7 +195,7 @@ func TestEnvoyBootstrap(t *testing.T) {
 		vm.GetCode().GetLocal().GetFilename() != "/etc/envoy/ratelimit.wasm" {
 		t.Errorf("wasm plugin: name %q, root_id %q, runtime %q, code %v", pc.GetName(), pc.GetRootId(), vm.GetRuntime(), vm.GetCode())
 	}
-	if cfg.Redis.Transport != filter.TransportWebdis {
+	if cfg.Redis.Transport != config.TransportWebdis {
 		t.Errorf("redis.transport %v: stock Envoy has no Redis callouts, want webdis", cfg.Redis.Transport)
 	}
 	eps := envoyEndpoints(t, b)

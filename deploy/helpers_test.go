@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/schema"
 )
 
@@ -40,9 +40,9 @@ func findDoc(t *testing.T, docs []Document, kind, name string) Document {
 
 // parsePluginConfig parses an embedded plugin configuration as the filter
 // does at plugin start, and checks that the JSON Schema accepts it too.
-func parsePluginConfig(t *testing.T, where string, js []byte) *filter.Config {
+func parsePluginConfig(t *testing.T, where string, js []byte) *config.Config {
 	t.Helper()
-	cfg, err := filter.ParseConfig(js)
+	cfg, err := config.Parse(js)
 	if err != nil {
 		t.Fatalf("%s: the filter refuses its configuration: %v\n%s", where, err, js)
 	}

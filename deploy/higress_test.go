@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // higressWasmPlugin is the spec of Higress's WasmPlugin
@@ -56,7 +56,7 @@ func strictDecode(t *testing.T, where string, data []byte, v any) {
 
 // higressPlugin decodes the WasmPlugin of a file, checks its spec and
 // parses its defaultConfig, which must use the Redis callouts.
-func higressPlugin(t *testing.T, file string) (higressWasmPlugin, *filter.Config) {
+func higressPlugin(t *testing.T, file string) (higressWasmPlugin, *config.Config) {
 	t.Helper()
 	d := findDoc(t, readYAML(t, file), "WasmPlugin", "ratelimit")
 	o := decodeObject(t, d, nil)
@@ -85,7 +85,7 @@ func higressPlugin(t *testing.T, file string) (higressWasmPlugin, *filter.Config
 		t.Errorf("%s: the configuration belongs in defaultConfig, enabled (and matchRules only in %s)", file, HigressMatchRulesWasmPlugin)
 	}
 	cfg := parsePluginConfig(t, file, pluginConfigOf(t, file))
-	if cfg.Redis.Transport != filter.TransportRedisABI {
+	if cfg.Redis.Transport != config.TransportRedisABI {
 		t.Errorf("%s: redis.transport %v: the Higress build calls Redis through Higress's Redis callouts, want redis_abi", file, cfg.Redis.Transport)
 	}
 	return wp, cfg

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	extensionsv1alpha1 "istio.io/api/extensions/v1alpha1"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 func istioDocs(t *testing.T) []Document {
@@ -90,7 +90,7 @@ func TestIstioWasmPlugin(t *testing.T) {
 	}
 
 	cfg := parsePluginConfig(t, IstioWasmPlugin, pluginConfigOf(t, IstioWasmPlugin))
-	if cfg.Redis.Transport != filter.TransportWebdis {
+	if cfg.Redis.Transport != config.TransportWebdis {
 		t.Fatalf("redis.transport %v: Istio's proxy has no Redis callouts, want webdis", cfg.Redis.Transport)
 	}
 	mc, err := parseMeshCluster(cfg.Redis.Cluster)
@@ -116,7 +116,7 @@ func TestIstioWasmPlugin(t *testing.T) {
 
 // webdisFromDeployment finds the Webdis configuration the Deployment's
 // command loads (a file of a mounted Secret) and checks it.
-func webdisFromDeployment(t *testing.T, docs []Document, dep deploymentSpec, cfg *filter.Config) webdisConfig {
+func webdisFromDeployment(t *testing.T, docs []Document, dep deploymentSpec, cfg *config.Config) webdisConfig {
 	t.Helper()
 	c := dep.Template.Spec.Containers[0]
 	if len(c.Command) != 2 || c.Command[0] != "/usr/local/bin/webdis" {

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -55,7 +55,7 @@ type webdisACL struct {
 // allows exactly FCALL to the filter's basic-auth credentials. (Webdis
 // matches by prefix: EVALSHA would let EVAL through, FCALL lets nothing
 // else through.)
-func checkWebdisConfig(t *testing.T, where string, data []byte, cfg *filter.Config) webdisConfig {
+func checkWebdisConfig(t *testing.T, where string, data []byte, cfg *config.Config) webdisConfig {
 	t.Helper()
 	w := decodeWebdis(t, data)
 	if w.Daemonize {
@@ -118,7 +118,7 @@ func TestWebdisConfigsRestrictCommands(t *testing.T) {
 	istioSecret := decodeObject(t, findDoc(t, istioDocs(t), "Secret", "webdis"), nil)
 	for name, c := range map[string]struct {
 		webdis []byte
-		cfg    *filter.Config
+		cfg    *config.Config
 	}{
 		"compose": {composeJSON, envoyCfg},
 		"istio":   {[]byte(istioSecret.StringData["webdis.json"]), istioCfg},

@@ -92,7 +92,7 @@ func TestRedisDownFailureModes(t *testing.T) {
 // Each invalid configuration fails the plugin start in the host with its
 // exact message.
 func TestConfigErrorsFailPluginStart(t *testing.T) {
-	files, _ := filepath.Glob("../filter/testdata/invalid/*.json")
+	files, _ := filepath.Glob("../filter/config/testdata/invalid/*.json")
 	if len(files) == 0 {
 		t.Fatal("no fixtures")
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -89,5 +90,45 @@ func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
 	}
 	if len(all) < 3 || !reachable["github.com/tidwall/gjson"] {
 		t.Fatalf("too little to check:\n%s", strings.Join(all, "\n"))
+	}
+}
+
+// The filter's pure packages sit below it: none imports package filter,
+// so each builds and tests without the runtime.
+func TestLayersPurePackagesDoNotImportFilter(t *testing.T) {
+	const filter = "github.com/redisrate/envoy-redis-ratelimit/filter"
+	for _, pkg := range []string{"config", "keyspace", "usage", "webdis", "pathnorm"} {
+		out, err := exec.Command("go", "list", "-deps", "../filter/"+pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list filter/%s: %v\n%s", pkg, err, out)
+		}
+		if !strings.Contains(string(out), filter+"/"+pkg+"\n") {
+			t.Fatalf("go list did not list filter/%s itself:\n%s", pkg, out)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == filter {
+				t.Errorf("filter/%s depends on package filter", pkg)
+			}
+		}
+	}
+}
+
+// ratelimitctl reads the configuration and the key space without the
+// filter's runtime: its code depends on filter/config and filter/keyspace,
+// not on package filter (its tests may).
+func TestLayersRatelimitctlDoesNotImportFilter(t *testing.T) {
+	const filter = "github.com/redisrate/envoy-redis-ratelimit/filter"
+	cmd := exec.Command("go", "list", "-deps", ".")
+	cmd.Dir = "../cmd/ratelimitctl"
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/ratelimitctl: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, filter+"/keyspace") || !slices.Contains(deps, filter+"/config") {
+		t.Fatalf("ratelimitctl does not depend on filter/config and filter/keyspace:\n%s", out)
+	}
+	if slices.Contains(deps, filter) {
+		t.Error("ratelimitctl depends on package filter")
 	}
 }

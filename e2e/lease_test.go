@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
@@ -117,7 +117,7 @@ func TestLeaseUnspentUnitsGoBack(t *testing.T) {
 	l, key, admitted := startLeased(t)
 	prefix := strings.TrimSuffix(key, "{hot|k}:0")
 	returned := l.w.metric("ratelimit.lease.returned")
-	if _, err := server.Do("INCR", filter.EpochKey(prefix)); err != nil {
+	if _, err := server.Do("INCR", keyspace.EpochKey(prefix)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the leases given back", func() bool { return logUnits(t, key) == admitted })
@@ -144,7 +144,7 @@ func TestLeaseStockBuild(t *testing.T) {
 	if w.metric("ratelimit.lease.local") == 0 || logUnits(t, key) <= 10 {
 		t.Fatalf("no request admitted from a batch: local %d, Redis holds %d", w.metric("ratelimit.lease.local"), logUnits(t, key))
 	}
-	if _, err := server.Do("INCR", filter.EpochKey(prefix)); err != nil {
+	if _, err := server.Do("INCR", keyspace.EpochKey(prefix)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, "the leases given back", func() bool { return logUnits(t, key) == 10 })
@@ -167,7 +167,7 @@ func TestLeaseRedisCluster(t *testing.T) {
 	if w.metric("ratelimit.lease.local") == 0 || logUnitsBy(t, do, key) <= 10 {
 		t.Fatalf("no request admitted from a batch: local %d, Redis holds %d", w.metric("ratelimit.lease.local"), logUnitsBy(t, do, key))
 	}
-	epoch := filter.EpochKey(prefix)
+	epoch := keyspace.EpochKey(prefix)
 	if _, err := cluster.Do(epoch, "INCR", epoch); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
@@ -136,9 +137,9 @@ type nativeTarget struct {
 	routes []wasmhost.Route // as wasmhost.Config.Routes
 }
 
-func startNative(t *testing.T, config, redisAddr string) target {
+func startNative(t *testing.T, conf, redisAddr string) target {
 	t.Helper()
-	cfg, err := filter.ParseConfig([]byte(config))
+	cfg, err := config.Parse([]byte(conf))
 	if err != nil {
 		t.Fatal(err)
 	}

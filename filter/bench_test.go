@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -70,8 +71,8 @@ const benchTieredConfig = `{"redis":{"cluster":"redis"},"rules":[{"name":"api","
 	  "pro":[{"algorithm":"sliding_log","limit":100,"window":"1s"},
 	          {"algorithm":"funnel","capacity":1000,"rate":1000,"period":"1m"}]}}}]}`
 
-func benchRequest(b *testing.B, config string, replyInts []int64) {
-	cfg, err := ParseConfig([]byte(config))
+func benchRequest(b *testing.B, conf string, replyInts []int64) {
+	cfg, err := config.Parse([]byte(conf))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // A request's script calls: which rules share one, and the keys and checks
@@ -95,10 +96,10 @@ func (c *call) command(f algorithms.Framing, inv algorithms.Invoke) []byte {
 // with its block key unless the rule has manual_block off.
 func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 	rule := &s.p.cfg.Rules[ri]
-	s.charged = s.charged || rule.Response != nil || rule.hasConcurrency()
+	s.charged = s.charged || rule.Response != nil || rule.HasConcurrency()
 	c := s.callFor(rule)
 	ruleKeyAt := s.addBlockKey(c, ri, cost)
-	if rule.chosenInRedis() {
+	if rule.ChosenInRedis() {
 		s.addChoice(c, ri, tier, cost, checkOnly)
 		return
 	}
@@ -107,7 +108,7 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 		c.choices[len(c.choices)-1].Throttle = rule.Throttle.MaxDelay
 		return
 	}
-	for li, l := range rule.tierLimits(tier) {
+	for li, l := range rule.TierLimits(tier) {
 		keyAt := len(c.keys)
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ':')
@@ -123,7 +124,7 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 
 // callFor returns the call a rule's limits join: the request's call of
 // enforced or of shadow rules, or a new one per rule on Redis Cluster.
-func (s *Stream) callFor(rule *Rule) *call {
+func (s *Stream) callFor(rule *config.Rule) *call {
 	var c *call
 	if !s.p.cfg.Redis.ClusterMode {
 		for _, existing := range s.calls {

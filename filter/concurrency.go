@@ -42,19 +42,6 @@ func nextSlot() int64 {
 	return id
 }
 
-// hasConcurrency reports whether a tier of the rule holds a concurrency
-// limit (an override may hold one only where a tier does).
-func (r *Rule) hasConcurrency() bool {
-	for _, level := range r.levels() {
-		for _, l := range level.Limits {
-			if l.Limit.Algorithm == algorithms.Concurrency {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // slotID returns the request's slot id, drawn at its first concurrency
 // limit: the one id its slots of every key take.
 func (s *Stream) slotID() int64 {
@@ -167,7 +154,7 @@ func (p *Plugin) sweepDetached(c *call, now time.Time) {
 	for i := len(c.checks); i < len(c.owners); i++ {
 		o := &c.owners[i]
 		o.picked = algorithms.Limit{}
-		for _, level := range p.cfg.Rules[o.rule].levels() {
+		for _, level := range p.cfg.Rules[o.rule].Levels() {
 			if o.limit < len(level.Limits) && level.Limits[o.limit].Limit.Algorithm == algorithms.Concurrency {
 				o.picked = level.Limits[o.limit].Limit
 			}

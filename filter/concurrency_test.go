@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -225,29 +227,29 @@ func TestConcurrencyInTiers(t *testing.T) {
 			"pro":[{"algorithm":"concurrency","limit":3,"max_duration":"1m"},{"algorithm":"sliding_log","limit":100,"window":"1m"}]}},
 		"overrides":true,"cost":{"header":"x-cost","default":1}}]}`)
 	cfg := h.plugin.cfg
-	base, _ := cfg.RuleKey(&cfg.Rules[0], []string{"alice"})
+	base, _ := keyspace.RuleKey(cfg, &cfg.Rules[0], []string{"alice"})
 	a := h.open("x-user=alice", "x-cost=7")
 	if b := h.open("x-user=alice"); !a.admitted() || b.admitted() {
 		t.Fatalf("free, one slot: %+v %+v", a.fs, b.fs)
 	}
-	if _, err := server.Do("SET", TierKey(base), "pro"); err != nil {
+	if _, err := server.Do("SET", keyspace.TierKey(base), "pro"); err != nil {
 		t.Fatal(err)
 	}
 	b := h.open("x-user=alice", "x-cost=7")
 	if !b.admitted() || h.inFlight("{plans|alice}:0") != 2 {
 		t.Fatalf("pro: %+v, %d slots", b.fs, h.inFlight("{plans|alice}:0"))
 	}
-	over, err := ParseOverride(&cfg.Rules[0], []byte(`[{"algorithm":"concurrency","limit":2,"max_duration":"1m"}]`))
+	over, err := config.ParseOverride(&cfg.Rules[0], []byte(`[{"algorithm":"concurrency","limit":2,"max_duration":"1m"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.Do("SET", OverrideKey(base), over); err != nil {
+	if _, err := server.Do("SET", keyspace.OverrideKey(base), over); err != nil {
 		t.Fatal(err)
 	}
 	if c := h.open("x-user=alice"); c.admitted() {
 		t.Fatalf("the override's two slots are taken: %+v", c.fs)
 	}
-	pk, err := cfg.Peek(&cfg.Rules[0], base, "")
+	pk, err := keyspace.NewPeek(cfg, &cfg.Rules[0], base, "")
 	if err != nil {
 		t.Fatal(err)
 	}

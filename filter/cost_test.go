@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
@@ -88,7 +89,7 @@ func TestCostHeaderRaisedToMin(t *testing.T) {
 func TestLargestRequestIsDecided(t *testing.T) {
 	var rules []string
 	const perRule = 2
-	for r := range MaxRequestLimits / perRule {
+	for r := range config.MaxRequestLimits / perRule {
 		var limits []string
 		for l := range perRule {
 			limits = append(limits, fmt.Sprintf(`{"name":"l%d","algorithm":"sliding_counter","limit":%d,"window":"1m"}`, l, 1+r+l))
@@ -161,7 +162,7 @@ func TestLargestRequestHeadersAreBounded(t *testing.T) {
 		`"algorithm":"funnel","capacity":200000000,"rate":1,"period":"1s"`,
 		`"algorithm":"sliding_log","limit":1048576,"window":"1000h"`,
 	}
-	for r := range MaxRequestLimits {
+	for r := range config.MaxRequestLimits {
 		name := fmt.Sprintf("%0.64d", r)
 		rules = append(rules, fmt.Sprintf(`{"name":"r%d","key":[{"source":"header","name":"x-user"}],"limits":[{"name":%q,%s}]}`, r, name, limits[r%len(limits)]))
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // reason is why a request was denied: the "error" of the local reply's
@@ -267,7 +268,7 @@ func (s *Stream) reject(v *verdict) Action {
 // and starts following it when a rule charges what it says; endOfStream:
 // the response has no body, so it settles at once.
 func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
-	if s.allowed && s.hasVerdict && s.p.cfg.Headers != HeadersNone {
+	if s.allowed && s.hasVerdict && s.p.cfg.Headers != config.HeadersNone {
 		var buf [5][2]string
 		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict) {
 			s.host.AddResponseHeader(h[0], h[1])
@@ -285,7 +286,7 @@ func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
 // appendRateLimitHeaders renders v in the configured header style.
 func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	style := s.p.cfg.Headers
-	if style == HeadersNone {
+	if style == config.HeadersNone {
 		return h
 	}
 	r := v.result
@@ -295,11 +296,11 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	}
 	secs := strconv.FormatInt(ceilSeconds(t), 10)
 	remaining := strconv.FormatInt(r.Remaining, 10)
-	if style == HeadersDraft10 || style == HeadersBoth {
+	if style == config.HeadersDraft10 || style == config.HeadersBoth {
 		h = append(h, [2]string{"ratelimit-policy", s.policyHeader(v)},
 			[2]string{"ratelimit", s.p.limitName(v) + ";r=" + remaining + ";t=" + secs})
 	}
-	if style == HeadersLegacy || style == HeadersBoth {
+	if style == config.HeadersLegacy || style == config.HeadersBoth {
 		h = append(h, [2]string{"x-ratelimit-limit", s.p.limitQuota(v)},
 			[2]string{"x-ratelimit-remaining", remaining},
 			[2]string{"x-ratelimit-reset", secs})

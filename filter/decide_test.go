@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // Every reason has its own name, the "error" of the local reply's body.
@@ -40,14 +41,14 @@ func TestLimitErrorsWrapParamErrors(t *testing.T) {
 		{rule(`"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"},{"algorithm":"funnel","capacity":3,"rate":1,"period":"1s"}],"cost":{"header":"x","default":4}`),
 			algorithms.ParamCost, "rules[0].cost.default: must be <= 3, the limit's capacity of limits[1]"},
 	} {
-		_, err := ParseConfig(tc.config)
+		_, err := config.Parse(tc.config)
 		var pe *algorithms.ParamError
 		if !errors.As(err, &pe) || pe.Param != tc.param || err.Error() != tc.msg {
 			t.Errorf("got %v (%#v), want %s from %s", err, pe, tc.msg, tc.param)
 		}
 	}
 	// Under a _rules_ entry too.
-	_, err := ParseConfig([]byte(`{"_rules_":[{"_match_route_":["a"],"redis":{"cluster":"r"},"rules":[{"name":"r","key":[{"source":"path"}],
+	_, err := config.Parse([]byte(`{"_rules_":[{"_match_route_":["a"],"redis":{"cluster":"r"},"rules":[{"name":"r","key":[{"source":"path"}],
 		"limits":[{"algorithm":"token_bucket","capacity":1,"refill":3000000,"period":"1s"}]}]}]}`))
 	var pe *algorithms.ParamError
 	if !errors.As(err, &pe) || err.Error() != "_rules_[0].rules[0].limits[0].refill: period / refill must be >= 1us" {

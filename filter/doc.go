@@ -1,7 +1,7 @@
 // Package filter is the rate-limit filter's request logic, in pure Go: it
-// parses the plugin configuration, matches each request against the rules,
-// builds their Redis keys, decides every limit that applies in one script
-// call (package algorithms) and either admits the request, with rate-limit
+// takes the plugin configuration package config parses, matches each
+// request against the rules, builds their Redis keys (package keyspace),
+// decides every limit that applies in one script call (package algorithms) and either admits the request, with rate-limit
 // headers on its response, or answers it locally. It does not import the
 // proxy-wasm SDK: package proxyhost adapts the SDK to the two host
 // interfaces below, and the tests drive the filter natively with fakes
@@ -53,37 +53,69 @@
 //
 // # Where things live
 //
-//   - Configuration: Config and its types in config.go; parsing in
-//     config*.go, each error naming its field ("rules[1].limits[0].window:
-//     must be > 0"); Higress's _rules_ in config_match_rules.go and
-//     match_rules.go. testdata/invalid holds one configuration per error
-//     with its exact message. config_bound.go bounds the limits the rules
-//     that may match one request together carry (MaxRequestLimits).
+// Packages below filter, none of which imports it:
+//
+//   - config: Config and its types, Parse (each error naming its field,
+//     "rules[1].limits[0].window: must be > 0", with one fixture per error
+//     in config/testdata/invalid), ParseOverride, the bound on the limits
+//     one request may carry (config.MaxRequestLimits) and the metric-name
+//     rules.
+//   - keyspace: the Redis key space, as the filter writes it and
+//     ratelimitctl reads it: a part's encoding, RuleKey, the keys that
+//     extend a rule key, and Peek, which reads a key's state uncharged.
+//   - usage: a response's usage, read from a JSON body or an event stream
+//     as it passes.
+//   - webdis: the Webdis codec (request headers, JSON replies).
+//   - pathnorm: a request's path normalized, as rules match it and keys
+//     hold it.
+//   - filtertest: the fake proxy the tests (here and in e2e) drive.
+//
+// The files of package filter:
+//
+//   - Host: host.go (PluginHost, StreamHost, and the types they share;
+//     the optional interfaces sit beside their users: RedisInitializer in
+//     redis_link.go, ResponseReader in response.go, RootCaller in
+//     settle.go, Ticker in throttle.go); headermap.go
+//     (proxy_get_header_map_pairs' encoding, read in place).
+//   - Plugin and streams: plugin.go (one configuration in one VM: calls,
+//     replies, failures, the circuit breaker); match_rules.go (picks a
+//     request's Higress _rules_ entry); stream.go (one request's lifecycle,
+//     matching, costs).
+//   - Requests: request.go reads headers, query, cookies and the client
+//     address, and the path normalized (package pathnorm); identity.go reads JWT claims and stream properties; request_body.go
+//     reserves a cost read from the request body.
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
-//     escaped or hashed request data (request.go reads headers, query,
-//     cookies and the client address; path.go normalizes the path that
-//     rules match and key on); each limit's key and the block key
-//     extend it, and its braces hold the Redis Cluster hash tag.
-//   - Calls: stream.go gathers a request's limits into calls; plugin.go
-//     dispatches them and handles replies, failures and the circuit
-//     breaker; redis_link.go keeps Higress's Redis client initialised and
-//     authenticated, and redis_identity.go checks with ACL WHOAMI that it
-//     runs as the configured user and reports a library Redis lacks;
-//     webdis.go sends each call over the configured
-//     transport and speaks Webdis's HTTP and JSON.
+//     a request, with package keyspace's encoding; each limit's key and
+//     the block key extend it, and its braces hold the Redis Cluster hash
+//     tag.
+//   - Calls: call.go gathers a request's limits into calls (which rules
+//     share one, and their keys and checks); tiers.go adds a rule's tiers
+//     and overrides as the script's choices and renders header pieces;
+//     transport.go sends each call over the configured transport (the
+//     Redis callout or Webdis); redis_link.go keeps Higress's Redis client
+//     initialised and authenticated, and redis_identity.go checks with ACL
+//     WHOAMI that it runs as the configured user and reports a library
+//     Redis lacks.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
-//     it per rule, and acts on it; a denial's reason names the local
-//     reply's error.
-//   - Headers: decide.go renders RateLimit-Policy and RateLimit (IETF
-//     draft 10) and the X-RateLimit-* headers, from pieces NewPlugin
-//     renders once per configuration.
-//   - Deny cache: denycache.go remembers, per rule key and VM, what Redis
-//     denied until its Retry-After.
-//   - Metrics: metrics.go and metric_names.go.
+//     it per rule, acts on it (a denial's reason names the local reply's
+//     error), and renders RateLimit-Policy and RateLimit (IETF draft 10)
+//     and the X-RateLimit-* headers from pieces NewPlugin renders once per
+//     configuration.
+//   - After the decision: response.go follows a response_cost rule's
+//     response; settle.go sends the settle calls; concurrency.go gives
+//     each request its slot id and releases its slots however its stream
+//     ends.
+//   - Run-time state: denycache.go remembers, per rule key and VM, what
+//     Redis denied until its Retry-After; epoch.go brings operators'
+//     changes to the deny caches; lease.go and lease_table.go lease hot
+//     keys' units to a VM (batches, holds, give-backs; the hot-key sketch
+//     and the per-VM table); throttle.go holds throttled streams (the fast
+//     tick); local.go and local_table.go decide under failure_mode: local.
+//   - Metrics: metrics.go; their names' rules are package config's.
 //   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
 //     per request), a request body (request_body.go), a response body or
-//     event (usage*.go) and a Webdis reply (webdis.go) are checked by
-//     package jsonbound, without recursion, before gjson reads them:
-//     nested deeper than 64, a claim or usage is missing and a body takes
-//     the default, and a Webdis reply fails its call (nest_test.go).
+//     event (package usage) and a Webdis reply (package webdis) are
+//     checked by package jsonbound, without recursion, before gjson reads
+//     them: nested deeper than 64, a claim or usage is missing and a body
+//     takes the default, and a Webdis reply fails its call (nest_test.go).
 package filter

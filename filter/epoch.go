@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -29,8 +31,8 @@ type epochPoll struct {
 	changes  Counter
 }
 
-func newEpochPoll(cfg *Config, host PluginHost) epochPoll {
-	return epochPoll{key: EpochKey(cfg.Redis.Prefix), polls: host.Counter("ratelimit.epoch.polls"),
+func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
+	return epochPoll{key: keyspace.EpochKey(cfg.Redis.Prefix), polls: host.Counter("ratelimit.epoch.polls"),
 		changes: host.Counter("ratelimit.epoch.changes")}
 }
 

@@ -3,6 +3,8 @@ package filter
 import (
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // A denial cached until its Retry-After (an hour here) is dropped once an
@@ -39,7 +41,7 @@ func TestEpochClearsDenyCache(t *testing.T) {
 	if _, err := server.Do("DEL", p+"{r|a}:0"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.Do("INCR", EpochKey(p)); err != nil {
+	if _, err := server.Do("INCR", keyspace.EpochKey(p)); err != nil {
 		t.Fatal(err)
 	}
 	if o := h.send("x-key=a"); o.status != 429 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
@@ -35,9 +36,9 @@ type fakeHost struct {
 	props map[string]string
 }
 
-func newFakeHost(t *testing.T, config string) *fakeHost {
+func newFakeHost(t *testing.T, conf string) *fakeHost {
 	t.Helper()
-	cfg, err := ParseConfig([]byte(config))
+	cfg, err := config.Parse([]byte(conf))
 	if err != nil {
 		t.Fatal(err)
 	}

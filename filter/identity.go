@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
@@ -44,7 +45,7 @@ func (r *request) property(path []string) (string, bool) {
 // token, which this filter does not verify; a payload that is there but
 // lacks the claim leaves the part missing, so that a second, unverified
 // token cannot supply it.
-func (r *request) jwtClaim(p *KeyPart) (string, bool) {
+func (r *request) jwtClaim(p *config.KeyPart) (string, bool) {
 	if r.source == nil {
 		return "", false
 	}
@@ -67,7 +68,7 @@ func (r *request) jwtClaim(p *KeyPart) (string, bool) {
 	if !b.ok {
 		return "", false
 	}
-	return payloadClaim(b.json, p.claimPath)
+	return payloadClaim(b.json, p.ClaimPath)
 }
 
 // bearerPayload is a request's bearer token payload, decoded once for all

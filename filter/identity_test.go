@@ -5,14 +5,16 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // keyParts parses a configuration with one rule whose key is key, and
 // returns that key's parts.
-func keyParts(t *testing.T, key string) []KeyPart {
+func keyParts(t *testing.T, key string) []config.KeyPart {
 	t.Helper()
-	c, err := ParseConfig([]byte(`{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":` + key +
+	c, err := config.Parse([]byte(`{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":` + key +
 		`,"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -55,10 +57,10 @@ func TestJWTClaimParsed(t *testing.T) {
 // the bearer token's payload does; a verified payload without the claim
 // leaves it missing, whatever the bearer token says.
 func TestJWTClaimSources(t *testing.T) {
-	sub := KeyPart{Source: SourceJWTClaim, Name: "sub", Path: []string{"metadata", "filter_metadata",
-		jwtAuthnNamespace, "jwt_payload", "sub"}, claimPath: "sub"}
-	org := KeyPart{Source: SourceJWTClaim, Name: "org.id", Path: []string{"metadata", "filter_metadata",
-		jwtAuthnNamespace, "jwt_payload", "org", "id"}, claimPath: "org.id"}
+	sub := config.KeyPart{Source: config.SourceJWTClaim, Name: "sub", Path: []string{"metadata", "filter_metadata",
+		config.JWTAuthnNamespace, "jwt_payload", "sub"}, ClaimPath: "sub"}
+	org := config.KeyPart{Source: config.SourceJWTClaim, Name: "org.id", Path: []string{"metadata", "filter_metadata",
+		config.JWTAuthnNamespace, "jwt_payload", "org", "id"}, ClaimPath: "org.id"}
 	verified := map[string][]byte{
 		jwtNS + "jwt_payload":          []byte("(a serialized map)"),
 		jwtNS + "jwt_payload\x00sub":   []byte("alice"),
@@ -67,7 +69,7 @@ func TestJWTClaimSources(t *testing.T) {
 	token := bearer(`{"sub":"mallory","org":{"id":"acme"}}`)
 	for _, tc := range []struct {
 		name  string
-		part  KeyPart
+		part  config.KeyPart
 		meta  map[string][]byte
 		auth  []string
 		want  string
@@ -182,13 +184,13 @@ func TestPropertyKeyPart(t *testing.T) {
 // client_ip with a prefix length keys on the network; requests and
 // canonical (what ratelimitctl builds keys with) agree.
 func TestClientIPGrouping(t *testing.T) {
-	v4 := KeyPart{Source: SourceClientIP, IPv4Prefix: PrefixLen{24, true}}
-	v6 := KeyPart{Source: SourceClientIP, IPv6Prefix: PrefixLen{64, true}}
-	both := KeyPart{Source: SourceClientIP, IPv4Prefix: PrefixLen{16, true}, IPv6Prefix: PrefixLen{48, true}}
-	all := KeyPart{Source: SourceClientIP, IPv4Prefix: PrefixLen{0, true}, IPv6Prefix: PrefixLen{0, true}}
-	whole := KeyPart{Source: SourceClientIP}
+	v4 := config.KeyPart{Source: config.SourceClientIP, IPv4Prefix: config.PrefixLen{Bits: 24, Set: true}}
+	v6 := config.KeyPart{Source: config.SourceClientIP, IPv6Prefix: config.PrefixLen{Bits: 64, Set: true}}
+	both := config.KeyPart{Source: config.SourceClientIP, IPv4Prefix: config.PrefixLen{Bits: 16, Set: true}, IPv6Prefix: config.PrefixLen{Bits: 48, Set: true}}
+	all := config.KeyPart{Source: config.SourceClientIP, IPv4Prefix: config.PrefixLen{Bits: 0, Set: true}, IPv6Prefix: config.PrefixLen{Bits: 0, Set: true}}
+	whole := config.KeyPart{Source: config.SourceClientIP}
 	for _, tc := range []struct {
-		part   KeyPart
+		part   config.KeyPart
 		source string
 		want   string
 	}{
@@ -202,7 +204,7 @@ func TestClientIPGrouping(t *testing.T) {
 		{both, "[2001:db8:abcd:12::1]:1", "2001:db8:abcd::/48"},
 		{all, "198.51.100.9:1", "0.0.0.0/0"},
 		{all, "[2001:db8::1]:1", "::/0"},
-		{KeyPart{Source: SourceClientIP, IPv4Prefix: PrefixLen{32, true}}, "198.51.100.9:1", "198.51.100.9/32"},
+		{config.KeyPart{Source: config.SourceClientIP, IPv4Prefix: config.PrefixLen{Bits: 32, Set: true}}, "198.51.100.9:1", "198.51.100.9/32"},
 		{whole, "198.51.100.9:1", "198.51.100.9"},
 		{whole, "[::ffff:198.51.100.9]:1", "198.51.100.9"},
 	} {
@@ -212,7 +214,7 @@ func TestClientIPGrouping(t *testing.T) {
 			t.Errorf("%+v from %s: got %q %v, want %q", tc.part, tc.source, got, ok, tc.want)
 		}
 		ip := tc.source[:strings.LastIndexByte(tc.source, ':')]
-		if c, err := tc.part.canonical(strings.Trim(ip, "[]")); err != nil || c != tc.want {
+		if c, err := keyspace.Canonical(&tc.part, strings.Trim(ip, "[]")); err != nil || c != tc.want {
 			t.Errorf("canonical(%s) under %+v: %q, %v; want %q", ip, tc.part, c, err, tc.want)
 		}
 	}
@@ -220,7 +222,7 @@ func TestClientIPGrouping(t *testing.T) {
 
 func TestClientIPPrefixParsed(t *testing.T) {
 	parts := keyParts(t, `[{"source":"client_ip","ipv4_prefix_len":0,"ipv6_prefix_len":64},{"source":"client_ip"}]`)
-	if parts[0].IPv4Prefix != (PrefixLen{0, true}) || parts[0].IPv6Prefix != (PrefixLen{64, true}) {
+	if parts[0].IPv4Prefix != (config.PrefixLen{Bits: 0, Set: true}) || parts[0].IPv6Prefix != (config.PrefixLen{Bits: 64, Set: true}) {
 		t.Errorf("prefix lengths: %+v", parts[0])
 	}
 	if parts[1].IPv4Prefix.Set || parts[1].IPv6Prefix.Set {
@@ -228,44 +230,8 @@ func TestClientIPPrefixParsed(t *testing.T) {
 	}
 }
 
-func TestCanonicalClientIP(t *testing.T) {
-	v4 := KeyPart{Source: SourceClientIP, IPv4Prefix: PrefixLen{24, true}}
-	for _, tc := range []struct {
-		part      KeyPart
-		in, want  string
-		wantError string
-	}{
-		{v4, "203.0.113.0/24", "203.0.113.0/24", ""},
-		{v4, "203.0.113.9/24", "203.0.113.0/24", ""},
-		{v4, "203.0.113.9/28", "203.0.113.0/24", ""},
-		{v4, "::ffff:203.0.113.9/120", "203.0.113.0/24", ""},
-		{v4, "203.0.0.0/16", "", `"203.0.0.0/16" is a network wider than the rule's /24`},
-		{v4, "fe80::1%eth0", "fe80::1", ""},
-		{KeyPart{Source: SourceClientIP}, "203.0.113.9/32", "203.0.113.9", ""},
-		{KeyPart{Source: SourceClientIP}, "203.0.113.0/24", "", `"203.0.113.0/24" is a network wider than the rule's /32`},
-		{v4, "alice", "", `"alice" is not an IP address or network`},
-		{v4, "", "", `"" is not an IP address or network`},
-		{KeyPart{Source: SourceHeader, Name: "x-user"}, "alice", "alice", ""},
-		{KeyPart{Source: SourceJWTClaim, Name: "sub"}, "203.0.113.9", "203.0.113.9", ""},
-	} {
-		got, err := tc.part.canonical(tc.in)
-		if got != tc.want || errString(err) != tc.wantError {
-			t.Errorf("canonical(%q) under %+v: %q, %v; want %q, %q", tc.in, tc.part, got, err, tc.want, tc.wantError)
-		}
-	}
-	// RuleKey, as ratelimitctl calls it, names the part that failed.
-	c := &Config{Redis: RedisConfig{Prefix: "rl:"}}
-	rule := &Rule{Name: "per-net", Key: []KeyPart{v4}}
-	if k, err := c.RuleKey(rule, []string{"203.0.113.7"}); err != nil || k != "rl:{per-net|203.0.113.0/24}" {
-		t.Errorf("RuleKey: %q, %v", k, err)
-	}
-	if _, err := c.RuleKey(rule, []string{"nope"}); errString(err) != `rule per-net: key part 0 (client_ip): "nope" is not an IP address or network` {
-		t.Errorf("RuleKey error: %v", err)
-	}
-}
-
 func TestHeaderMatch(t *testing.T) {
-	c, err := ParseConfig([]byte(`{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"path"}],
+	c, err := config.Parse([]byte(`{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"path"}],
 		"match":{"headers":[{"name":"X-Plan","exact":"free"},{"name":"x-debug","present":true},
 			{"name":"x-a","prefix":"abc"},{"name":"x-b","absent":true}]},
 		"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`))
@@ -294,17 +260,17 @@ func TestHeaderMatch(t *testing.T) {
 		{"prefix of joined values", func(h [][2]string) [][2]string { return append(h, [2]string{"x-a", "zzz"}) }, true},
 		{"absent misses", func(h [][2]string) [][2]string { return append(h, [2]string{"x-b", ""}) }, false},
 	} {
-		if got := m.matches(with(tc.change)); got != tc.want {
+		if got := matches(m, with(tc.change)); got != tc.want {
 			t.Errorf("%s: matches %v, want %v", tc.name, got, tc.want)
 		}
 	}
-	joined, err := ParseConfig([]byte(`{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"path"}],
+	joined, err := config.Parse([]byte(`{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"path"}],
 		"match":{"headers":[{"name":"x-plan","exact":"free, pro"}]},"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := &request{headers: appendHeaderMap(nil, [][2]string{{"x-plan", "free"}, {"x-plan", "pro"}})}
-	if !joined.Rules[0].Match.matches(r) {
+	if !matches(&joined.Rules[0].Match, r) {
 		t.Error("a repeated header is matched on its values joined by \", \"")
 	}
 }

@@ -1,90 +1,39 @@
 package filter
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
-	"fmt"
-	"net/netip"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
-// Redis keys are built from untrusted request data, so every part is
-// escaped or hashed:
-//
-//	<prefix>{<rule>|<part>|<part>...}:<limit index>   one limit's state
-//	<prefix>{<rule>|<part>|<part>...}:block           an operator's block
-//
-// A part keeps the bytes A-Z a-z 0-9 - . _ ~ ! $ & ' ( ) * + , ; = @ / and
-// percent-encodes every other byte, so it never holds { } | : # or control
-// bytes and distinct values stay distinct. A part whose encoding exceeds
-// maxPartLen becomes "#" and 22 base64url characters of its SHA-256's
-// first 128 bits. The whole key therefore stays under about 700 bytes, and all keys
-// of one rule and key share a hash tag, so one call never spans Redis
-// Cluster slots.
-const maxPartLen = 64
-
-var safeByte = func() (t [256]bool) {
-	for _, c := range []byte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~!$&'()*+,;=@/") {
-		t[c] = true
-	}
-	return t
-}()
-
-// appendKeyPart appends the encoded form of v.
-func appendKeyPart(dst []byte, v string) []byte {
-	n := 0
-	for i := 0; i < len(v) && n <= maxPartLen; i++ {
-		if safeByte[v[i]] {
-			n++
-		} else {
-			n += 3
-		}
-	}
-	if n > maxPartLen {
-		sum := sha256.Sum256([]byte(v))
-		dst = append(dst, '#')
-		return base64.RawURLEncoding.AppendEncode(dst, sum[:16])
-	}
-	const hex = "0123456789ABCDEF"
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if safeByte[c] {
-			dst = append(dst, c)
-		} else {
-			dst = append(dst, '%', hex[c>>4], hex[c&15])
-		}
-	}
-	return dst
-}
-
 // keyPartValue extracts one part of a rule's key from a request.
-func (r *request) keyPartValue(p KeyPart, hops int) (string, bool) {
+func (r *request) keyPartValue(p config.KeyPart, hops int) (string, bool) {
 	switch p.Source {
-	case SourceHeader:
+	case config.SourceHeader:
 		return r.header(p.Name)
-	case SourceQuery:
+	case config.SourceQuery:
 		return r.query(p.Name)
-	case SourceCookie:
+	case config.SourceCookie:
 		return r.cookie(p.Name)
-	case SourceClientIP:
+	case config.SourceClientIP:
 		ip, ok := r.clientAddr(hops)
 		if !ok {
 			return "", false
 		}
-		return p.groupIP(ip), true
-	case SourcePath:
+		return keyspace.GroupIP(&p, ip), true
+	case config.SourcePath:
 		v := r.path()
 		return v, v != ""
-	case SourceMethod:
+	case config.SourceMethod:
 		v := r.method()
 		return v, v != ""
-	case SourceHost:
+	case config.SourceHost:
 		v := r.host()
 		return v, v != ""
-	case SourceConstant:
+	case config.SourceConstant:
 		return p.Value, true
-	case SourceJWTClaim:
+	case config.SourceJWTClaim:
 		return r.jwtClaim(&p)
-	case SourceProperty:
+	case config.SourceProperty:
 		return r.property(p.Path)
 	}
 	return "", false
@@ -93,79 +42,17 @@ func (r *request) keyPartValue(p KeyPart, hops int) (string, bool) {
 // appendRuleKey appends the rule's key for a request,
 // "<prefix>{<rule>|<parts>}", or reports that a key part is missing under
 // MissingSkip or MissingDeny. Everything in braces is the hash tag.
-func appendRuleKey(dst []byte, prefix string, rule *Rule, r *request, hops int) ([]byte, bool) {
+func appendRuleKey(dst []byte, prefix string, rule *config.Rule, r *request, hops int) ([]byte, bool) {
 	dst = append(dst, prefix...)
 	dst = append(dst, '{')
 	dst = append(dst, rule.Name...)
 	for _, p := range rule.Key {
 		v, ok := r.keyPartValue(p, hops)
-		if !ok && rule.OnMissing != MissingShared {
+		if !ok && rule.OnMissing != config.MissingShared {
 			return dst, false
 		}
 		dst = append(dst, '|')
-		dst = appendKeyPart(dst, v)
+		dst = keyspace.AppendPart(dst, v)
 	}
 	return append(dst, '}'), true
-}
-
-// canonical is the form of a key part's value that goes into the key, as
-// a request's would: ratelimitctl passes the values an operator types. A
-// client_ip is grouped as a request's is (groupIP): "203.0.113.7" or
-// "203.0.113.0/24" under ipv4_prefix_len 24 is "203.0.113.0/24". A path is
-// normalized as a request's is ("/api//x" is "/api/x"). Other sources keep
-// v.
-func (p KeyPart) canonical(v string) (string, error) {
-	switch p.Source {
-	case SourcePath:
-		return normalizePath(v), nil
-	case SourceClientIP:
-	default:
-		return v, nil
-	}
-	if ip, err := netip.ParseAddr(v); err == nil {
-		return p.groupIP(ip), nil
-	}
-	// A network is accepted when the rule groups at least as coarsely:
-	// the key holds it, or the network that contains it.
-	if pfx, err := netip.ParsePrefix(v); err == nil {
-		ip := normalizeIP(pfx.Addr())
-		bits := pfx.Bits()
-		if ip.Is4() && pfx.Addr().Is6() { // ::ffff:a.b.c.d/n
-			bits -= 96
-		}
-		want := ip.BitLen()
-		if b := p.prefixOf(ip); b.Set {
-			want = b.Bits
-		}
-		if bits < want {
-			return "", fmt.Errorf("%q is a network wider than the rule's /%d", v, want)
-		}
-		return p.groupIP(ip), nil
-	}
-	return "", fmt.Errorf("%q is not an IP address or network", v)
-}
-
-// groupIP is a client address as a key holds it: the whole address, or
-// the network of the configured prefix length in CIDR form, such as
-// "203.0.113.0/24" or "2001:db8:1:2::/64". An IPv4-mapped IPv6 address
-// counts as IPv4. Requests and canonical both use it.
-func (p *KeyPart) groupIP(ip netip.Addr) string {
-	ip = normalizeIP(ip)
-	bits := p.prefixOf(ip)
-	if !bits.Set {
-		return ip.String()
-	}
-	pfx, err := ip.Prefix(bits.Bits)
-	if err != nil { // bits out of range: the parser allows none
-		return ip.String()
-	}
-	return pfx.String()
-}
-
-// prefixOf is the grouping of ip's family.
-func (p *KeyPart) prefixOf(ip netip.Addr) PrefixLen {
-	if ip.Is4() {
-		return p.IPv4Prefix
-	}
-	return p.IPv6Prefix
 }

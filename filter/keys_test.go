@@ -3,62 +3,12 @@ package filter
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
-func TestKeyPartEncoding(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"user-42", "user-42"},
-		{"a b", "a%20b"},
-		{"{tag}", "%7Btag%7D"},
-		{"a|b:c", "a%7Cb%3Ac"},
-		{"100%", "100%25"},
-		{"#hash", "%23hash"},
-		{"\r\n", "%0D%0A"},
-		{"\xff\xfe", "%FF%FE"},
-		{"", ""},
-	} {
-		if got := string(appendKeyPart(nil, tc.in)); got != tc.want {
-			t.Errorf("appendKeyPart(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-	long := strings.Repeat("x", 65)
-	got := string(appendKeyPart(nil, long))
-	if len(got) != 23 || got[0] != '#' {
-		t.Fatalf("long value: %q", got)
-	}
-	if got == string(appendKeyPart(nil, long+"y")) {
-		t.Fatal("distinct long values share a hash")
-	}
-}
-
-// Hostile values: bounded, no braces or separators, distinct.
-func TestKeyPartHostileInput(t *testing.T) {
-	inputs := []string{
-		"{", "}", "{}", "}{", ":", "|", "%", "#", "\r\n", "\x00", "%7B", "#AAAA",
-		strings.Repeat("{", 100), strings.Repeat("a", 64<<10), strings.Repeat("a", 64<<10) + "b",
-		"\xc3\x28", "é", "%C3%A9", strings.Repeat("%", 21), strings.Repeat("%", 22),
-	}
-	seen := map[string]string{}
-	for _, in := range inputs {
-		out := string(appendKeyPart(nil, in))
-		if len(out) > maxPartLen {
-			t.Errorf("%.20q: %d bytes", in, len(out))
-		}
-		if strings.ContainsAny(out, "{}|:\r\n\x00") || !utf8.ValidString(out) {
-			t.Errorf("%.20q encodes to unsafe %q", in, out)
-		}
-		if prev, dup := seen[out]; dup {
-			t.Errorf("%.20q and %.20q both encode to %q", prev, in, out)
-		}
-		seen[out] = in
-	}
-}
-
 func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
-	rule := &Rule{Name: "api", Key: []KeyPart{{Source: SourceHeader, Name: "x-user"}, {Source: SourcePath}}}
+	rule := &config.Rule{Name: "api", Key: []config.KeyPart{{Source: config.SourceHeader, Name: "x-user"}, {Source: config.SourcePath}}}
 	key := func(user, path string) string {
 		t.Helper()
 		r := &request{headers: appendHeaderMap(nil, [][2]string{{":path", path}, {"x-user", user}})}
@@ -82,7 +32,7 @@ func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 	if _, ok := appendRuleKey(nil, "rl:", rule, missing, 0); ok {
 		t.Fatal("missing header accepted under skip")
 	}
-	rule.OnMissing = MissingShared
+	rule.OnMissing = config.MissingShared
 	b, ok := appendRuleKey(nil, "rl:", rule, missing, 0)
 	if !ok || string(b) != "rl:{api||/}" {
 		t.Fatalf("shared: %q %v", b, ok)
@@ -99,20 +49,20 @@ func TestRequestSources(t *testing.T) {
 		source: peer("[2001:db8::1]:5555"),
 	}
 	for _, tc := range []struct {
-		part KeyPart
+		part config.KeyPart
 		want string
 		ok   bool
 	}{
-		{KeyPart{Source: SourceMethod}, "POST", true},
-		{KeyPart{Source: SourcePath}, "/v1/items", true},
-		{KeyPart{Source: SourceHost}, "api.example.com", true},
-		{KeyPart{Source: SourceQuery, Name: "tenant"}, "acme co", true},
-		{KeyPart{Source: SourceQuery, Name: "missing"}, "", false},
-		{KeyPart{Source: SourceCookie, Name: "session"}, "s3cr3t", true},
-		{KeyPart{Source: SourceCookie, Name: "sess"}, "", false},
-		{KeyPart{Source: SourceHeader, Name: "x-id"}, "one, two", true},
-		{KeyPart{Source: SourceClientIP}, "2001:db8::1", true},
-		{KeyPart{Source: SourceConstant, Value: "all"}, "all", true},
+		{config.KeyPart{Source: config.SourceMethod}, "POST", true},
+		{config.KeyPart{Source: config.SourcePath}, "/v1/items", true},
+		{config.KeyPart{Source: config.SourceHost}, "api.example.com", true},
+		{config.KeyPart{Source: config.SourceQuery, Name: "tenant"}, "acme co", true},
+		{config.KeyPart{Source: config.SourceQuery, Name: "missing"}, "", false},
+		{config.KeyPart{Source: config.SourceCookie, Name: "session"}, "s3cr3t", true},
+		{config.KeyPart{Source: config.SourceCookie, Name: "sess"}, "", false},
+		{config.KeyPart{Source: config.SourceHeader, Name: "x-id"}, "one, two", true},
+		{config.KeyPart{Source: config.SourceClientIP}, "2001:db8::1", true},
+		{config.KeyPart{Source: config.SourceConstant, Value: "all"}, "all", true},
 	} {
 		got, ok := r.keyPartValue(tc.part, 0)
 		if got != tc.want || ok != tc.ok {
@@ -177,31 +127,6 @@ func TestClientIPTrustedHops(t *testing.T) {
 		if got, ok := r.clientIP(1); ok {
 			t.Errorf("source %q: got %q, want no client IP", bad, got)
 		}
-	}
-}
-
-func TestWebdisReply(t *testing.T) {
-	for _, tc := range []struct{ in, want, err string }{
-		{`{"EVALSHA":[1700000000000000,-2,1,16,15,-1,2000000]}`, "*7\r\n:1700000000000000\r\n:-2\r\n:1\r\n:16\r\n:15\r\n:-1\r\n:2000000\r\n", ""},
-		{`{"EVALSHA":[false,"NOSCRIPT No matching script. Please use EVAL."]}`, "-NOSCRIPT No matching script. Please use EVAL.\r\n", ""},
-		{`{"EVAL":["a",null,[1]]}`, "*3\r\n$1\r\na\r\n$-1\r\n*1\r\n:1\r\n", ""},
-		{`{"EVAL":1.5}`, "", "webdis: number 1.5 is not an integer"},
-		{`{"A":1,"B":2}`, "", "webdis: reply is not a one-command object"},
-		{`<html>`, "", "webdis: reply is not JSON"},
-	} {
-		got, err := webdisReply(nil, []byte(tc.in))
-		if string(got) != tc.want || errString(err) != tc.err {
-			t.Errorf("%s: got %q, %v", tc.in, got, err)
-		}
-	}
-}
-
-func TestWebdisBody(t *testing.T) {
-	var dec redisproto.Decoder
-	cmd := redisproto.AppendCommand(nil, "EVALSHA", "abc", "1", "rl:{api|u.1}:0", "x/y.raw")
-	got, err := appendWebdisBody(nil, &dec, cmd)
-	if want := "EVALSHA/abc/1/rl%3A%7Bapi%7Cu%2E1%7D%3A0/x%2Fy%2Eraw"; err != nil || string(got) != want {
-		t.Fatalf("got %q, %v; want %q", got, err, want)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // leaseTable is one leased rule's state in one VM: which of its keys are
@@ -27,7 +28,7 @@ import (
 // each denial in a row doubles the hold, by at most max_hold more. It asks
 // for its cost again once a grant leaves a batch in Redis.
 type leaseTable struct {
-	cfg     *Lease
+	cfg     *config.Lease
 	rule    int
 	entries map[string]*leaseEntry
 	order   []*leaseEntry // oldest first, for eviction
@@ -86,7 +87,7 @@ type leaseAsk struct {
 	e            *leaseEntry
 }
 
-func newLeaseTables(cfg *Config) []*leaseTable {
+func newLeaseTables(cfg *config.Config) []*leaseTable {
 	var out []*leaseTable
 	for ri := range cfg.Rules {
 		l := cfg.Rules[ri].Lease
@@ -337,7 +338,7 @@ func (p *Plugin) giveBack(t *leaseTable, rec *leaseGrant, left int64) {
 	}
 	p.leaseMetrics.returned.Increment(uint64(left))
 	sc := p.newSettleCall()
-	for i, l := range p.cfg.Rules[t.rule].tierLimits(rec.tier) {
+	for i, l := range p.cfg.Rules[t.rule].TierLimits(rec.tier) {
 		sc.settles = append(sc.settles, algorithms.Settle{Key: rec.key + ":" + strconv.Itoa(i), Limit: l.Limit, At: rec.at,
 			Reserved: rec.recorded, Cost: rec.recorded - left})
 		sc.rules = append(sc.rules, t.rule)

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // leased is a sliding log of limit per hour on x-user, leased in batches
@@ -131,7 +133,7 @@ func TestLeaseEndsWhenEpochMoves(t *testing.T) {
 	h.Pump()
 	h.send("x-user=dee")
 	h.send("x-user=dee")
-	if _, err := server.Do("INCR", EpochKey(h.plugin.cfg.Redis.Prefix)); err != nil {
+	if _, err := server.Do("INCR", keyspace.EpochKey(h.plugin.cfg.Redis.Prefix)); err != nil {
 		t.Fatal(err)
 	}
 	h.plugin.OnTick()

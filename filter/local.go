@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // localLimiter decides a VM's requests while Redis cannot (failure_mode:
@@ -16,7 +17,7 @@ import (
 // state outlives an outage until it drains: the next outage starts from
 // what this VM admitted in the last.
 type localLimiter struct {
-	cfg   *LocalFallback
+	cfg   *config.LocalFallback
 	model *algorithms.Model
 	table *localTable
 
@@ -30,7 +31,7 @@ type localLimiter struct {
 	peek   [1]algorithms.Check
 }
 
-func newLocalLimiter(cfg *Config, h PluginHost) *localLimiter {
+func newLocalLimiter(cfg *config.Config, h PluginHost) *localLimiter {
 	if cfg.Local == nil {
 		return nil
 	}
@@ -66,7 +67,7 @@ func (s *Stream) decideLocally() (local bool, over verdict) {
 // the call then counts as decided (c.local), and settles locally. A
 // choice's positions take the request's tier, or the default: an
 // operator's tier and override are in Redis.
-func (l *localLimiter) decide(c *call, cfg *Config, now time.Time) verdict {
+func (l *localLimiter) decide(c *call, cfg *config.Config, now time.Time) verdict {
 	l.checks, l.at = l.checks[:0], l.at[:0]
 	for i := range c.owners {
 		o := &c.owners[i]
@@ -81,7 +82,7 @@ func (l *localLimiter) decide(c *call, cfg *Config, now time.Time) verdict {
 		if i >= len(c.checks) {
 			o.picked, o.tier = lim, max(o.tier, 0)
 		}
-		scaled := l.cfg.scale(lim)
+		scaled := l.cfg.Scale(lim)
 		if !checkOnly && scaled.CheckCost(cost) != nil {
 			return verdict{rule: o.rule, limit: o.limit, tier: max(o.tier, 0), reason: reasonCostExceedsCapacity}
 		}
@@ -128,7 +129,7 @@ func (l *localLimiter) decideChecks(now int64) algorithms.Decision {
 // when chk was denied (otherwise retry < 0, and a peek finds it).
 func (l *localLimiter) rankAfter(chk algorithms.Check, remaining int64, retry time.Duration, now int64) int64 {
 	if remaining >= chk.Cost {
-		return rankOfUse(capacity(chk.Limit), remaining)
+		return rankOfUse(config.Capacity(chk.Limit), remaining)
 	}
 	if retry < 0 {
 		// remaining < Cost: the same check is denied, so it writes nothing.
@@ -205,7 +206,7 @@ func (p *Plugin) settleLocally(sc *settleCall) {
 	l.idles = l.idles[:0]
 	for i := range sc.settles {
 		st := &sc.settles[i]
-		st.Limit = l.cfg.scale(st.Limit)
+		st.Limit = l.cfg.Scale(st.Limit)
 		l.idles = append(l.idles, l.settledIdle(st.Key, st.Limit, st.Cost-st.Reserved, us))
 	}
 	res := l.model.Settle(us, sc.settles)

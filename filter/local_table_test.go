@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // checkTable fails unless t's heap, positions and index agree.
@@ -74,7 +75,7 @@ func BenchmarkLocalFlood(b *testing.B)  { benchLocal(b, 1<<30) }
 func BenchmarkLocalHotKey(b *testing.B) { benchLocal(b, 1) }
 
 func benchLocal(b *testing.B, keys int) {
-	cfg, err := ParseConfig([]byte(localConfig("1", "", localPerUser)))
+	cfg, err := config.Parse([]byte(localConfig("1", "", localPerUser)))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 package filter
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+)
 
 // routed is a MatchRule with the Plugin of its configuration. Each entry's
 // Plugin has its own state (rule metrics, rendered headers, deny cache,
@@ -8,7 +12,7 @@ import "strings"
 // share the top-level Plugin's map of pending calls, since callout ids
 // come from one host.
 type routed struct {
-	*MatchRule
+	*config.MatchRule
 	plugin *Plugin
 }
 
@@ -59,16 +63,16 @@ func (ri *routeInfo) clusterName() string {
 func (p *Plugin) pick(r *request) *Plugin {
 	ri := routeInfo{r: r}
 	for i := range p.routed {
-		if p.routed[i].matches(&ri) {
+		if routeMatches(p.routed[i].MatchRule, &ri) {
 			return p.routed[i].plugin
 		}
 	}
 	return p
 }
 
-// matches follows Higress's RuleMatcher.GetMatchConfig, except that domains
+// routeMatches follows Higress's RuleMatcher.GetMatchConfig, except that domains
 // compare case-insensitively (Envoy's route table does too).
-func (m *MatchRule) matches(ri *routeInfo) bool {
+func routeMatches(m *config.MatchRule, ri *routeInfo) bool {
 	switch {
 	case len(m.Routes) > 0:
 		return contains(m.Routes, ri.routeName()) && (len(m.Services) == 0 || serviceMatches(m.Services, ri.clusterName()))

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // A rule name in two configurations of one plugin names the same Redis
@@ -12,7 +14,7 @@ import (
 // the other, a request with "x-user: 10.1.2.3" spent client 10.1.2.3's
 // quota in the other entry.
 func TestMatchRuleKeysMustAgree(t *testing.T) {
-	config := func(top, entry, hops string) string {
+	conf := func(top, entry, hops string) string {
 		rule := func(key string) string {
 			return `"rules":[{"name":"api","key":[` + key + `],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]`
 		}
@@ -38,7 +40,7 @@ func TestMatchRuleKeysMustAgree(t *testing.T) {
 		{ip, ip, `"xff_trusted_hops":1,`, true},
 		{`{"source":"path"}`, `{"source":"path"}`, `"xff_trusted_hops":1,`, false},
 	} {
-		_, err := ParseConfig([]byte(config(tc.top, tc.entry, tc.hops)))
+		_, err := config.Parse([]byte(conf(tc.top, tc.entry, tc.hops)))
 		switch {
 		case !tc.refused && err != nil:
 			t.Errorf("%s | %s %s: %v", tc.top, tc.hops, tc.entry, err)
@@ -60,10 +62,10 @@ func TestRequestLimitsBoundEachConfiguration(t *testing.T) {
 		return `"redis":{"cluster":"r"},"rules":[` + strings.Join(rs, ",") + `]`
 	}
 	entry := func(n int) string { return `{"_match_route_":["x"],` + rules(n) + `}` }
-	if _, err := ParseConfig([]byte(`{` + rules(8) + `,"_rules_":[` + entry(8) + `,` + entry(8) + `]}`)); err != nil {
+	if _, err := config.Parse([]byte(`{` + rules(8) + `,"_rules_":[` + entry(8) + `,` + entry(8) + `]}`)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := ParseConfig([]byte(`{` + rules(8) + `,"_rules_":[` + entry(8) + `,` + entry(9) + `]}`))
+	_, err := config.Parse([]byte(`{` + rules(8) + `,"_rules_":[` + entry(8) + `,` + entry(9) + `]}`))
 	if err == nil || !strings.HasPrefix(err.Error(), "_rules_[1].rules[0]: one request may match this rule and rule r1, r2, r3, r4, r5, r6, r7, r8, 9 limits in all; at most 8") {
 		t.Fatalf("9 limits in an entry: %v", err)
 	}
@@ -96,7 +98,7 @@ func TestExclusiveRulesDoNotAddUp(t *testing.T) {
 		for i, m := range tc.matches {
 			rules = append(rules, rule(fmt.Sprintf("r%d", i), m))
 		}
-		_, err := ParseConfig([]byte(`{"redis":{"cluster":"r"},"rules":[` + strings.Join(rules, ",") + `]}`))
+		_, err := config.Parse([]byte(`{"redis":{"cluster":"r"},"rules":[` + strings.Join(rules, ",") + `]}`))
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: %v, want ok %v", name, err, tc.ok)
 		}

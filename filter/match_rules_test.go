@@ -1,19 +1,21 @@
 package filter
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 func TestParseMatchRules(t *testing.T) {
-	data := readFixture(t, "testdata/valid/match-rules.json")
-	c, err := ParseConfig(data)
+	data := readFixture(t, "config/testdata/valid/match-rules.json")
+	c, err := config.Parse(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,11 +30,11 @@ func TestParseMatchRules(t *testing.T) {
 	if !slices.Equal(hosts.Domains, []string{"*.example.com", "api.*", "admin.example.org"}) || hosts.Config.FailOpen || len(hosts.Config.Rules) != 2 {
 		t.Fatalf("domain entry (domains in lower case, its own failure_mode): %+v", hosts)
 	}
-	if !slices.Equal(search.Services, []string{"search.default.svc.cluster.local"}) || search.Config.Headers != HeadersDraft10 {
+	if !slices.Equal(search.Services, []string{"search.default.svc.cluster.local"}) || search.Config.Headers != config.HeadersDraft10 {
 		t.Fatalf("service entry: %+v", search)
 	}
 	if !slices.Equal(consumers.RoutePrefixes, []string{"api-"}) || !slices.Equal(consumers.Consumers, []string{"alice", "bob"}) ||
-		consumers.Config.Headers != HeadersLegacy {
+		consumers.Config.Headers != config.HeadersLegacy {
 		t.Fatalf("route prefix entry: %+v", consumers)
 	}
 	for _, mr := range c.MatchRules {
@@ -41,8 +43,8 @@ func TestParseMatchRules(t *testing.T) {
 		}
 	}
 
-	data = readFixture(t, "testdata/valid/match-rules-only.json")
-	if c, err = ParseConfig(data); err != nil {
+	data = readFixture(t, "config/testdata/valid/match-rules-only.json")
+	if c, err = config.Parse(data); err != nil {
 		t.Fatal(err)
 	}
 	if len(c.Rules) != 0 || c.DenyCacheKeys != 0 || c.Redis.Cluster != "redis" || len(c.MatchRules) != 1 {
@@ -52,7 +54,7 @@ func TestParseMatchRules(t *testing.T) {
 
 func TestMatchRuleErrors(t *testing.T) {
 	entry := `"redis":{"cluster":"r"},"rules":[{"name":"a","key":[{"source":"path"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1s"}]}]`
-	for _, tc := range []struct{ config, want string }{
+	for _, tc := range []struct{ conf, want string }{
 		{`{"_rules_":[{"_match_route_":["x"],` + entry + `,"_rules_":[]}]}`, "_rules_[0]._rules_: unknown field"},
 		{`{"failure_mode":"open",` + entry + `,"_rules_":[{"_match_route_":["x"],` + entry + `}]}`, "failure_mode: must be one of allow, deny"},
 		{`{"failure_mode":"deny","_rules_":[{"_match_route_":["x"],` + entry + `}]}`, "redis: required"},
@@ -64,9 +66,9 @@ func TestMatchRuleErrors(t *testing.T) {
 		{`{"_rules_":[{"_match_domain_":["**"],` + entry + `}]}`, `_rules_[0]._match_domain_[0]: "*" may only be`},
 		{`{"_rules_":[{"_match_route_":["x",""],` + entry + `}]}`, "_rules_[0]._match_route_: must be a non-empty array of non-empty strings"},
 	} {
-		_, err := ParseConfig([]byte(tc.config))
+		_, err := config.Parse([]byte(tc.conf))
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("%s\ngot  %v\nwant %s...", tc.config, err, tc.want)
+			t.Errorf("%s\ngot  %v\nwant %s...", tc.conf, err, tc.want)
 		}
 	}
 }
@@ -87,40 +89,40 @@ func TestMatchRuleMatches(t *testing.T) {
 	const svc = "outbound|8080||auth.default.svc.cluster.local"
 	for _, tc := range []struct {
 		name      string
-		rule      MatchRule
+		rule      config.MatchRule
 		route     string
 		cluster   string
 		headers   [][2]string
 		want      bool
 		wantReads string
 	}{
-		{"route", MatchRule{Routes: []string{"default/a", "default/b"}}, "default/b", "", nil, true, "route_name"},
-		{"route is exact", MatchRule{Routes: []string{"default/a"}}, "default/ab", "", nil, false, "route_name"},
-		{"no route", MatchRule{Routes: []string{"default/a"}}, "", "", nil, false, "route_name"},
-		{"route and service", MatchRule{Routes: []string{"r"}, Services: []string{"auth.default.svc.cluster.local"}}, "r", svc, nil, true, "route_name cluster_name"},
-		{"route, other service", MatchRule{Routes: []string{"r"}, Services: []string{"search.default.svc.cluster.local"}}, "r", svc, nil, false, "route_name cluster_name"},
-		{"service by fqdn", MatchRule{Services: []string{"auth.default.svc.cluster.local"}}, "", svc, nil, true, "cluster_name"},
-		{"service by fqdn:port", MatchRule{Services: []string{"auth.default.svc.cluster.local:8080"}}, "", svc, nil, true, "cluster_name"},
-		{"service, other port", MatchRule{Services: []string{"auth.default.svc.cluster.local:80"}}, "", svc, nil, false, "cluster_name"},
-		{"service with subset", MatchRule{Services: []string{"auth.default.svc.cluster.local:8080"}}, "", "outbound|8080|v1|auth.default.svc.cluster.local", nil, true, "cluster_name"},
-		{"not a mesh cluster", MatchRule{Services: []string{"auth"}}, "", "auth", nil, false, "cluster_name"},
-		{"domain", MatchRule{Domains: []string{"api.example.com"}}, "", "", [][2]string{{":authority", "API.example.com:8443"}}, true, ""},
-		{"domain suffix", MatchRule{Domains: []string{"*.example.com"}}, "", "", [][2]string{{":authority", "a.b.example.com"}}, true, ""},
-		{"domain suffix, apex", MatchRule{Domains: []string{"*.example.com"}}, "", "", [][2]string{{":authority", "example.com"}}, false, ""},
-		{"domain prefix", MatchRule{Domains: []string{"api.*"}}, "", "", [][2]string{{":authority", "api.example.org"}}, true, ""},
-		{"any domain", MatchRule{Domains: []string{"*"}}, "", "", [][2]string{{":authority", "x"}}, true, ""},
-		{"other domain", MatchRule{Domains: []string{"api.example.com"}}, "", "", [][2]string{{":authority", "www.example.com"}}, false, ""},
-		{"route prefix", MatchRule{RoutePrefixes: []string{"api-"}}, "api-orders", "", nil, true, "route_name"},
-		{"route prefix and consumer", MatchRule{RoutePrefixes: []string{"api-"}, Consumers: []string{"alice"}}, "api-orders", "",
+		{"route", config.MatchRule{Routes: []string{"default/a", "default/b"}}, "default/b", "", nil, true, "route_name"},
+		{"route is exact", config.MatchRule{Routes: []string{"default/a"}}, "default/ab", "", nil, false, "route_name"},
+		{"no route", config.MatchRule{Routes: []string{"default/a"}}, "", "", nil, false, "route_name"},
+		{"route and service", config.MatchRule{Routes: []string{"r"}, Services: []string{"auth.default.svc.cluster.local"}}, "r", svc, nil, true, "route_name cluster_name"},
+		{"route, other service", config.MatchRule{Routes: []string{"r"}, Services: []string{"search.default.svc.cluster.local"}}, "r", svc, nil, false, "route_name cluster_name"},
+		{"service by fqdn", config.MatchRule{Services: []string{"auth.default.svc.cluster.local"}}, "", svc, nil, true, "cluster_name"},
+		{"service by fqdn:port", config.MatchRule{Services: []string{"auth.default.svc.cluster.local:8080"}}, "", svc, nil, true, "cluster_name"},
+		{"service, other port", config.MatchRule{Services: []string{"auth.default.svc.cluster.local:80"}}, "", svc, nil, false, "cluster_name"},
+		{"service with subset", config.MatchRule{Services: []string{"auth.default.svc.cluster.local:8080"}}, "", "outbound|8080|v1|auth.default.svc.cluster.local", nil, true, "cluster_name"},
+		{"not a mesh cluster", config.MatchRule{Services: []string{"auth"}}, "", "auth", nil, false, "cluster_name"},
+		{"domain", config.MatchRule{Domains: []string{"api.example.com"}}, "", "", [][2]string{{":authority", "API.example.com:8443"}}, true, ""},
+		{"domain suffix", config.MatchRule{Domains: []string{"*.example.com"}}, "", "", [][2]string{{":authority", "a.b.example.com"}}, true, ""},
+		{"domain suffix, apex", config.MatchRule{Domains: []string{"*.example.com"}}, "", "", [][2]string{{":authority", "example.com"}}, false, ""},
+		{"domain prefix", config.MatchRule{Domains: []string{"api.*"}}, "", "", [][2]string{{":authority", "api.example.org"}}, true, ""},
+		{"any domain", config.MatchRule{Domains: []string{"*"}}, "", "", [][2]string{{":authority", "x"}}, true, ""},
+		{"other domain", config.MatchRule{Domains: []string{"api.example.com"}}, "", "", [][2]string{{":authority", "www.example.com"}}, false, ""},
+		{"route prefix", config.MatchRule{RoutePrefixes: []string{"api-"}}, "api-orders", "", nil, true, "route_name"},
+		{"route prefix and consumer", config.MatchRule{RoutePrefixes: []string{"api-"}, Consumers: []string{"alice"}}, "api-orders", "",
 			[][2]string{{"x-mse-consumer", "alice"}}, true, "route_name"},
-		{"consumer is the first value", MatchRule{RoutePrefixes: []string{"api-"}, Consumers: []string{"alice"}}, "api-orders", "",
+		{"consumer is the first value", config.MatchRule{RoutePrefixes: []string{"api-"}, Consumers: []string{"alice"}}, "api-orders", "",
 			[][2]string{{"x-mse-consumer", "mallory"}, {"x-mse-consumer", "alice"}}, false, "route_name"},
-		{"no consumer", MatchRule{RoutePrefixes: []string{"api-"}, Consumers: []string{"alice"}}, "api-orders", "", nil, false, "route_name"},
+		{"no consumer", config.MatchRule{RoutePrefixes: []string{"api-"}, Consumers: []string{"alice"}}, "api-orders", "", nil, false, "route_name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &propStream{props: map[string]string{"route_name": tc.route, "cluster_name": tc.cluster}}
 			ri := routeInfo{r: &request{headers: appendHeaderMap(nil, tc.headers), source: s}}
-			if got := tc.rule.matches(&ri); got != tc.want {
+			if got := routeMatches(&tc.rule, &ri); got != tc.want {
 				t.Fatalf("matches %v, want %v", got, tc.want)
 			}
 			if got := strings.Join(s.reads, " "); got != tc.wantReads {
@@ -180,7 +182,7 @@ func TestMatchRulesPickTheConfiguration(t *testing.T) {
 // With only _rules_, a request no entry matches is not limited, and costs
 // no Redis call.
 func TestOnlyMatchRulesLimitsNothingElse(t *testing.T) {
-	data := readFixture(t, "testdata/valid/match-rules-only.json")
+	data := readFixture(t, "config/testdata/valid/match-rules-only.json")
 	h := newFakeHost(t, string(data))
 	h.props = map[string]string{"route_name": "default/other"}
 	for range 3 {
@@ -196,15 +198,15 @@ func TestOnlyMatchRulesLimitsNothingElse(t *testing.T) {
 	}
 }
 
-// A config without _rules_, or whose entries need no property, reads none.
+// A conf without _rules_, or whose entries need no property, reads none.
 func TestPropertiesReadOnlyWhenNeeded(t *testing.T) {
-	for _, tc := range []struct{ config, want string }{
+	for _, tc := range []struct{ conf, want string }{
 		{perUser, ""},
 		{`{"_rules_":[{"_match_domain_":["*.example.org"],"redis":{"cluster":"redis"},"rules":[{"name":"org","key":[{"source":"path"}],
 			"limits":[{"algorithm":"sliding_log","limit":3,"window":"1m"}]}]}]}`, ""},
 		{routedConfig, "route_name"},
 	} {
-		h := newFakeHost(t, tc.config)
+		h := newFakeHost(t, tc.conf)
 		s := &propStream{props: map[string]string{}}
 		st := h.plugin.NewStream(s)
 		st.OnRequestHeaders([][2]string{{":path", "/"}, {":authority", "example.com"}, {"x-user", "a"}})
@@ -251,9 +253,9 @@ func TestMatchRulesAllocateNothingMore(t *testing.T) {
 	}
 	headers := [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "example.com"}, {"x-user", "alice"}}
 	s := &propStream{props: map[string]string{"route_name": "default/api", "cluster_name": "outbound|80||api.default.svc.cluster.local"}}
-	allocs := func(config string) float64 {
+	allocs := func(conf string) float64 {
 		t.Helper()
-		cfg, err := ParseConfig([]byte(config))
+		cfg, err := config.Parse([]byte(conf))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +288,7 @@ func TestMatchRulesAllocateNothingMore(t *testing.T) {
 // matches by route name: the per-request cost of _rules_, natively.
 func BenchmarkPick(b *testing.B) {
 	entry := `"redis":{"cluster":"redis"},"rules":[{"name":"a","key":[{"source":"path"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1s"}]}]`
-	cfg, err := ParseConfig([]byte(`{"_rules_":[{"_match_domain_":["*.example.org","api.*"],` + entry + `},
+	cfg, err := config.Parse([]byte(`{"_rules_":[{"_match_domain_":["*.example.org","api.*"],` + entry + `},
 		{"_match_service_":["web.default.svc.cluster.local:80"],` + entry + `},{"_match_route_":["default/a","default/api"],` + entry + `}]}`))
 	if err != nil {
 		b.Fatal(err)
@@ -301,4 +303,13 @@ func BenchmarkPick(b *testing.B) {
 			b.Fatal("picked another entry")
 		}
 	}
+}
+
+func readFixture(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

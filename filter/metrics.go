@@ -1,6 +1,9 @@
 package filter
 
-import "github.com/redisrate/envoy-redis-ratelimit/algorithms"
+import (
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+)
 
 // metrics are the plugin's proxy-wasm metrics; Envoy exports them with the
 // prefix "wasmcustom.".
@@ -20,7 +23,7 @@ type metrics struct {
 
 // ruleMetrics count each request a rule decided, by outcome:
 // ratelimit.rule.<name>.allowed|denied|would_deny|blocked (see
-// metric_names.go).
+// config.RuleMetricName).
 type ruleMetrics struct {
 	allowed, denied, shadowDenied, blocked Counter
 	// response counts a response_cost rule's settling; nil for others.
@@ -45,7 +48,7 @@ type slotMetrics struct {
 	releasesFailed, expired Counter
 }
 
-func newMetrics(cfg *Config, h PluginHost) metrics {
+func newMetrics(cfg *config.Config, h PluginHost) metrics {
 	m := metrics{
 		redisErrors: h.Counter("ratelimit.redis.errors"),
 		noscript:    h.Counter("ratelimit.redis.noscript"),
@@ -60,24 +63,24 @@ func newMetrics(cfg *Config, h PluginHost) metrics {
 	}
 	for _, r := range cfg.Rules {
 		m.rules = append(m.rules, ruleMetrics{
-			allowed:      h.Counter(ruleMetricName(r.Name, outcomeAllowed)),
-			denied:       h.Counter(ruleMetricName(r.Name, outcomeDenied)),
-			shadowDenied: h.Counter(ruleMetricName(r.Name, outcomeWouldDeny)),
-			blocked:      h.Counter(ruleMetricName(r.Name, outcomeBlocked)),
+			allowed:      h.Counter(config.RuleMetricName(r.Name, config.OutcomeAllowed)),
+			denied:       h.Counter(config.RuleMetricName(r.Name, config.OutcomeDenied)),
+			shadowDenied: h.Counter(config.RuleMetricName(r.Name, config.OutcomeWouldDeny)),
+			blocked:      h.Counter(config.RuleMetricName(r.Name, config.OutcomeBlocked)),
 		})
 		if r.Response != nil {
 			m.rules[len(m.rules)-1].response = &responseMetrics{
-				charged:      h.Counter(ruleMetricName(r.Name, eventCharged)),
-				refunded:     h.Counter(ruleMetricName(r.Name, eventRefunded)),
-				overdrawn:    h.Counter(ruleMetricName(r.Name, eventOverdrawn)),
-				usageMissing: h.Counter(ruleMetricName(r.Name, eventUsageMissing)),
-				streamReset:  h.Counter(ruleMetricName(r.Name, eventStreamReset)),
+				charged:      h.Counter(config.RuleMetricName(r.Name, config.EventCharged)),
+				refunded:     h.Counter(config.RuleMetricName(r.Name, config.EventRefunded)),
+				overdrawn:    h.Counter(config.RuleMetricName(r.Name, config.EventOverdrawn)),
+				usageMissing: h.Counter(config.RuleMetricName(r.Name, config.EventUsageMissing)),
+				streamReset:  h.Counter(config.RuleMetricName(r.Name, config.EventStreamReset)),
 			}
 		}
-		if r.hasConcurrency() {
+		if r.HasConcurrency() {
 			m.rules[len(m.rules)-1].slots = &slotMetrics{
-				releasesFailed: h.Counter(ruleMetricName(r.Name, eventReleasesFailed)),
-				expired:        h.Counter(ruleMetricName(r.Name, eventSlotsExpired)),
+				releasesFailed: h.Counter(config.RuleMetricName(r.Name, config.EventReleasesFailed)),
+				expired:        h.Counter(config.RuleMetricName(r.Name, config.EventSlotsExpired)),
 			}
 		}
 	}

@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/deepjson"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
@@ -93,24 +96,24 @@ func TestDeepBearerTokenDenied(t *testing.T) {
 // A JSON body or an event nested deeper than jsonbound.MaxDepth, up to
 // 1 MB, has no usage, even beside a usage field; within the bound it has.
 func TestDeepUsageIsMissing(t *testing.T) {
-	const usage = `"usage":{"prompt_tokens":1,"completion_tokens":2}`
-	var u usageScanner
-	f := usagePreset("openai_chat")
+	const usageField = `"usage":{"prompt_tokens":1,"completion_tokens":2}`
+	var u usage.Scanner
+	f, _ := usage.Preset("openai_chat")
 	for _, shape := range deepjson.Shapes {
 		for _, depth := range append(nestDepths, deepjson.DepthFor(shape, 1<<20)) {
-			doc := `{` + usage + `,"z":` + deepjson.Nest(shape, depth-1, "0") + `}`
-			if n, ok := usageScan(&u, f, false, 2<<20, []byte(doc)); ok {
+			doc := `{` + usageField + `,"z":` + deepjson.Nest(shape, depth-1, "0") + `}`
+			if n, ok := usageScan(&u, f, false, []byte(doc)); ok {
 				t.Errorf("JSON, %s %d deep: usage %d found", shape, depth, n)
 			}
-			if n, ok := usageScan(&u, f, true, 2<<20, []byte("data: "+doc+"\n\n")); ok {
+			if n, ok := usageScan(&u, f, true, []byte("data: "+doc+"\n\n")); ok {
 				t.Errorf("SSE, %s %d deep: usage %d found", shape, depth, n)
 			}
 		}
-		doc := `{` + usage + `,"z":` + deepjson.Nest(shape, jsonbound.MaxDepth-1, "0") + `}`
-		if n, ok := usageScan(&u, f, false, 2<<20, []byte(doc)); !ok || n != 3 {
+		doc := `{` + usageField + `,"z":` + deepjson.Nest(shape, jsonbound.MaxDepth-1, "0") + `}`
+		if n, ok := usageScan(&u, f, false, []byte(doc)); !ok || n != 3 {
 			t.Errorf("JSON, %s 64 deep: usage %d %v, want 3", shape, n, ok)
 		}
-		if n, ok := usageScan(&u, f, true, 2<<20, []byte("data: "+doc+"\n\n")); !ok || n != 3 {
+		if n, ok := usageScan(&u, f, true, []byte("data: "+doc+"\n\n")); !ok || n != 3 {
 			t.Errorf("SSE, %s 64 deep: usage %d %v, want 3", shape, n, ok)
 		}
 	}
@@ -151,10 +154,17 @@ func TestDeepRequestBodyTakesDefault(t *testing.T) {
 // A Webdis reply nested deeper than jsonbound.MaxDepth is an error, and
 // so is a configuration.
 func TestDeepWebdisReplyAndConfig(t *testing.T) {
-	if _, err := webdisReply(nil, []byte(`{"EVALSHA":`+deepjson.Nest(deepjson.Array, 100_000, "1")+`}`)); err == nil {
+	if _, err := webdis.Reply(nil, []byte(`{"EVALSHA":`+deepjson.Nest(deepjson.Array, 100_000, "1")+`}`)); err == nil {
 		t.Error("a deep Webdis reply was read")
 	}
-	if _, err := ParseConfig([]byte(deepjson.Nest(deepjson.Object, 100_000, "1"))); err == nil || !strings.Contains(err.Error(), "deeper than 64") {
+	if _, err := config.Parse([]byte(deepjson.Nest(deepjson.Object, 100_000, "1"))); err == nil || !strings.Contains(err.Error(), "deeper than 64") {
 		t.Errorf("a deep configuration: %v", err)
 	}
+}
+
+// usageScan reads body whole with u, under a 2 MB cap.
+func usageScan(u *usage.Scanner, f *usage.Fields, sse bool, body []byte) (int64, bool) {
+	u.Start(f, sse, 2<<20)
+	u.Write(body)
+	return u.Finish()
 }

@@ -1,8 +1,11 @@
 package filter
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
 
 // pathAliases are spellings of /api/v1/items|7 a client could send to get
@@ -28,11 +31,11 @@ var pathAliases = []string{
 
 func TestPathAliasesAreOnePath(t *testing.T) {
 	const want = "/api/v1/items|7"
-	rule := Rule{Name: "p", Key: []KeyPart{{Source: SourcePath}}}
+	rule := config.Rule{Name: "p", Key: []config.KeyPart{{Source: config.SourcePath}}}
 	keys := map[string]bool{}
 	for _, p := range pathAliases {
-		if got := normalizePath(p); got != want {
-			t.Errorf("normalizePath(%q) = %q, want %q", p, got, want)
+		if got := pathnorm.Normalize(p); got != want {
+			t.Errorf("pathnorm.Normalize(%q) = %q, want %q", p, got, want)
 		}
 		r := request{headers: appendHeaderMap(nil, [][2]string{{":path", p}})}
 		key, ok := appendRuleKey(nil, "rl:", &rule, &r, 0)
@@ -46,104 +49,27 @@ func TestPathAliasesAreOnePath(t *testing.T) {
 	}
 }
 
-// What stays apart: another resource for Envoy and for most servers.
-func TestPathNormalizationKeepsDistinctPaths(t *testing.T) {
-	for _, c := range []struct{ in, want string }{
-		{"/", "/"},
-		{"", ""},
-		{"*", "*"},
-		{"/a/", "/a/"},
-		{"/a//", "/a/"},
-		{"/a/b/..", "/a/"},
-		{"/a/b/.", "/a/b/"},
-		{"/..", "/"},
-		{"/A", "/A"},
-		{"/a%2Fb", "/a%2Fb"},
-		{"/a%2fb", "/a%2Fb"},
-		{"/a%5cb", "/a%5Cb"},
-		{"/a%3Bb", "/a%3Bb"},
-		{"/a%3fb", "/a%3Fb"},
-		{"/a%25", "/a%25"},
-		{"/a%", "/a%25"},
-		{"/a%zz", "/a%25zz"},
-		{"/a%00b", "/a%00b"},
-		{"/a%20b", "/a%20b"},
-		{"/caf%C3%A9", "/caf\xc3\xa9"},
-		{"/a/%2e%2e%2fb", "/a/..%2Fb"},
-	} {
-		if got := normalizePath(c.in); got != c.want {
-			t.Errorf("normalizePath(%q) = %q, want %q", c.in, got, c.want)
-		}
-	}
-}
-
 // A rule matches the normalized path: /x/../admin and //admin are /admin.
 func TestMatchUsesNormalizedPath(t *testing.T) {
-	m := Match{PathPrefix: "/admin/"}
+	m := config.Match{PathPrefix: "/admin/"}
 	for _, p := range []string{"/admin/x", "//admin/x", "/x/../admin/x", "/%61dmin/x", "/admin;a/x"} {
 		r := request{headers: appendHeaderMap(nil, [][2]string{{":path", p}})}
-		if !m.matches(&r) {
+		if !matches(&m, &r) {
 			t.Errorf("%q does not match path_prefix /admin/", p)
 		}
 	}
 }
 
-// A normal path costs no allocation; a path to normalize costs one.
-func TestNormalizePathAllocations(t *testing.T) {
-	for p, want := range map[string]float64{"/api/v1/items?q=1": 0, "/api//v1/%7C/../items": 1} {
-		if n := testing.AllocsPerRun(100, func() { _ = normalizePath(p) }); n != want {
-			t.Errorf("normalizePath(%q): %v allocations, want %v", p, n, want)
-		}
-	}
-}
-
-// normalizePath is idempotent, linear, and its output has no empty, "."
-// or ".." segment, no raw "\", ";", "?" or "#", and only valid escapes.
-func FuzzNormalizePath(f *testing.F) {
-	for _, p := range pathAliases {
-		f.Add(p)
-	}
-	for _, p := range []string{"/a/b/../../..", "/%2e%2E/%", "/a;b/c;d", `\\a\..\b`, "/%%41", "/a/%2F..", "/" + strings.Repeat("../", 50)} {
-		f.Add(p)
-	}
-	f.Fuzz(func(t *testing.T, p string) {
-		n := normalizePath(p)
-		if again := normalizePath(n); again != n {
-			t.Fatalf("not idempotent: %q -> %q -> %q", p, n, again)
-		}
-		if len(n) > 3*len(p)+1 {
-			t.Fatalf("%q grew to %d bytes", p, len(n))
-		}
-		if !strings.HasPrefix(p, "/") || strings.ContainsAny(p[:strings.IndexAny(p+"?#", "?#")], "?#") {
-			return
-		}
-		if strings.ContainsAny(n, `\;?#`) || strings.Contains(n, "//") {
-			t.Fatalf("%q -> %q", p, n)
-		}
-		for _, seg := range strings.Split(n, "/") {
-			if seg == "." || seg == ".." {
-				t.Fatalf("%q -> %q keeps a dot segment", p, n)
-			}
-		}
-		for i := strings.IndexByte(n, '%'); i >= 0; i = strings.IndexByte(n, '%') {
-			if i+2 >= len(n) || unhex(n, i+1) < 0 || unhex(n, i+2) < 0 {
-				t.Fatalf("%q -> %q: bad escape", p, n)
-			}
-			n = n[i+1:]
-		}
-	})
-}
-
 // ratelimitctl builds a path part's key as a request's: normalized.
 func TestRuleKeyNormalizesPath(t *testing.T) {
-	cfg, err := ParseConfig([]byte(`{"redis":{"cluster":"r"},"rules":[{"name":"p","key":[{"source":"path"}],
+	cfg, err := config.Parse([]byte(`{"redis":{"cluster":"r"},"rules":[{"name":"p","key":[{"source":"path"}],
 		"limits":[{"algorithm":"sliding_log","limit":5,"window":"1m"}]}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := cfg.RuleKey(&cfg.Rules[0], []string{"/a|b/c"})
+	want, _ := keyspace.RuleKey(cfg, &cfg.Rules[0], []string{"/a|b/c"})
 	for _, spelling := range []string{"/a%7Cb//c", "/x/../a|b/c", "/a|b;v=1/./c"} {
-		if got, err := cfg.RuleKey(&cfg.Rules[0], []string{spelling}); err != nil || got != want {
+		if got, err := keyspace.RuleKey(cfg, &cfg.Rules[0], []string{spelling}); err != nil || got != want {
 			t.Errorf("RuleKey(%q) = %q, %v; want %q", spelling, got, err, want)
 		}
 	}

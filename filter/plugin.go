@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // Plugin is one configured filter in one VM: the state its streams share.
 type Plugin struct {
-	cfg  *Config
+	cfg  *config.Config
 	host PluginHost
 	// webdis holds what calls through Webdis need; nil with the Redis ABI.
 	webdis  *webdisCalls
@@ -65,7 +67,7 @@ type breaker struct {
 }
 
 // NewPlugin returns a Plugin for a parsed configuration.
-func NewPlugin(cfg *Config, host PluginHost) *Plugin {
+func NewPlugin(cfg *config.Config, host PluginHost) *Plugin {
 	p := newPlugin(cfg, host)
 	if p.throttled() { // held requests are the top-level Plugin's
 		if p.throttle = newThrottleState(host); p.throttle == nil {
@@ -77,18 +79,21 @@ func NewPlugin(cfg *Config, host PluginHost) *Plugin {
 
 // newPlugin is NewPlugin for the top-level configuration or a _rules_
 // entry's.
-func newPlugin(cfg *Config, host PluginHost) *Plugin {
+func newPlugin(cfg *config.Config, host PluginHost) *Plugin {
 	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
 	p.settles = &settleState{inFlight: map[uint32]*settleCall{}, errors: host.Counter("ratelimit.settle.errors")}
 	// The script's reply is a flat array of 2 + 5 per limit integers, or
 	// 7 per limit position of a choice.
-	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*MaxRequestLimits}
+	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*config.MaxRequestLimits}
 	p.metrics = newMetrics(cfg, host)
-	if cfg.Redis.Transport == TransportWebdis {
-		p.webdis = &webdisCalls{headers: webdisHeaders(&cfg.Redis)}
+	if cfg.Redis.Transport == config.TransportWebdis {
+		r := &cfg.Redis
+		p.webdis = &webdisCalls{headers: webdis.Headers(r.Path, r.Authority, r.Username, r.Password)}
 	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
-	p.link = newRedisLink(cfg, host, p.send)
+	// The link sends AUTH and ACL WHOAMI only over the Redis ABI: it has
+	// an initializer only with that transport.
+	p.link = newRedisLink(cfg, host, host.DispatchRedis)
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.local = newLocalLimiter(cfg, host)
 	p.epoch = newEpochPoll(cfg, host)
@@ -120,7 +125,7 @@ func (p *Plugin) throttled() bool {
 }
 
 // Config returns the plugin's configuration.
-func (p *Plugin) Config() *Config { return p.cfg }
+func (p *Plugin) Config() *config.Config { return p.cfg }
 
 // LiveStreams is how many streams were started and not yet ended: it
 // returns to zero when traffic stops, however the proxy ends streams.

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -37,7 +38,7 @@ var errRedisUninitialized = errors.New("redis: proxy_redis_init has not succeede
 // slot nor follows -MOVED or -ASK: those are counted and explained.
 type redisLink struct {
 	host     RedisInitializer // nil: nothing to initialise (Webdis)
-	cfg      *RedisConfig
+	cfg      *config.RedisConfig
 	ready    bool
 	failed   int       // init failures since the last success
 	lastInit time.Time // the last proxy_redis_init, tried or redone
@@ -57,7 +58,7 @@ type redisLink struct {
 	send          func([]byte) (uint32, error)
 }
 
-func newRedisLink(cfg *Config, host PluginHost, send func([]byte) (uint32, error)) *redisLink {
+func newRedisLink(cfg *config.Config, host PluginHost, send func([]byte) (uint32, error)) *redisLink {
 	every := 10 * time.Second
 	l := &redisLink{cfg: &cfg.Redis, ready: true, send: send,
 		initLog:       throttledLog{host: host, every: every},
@@ -71,7 +72,7 @@ func newRedisLink(cfg *Config, host PluginHost, send func([]byte) (uint32, error
 	l.identity = redisIdentity{log: throttledLog{host: host, every: every},
 		wrongUser: host.Counter("ratelimit.redis.wrong_user"),
 		missing:   host.Counter("ratelimit.redis.library_missing")}
-	if ri, ok := host.(RedisInitializer); ok && cfg.Redis.Transport == TransportRedisABI {
+	if ri, ok := host.(RedisInitializer); ok && cfg.Redis.Transport == config.TransportRedisABI {
 		l.host, l.ready = ri, false
 	}
 	return l

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
@@ -203,12 +204,12 @@ func logged(h *fakeHost, substr string) bool {
 
 func TestInitCluster(t *testing.T) {
 	for _, tc := range []struct {
-		r    RedisConfig
+		r    config.RedisConfig
 		want string
 	}{
-		{RedisConfig{Cluster: "outbound|6379||redis.static"}, "outbound|6379||redis.static?buffer_flush_timeout=0"},
-		{RedisConfig{Cluster: "r", Database: 2, FlushTimeout: 3 * time.Millisecond}, "r?db=2&buffer_flush_timeout=3"},
-		{RedisConfig{Cluster: "r?x=1"}, "r?x=1&buffer_flush_timeout=0"},
+		{config.RedisConfig{Cluster: "outbound|6379||redis.static"}, "outbound|6379||redis.static?buffer_flush_timeout=0"},
+		{config.RedisConfig{Cluster: "r", Database: 2, FlushTimeout: 3 * time.Millisecond}, "r?db=2&buffer_flush_timeout=3"},
+		{config.RedisConfig{Cluster: "r?x=1"}, "r?x=1&buffer_flush_timeout=0"},
 	} {
 		if got := tc.r.InitCluster(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.r, got, tc.want)

@@ -4,6 +4,10 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
 
 // request is what the filter reads of one request: its header map as the
@@ -52,18 +56,18 @@ func (r *request) headerValues(name string) (string, bool) {
 }
 
 // headersMatch reports whether every header match holds for r.
-func headersMatch(ms []HeaderMatch, r *request) bool {
+func headersMatch(ms []config.HeaderMatch, r *request) bool {
 	for i := range ms {
 		v, present := r.headerValues(ms[i].Name)
 		var ok bool
 		switch ms[i].Op {
-		case HeaderExact:
+		case config.HeaderExact:
 			ok = present && v == ms[i].Value
-		case HeaderPrefix:
+		case config.HeaderPrefix:
 			ok = present && strings.HasPrefix(v, ms[i].Value)
-		case HeaderPresent:
+		case config.HeaderPresent:
 			ok = present
-		case HeaderAbsent:
+		case config.HeaderAbsent:
 			ok = !present
 		}
 		if !ok {
@@ -75,12 +79,12 @@ func headersMatch(ms []HeaderMatch, r *request) bool {
 
 func (r *request) method() string { v, _ := r.header(":method"); return v }
 
-// path returns :path normalized (see normalizePath): without its query
+// path returns :path normalized (see pathnorm.Normalize): without its query
 // and fragment, escapes decoded, slashes merged, dot segments resolved.
 func (r *request) path() string {
 	if !r.hasPath {
 		p, _ := r.header(":path")
-		r.normPath, r.hasPath = normalizePath(p), true
+		r.normPath, r.hasPath = pathnorm.Normalize(p), true
 	}
 	return r.normPath
 }
@@ -189,7 +193,7 @@ func (r *request) clientAddr(hops int) (netip.Addr, bool) {
 // parseSource parses source.address, "ip:port" or a bare IP (port 0).
 func parseSource(s string) (netip.Addr, uint16, bool) {
 	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return normalizeIP(ap.Addr()), ap.Port(), true
+		return keyspace.NormalizeIP(ap.Addr()), ap.Port(), true
 	}
 	ip, ok := parseIP(s)
 	return ip, 0, ok
@@ -198,9 +202,5 @@ func parseSource(s string) (netip.Addr, uint16, bool) {
 // parseIP parses one X-Forwarded-For entry: an IP, surrounded by spaces.
 func parseIP(s string) (netip.Addr, bool) {
 	ip, err := netip.ParseAddr(strings.TrimSpace(s))
-	return normalizeIP(ip), err == nil
+	return keyspace.NormalizeIP(ip), err == nil
 }
-
-// normalizeIP gives one key per client: an IPv4-mapped IPv6 address is the
-// IPv4 address, and an IPv6 zone is dropped.
-func normalizeIP(ip netip.Addr) netip.Addr { return ip.Unmap().WithZone("") }

@@ -3,6 +3,7 @@ package filter
 import (
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
@@ -46,7 +47,7 @@ func (s *Stream) OnRequestBody(body []byte) Action {
 func (s *Stream) needsBody() bool {
 	for i := range s.p.cfg.Rules {
 		r := &s.p.cfg.Rules[i]
-		if r.Response != nil && r.Response.Reserve.Body != "" && r.Match.matches(&s.req) {
+		if r.Response != nil && r.Response.Reserve.Body != "" && matches(&r.Match, &s.req) {
 			return true
 		}
 	}
@@ -103,7 +104,7 @@ func bodyInteger(body []byte, path string) (int64, bool) {
 		return 0, false
 	}
 	v := gjson.Get(bytesString(body), path)
-	if v.Type != gjson.Number || v.Num < 0 || v.Num > maxResponseCost || v.Num != float64(int64(v.Num)) {
+	if v.Type != gjson.Number || v.Num < 0 || v.Num > config.MaxResponseCost || v.Num != float64(int64(v.Num)) {
 		return 0, false
 	}
 	return int64(v.Num), true

@@ -1,6 +1,10 @@
 package filter
 
-import "github.com/redisrate/envoy-redis-ratelimit/algorithms"
+import (
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
+)
 
 // ResponseReader is what a StreamHost offers when rules charge what the
 // response says: a response header's value, "" when absent.
@@ -15,7 +19,7 @@ type responseState struct {
 	started  bool // the rules were listed: at the response, or at the end
 	status   int
 	rules    []responseRule
-	scanners []usageScanner // recycled with the stream
+	scanners []usage.Scanner // recycled with the stream
 }
 
 // responseRule is one response_cost rule of the request and what its
@@ -48,7 +52,7 @@ func (s *Stream) startResponse() {
 	r, cfg := &s.resp, s.p.cfg
 	r.status = 0
 	if v := rr.ResponseHeader(":status"); v != "" {
-		if n, ok := parseCostValue(v); ok && n < 1000 {
+		if n, ok := config.ParseCost(v); ok && n < 1000 {
 			r.status = int(n)
 		}
 	}
@@ -57,21 +61,21 @@ func (s *Stream) startResponse() {
 		x := &r.rules[i]
 		rc := cfg.Rules[x.rule].Response
 		switch {
-		case !rc.chargesStatus(r.status):
+		case !rc.ChargesStatus(r.status):
 			x.cost, x.found = 0, true
 		case rc.Header != "":
-			x.cost, x.found = parseCostValue(rr.ResponseHeader(rc.Header))
+			x.cost, x.found = config.ParseCost(rr.ResponseHeader(rc.Header))
 		case rc.Usage != nil:
 			if !typed {
-				sse, typed = isEventStream(rr.ResponseHeader("content-type")), true
+				sse, typed = usage.IsEventStream(rr.ResponseHeader("content-type")), true
 			}
 			x.scanner = len(r.scanners)
 			if len(r.scanners) < cap(r.scanners) {
 				r.scanners = r.scanners[:len(r.scanners)+1]
 			} else {
-				r.scanners = append(r.scanners, usageScanner{})
+				r.scanners = append(r.scanners, usage.Scanner{})
 			}
-			r.scanners[x.scanner].start(rc.Usage, sse, rc.MaxBodyBytes)
+			r.scanners[x.scanner].Start(rc.Usage, sse, rc.MaxBodyBytes)
 		default: // a status-only rule: the matching response costs 1
 			x.cost, x.found = 1, true
 		}
@@ -109,24 +113,6 @@ func (r *responseState) has(rule int) bool {
 	return false
 }
 
-// isEventStream reports whether a content-type is text/event-stream.
-func isEventStream(ct string) bool {
-	const want = "text/event-stream"
-	if len(ct) < len(want) {
-		return false
-	}
-	for i := 0; i < len(want); i++ {
-		c := ct[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != want[i] {
-			return false
-		}
-	}
-	return len(ct) == len(want) || ct[len(want)] == ';' || ct[len(want)] == ' '
-}
-
 // OnResponseBody scans one chunk of the response body; the last one
 // (endOfStream) settles.
 func (s *Stream) OnResponseBody(chunk []byte, endOfStream bool) {
@@ -134,7 +120,7 @@ func (s *Stream) OnResponseBody(chunk []byte, endOfStream bool) {
 		return
 	}
 	for i := range s.resp.scanners {
-		s.resp.scanners[i].write(chunk)
+		s.resp.scanners[i].Write(chunk)
 	}
 	if endOfStream {
 		s.endResponse(true)
@@ -159,7 +145,7 @@ func (s *Stream) endResponse(complete bool) {
 		x := &r.rules[i]
 		rc, m := cfg.Rules[x.rule].Response, s.p.metrics.rules[x.rule].response
 		if x.scanner >= 0 && complete {
-			x.cost, x.found = r.scanners[x.scanner].finish()
+			x.cost, x.found = r.scanners[x.scanner].Finish()
 		}
 		switch {
 		case !complete:
@@ -170,7 +156,7 @@ func (s *Stream) endResponse(complete bool) {
 			m.usageMissing.Increment(1)
 			x.cost = fallbackCost(rc.OnMissing, rc)
 		}
-		x.cost = min(x.cost, maxResponseCost)
+		x.cost = min(x.cost, config.MaxResponseCost)
 	}
 	for _, c := range s.calls {
 		s.settleCall(c)
@@ -178,11 +164,11 @@ func (s *Stream) endResponse(complete bool) {
 }
 
 // fallbackCost is what a Fallback charges: -1 keeps the reservation.
-func fallbackCost(f Fallback, rc *ResponseCost) int64 {
+func fallbackCost(f config.Fallback, rc *config.ResponseCost) int64 {
 	switch f {
-	case FallbackDefault:
+	case config.FallbackDefault:
 		return rc.Default
-	case FallbackNothing:
+	case config.FallbackNothing:
 		return 0
 	}
 	return -1

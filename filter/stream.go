@@ -3,6 +3,8 @@ package filter
 import (
 	"strings"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // Stream is the filter's state for one HTTP request. Streams and their
@@ -96,13 +98,13 @@ func (s *Stream) evaluate() Action {
 	cfg := s.p.cfg
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
-		if !rule.Match.matches(&s.req) {
+		if !matches(&rule.Match, &s.req) {
 			continue
 		}
 		var ok bool
 		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
 		if !ok {
-			if rule.OnMissing == MissingDeny && !rule.Shadow {
+			if rule.OnMissing == config.MissingDeny && !rule.Shadow {
 				s.p.metrics.rules[ri].denied.Increment(1)
 				return s.reject(&verdict{rule: ri, limit: -1, reason: reasonMissingKey})
 			}
@@ -180,9 +182,9 @@ func (s *Stream) HoldUntilAdmitted() Action {
 // overCapacity returns the first limit of the request's tier that the
 // cost cannot fit, and that tier, or limit -1; when Redis picks the tier,
 // every tier's limits.
-func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
+func overCapacity(rule *config.Rule, tier int, cost int64) (int, int) {
 	if rule.Tiers == nil || tier >= 0 {
-		limits := rule.tierLimits(max(tier, 0))
+		limits := rule.TierLimits(max(tier, 0))
 		for li := range limits {
 			if limits[li].Limit.CheckCost(cost) != nil {
 				return max(tier, 0), li
@@ -203,7 +205,7 @@ func overCapacity(rule *Rule, tier int, cost int64) (int, int) {
 // response_cost rule's
 // cost is its reservation; a reservation of 0 checks only, decided as a
 // cost of 1 (so its denials are cached as cost 1).
-func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
+func (s *Stream) cost(rule *config.Rule) (cost int64, checkOnly bool) {
 	header, body, def := rule.Cost.Header, "", rule.Cost.Default
 	if rc := rule.Response; rc != nil {
 		header, body, def = rc.Reserve.Header, rc.Reserve.Body, rc.Reserve.Default
@@ -212,7 +214,7 @@ func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
 	switch {
 	case header != "":
 		if v, ok := s.req.header(header); ok {
-			if n, ok := parseCostValue(v); ok {
+			if n, ok := config.ParseCost(v); ok {
 				cost = n
 			}
 		}
@@ -230,7 +232,8 @@ func (s *Stream) cost(rule *Rule) (cost int64, checkOnly bool) {
 	return cost, false
 }
 
-func (m *Match) matches(r *request) bool {
+// matches reports whether r meets m: each condition m sets.
+func matches(m *config.Match, r *request) bool {
 	if m.Path != "" && r.path() != m.Path {
 		return false
 	}

@@ -3,6 +3,8 @@ package filter
 import (
 	"container/heap"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // Ticker is what a PluginHost offers when the plugin may change how often
@@ -52,7 +54,7 @@ func (s *Stream) hold(delay time.Duration) {
 	t.holding.Add(1)
 	t.delayMS.Record(uint64(delay.Milliseconds()))
 	if !t.fast && !t.broken {
-		t.fast = t.ticker.SetTickPeriod(throttleTick)
+		t.fast = t.ticker.SetTickPeriod(config.ThrottleTick)
 		if !t.fast {
 			t.broken = true
 			t.host.Log(LogWarn, "ratelimit: the host refused a 10ms tick: throttled rules deny from now on instead of holding")
@@ -95,7 +97,7 @@ func (p *Plugin) workDue(now time.Time) bool {
 		p.lastWork = now
 		return true
 	}
-	if now.Sub(p.lastWork) < slowTick-throttleTick {
+	if now.Sub(p.lastWork) < slowTick-config.ThrottleTick {
 		return false
 	}
 	p.lastWork = now

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // throttled is a funnel of one request a second on x-user, whose throttle
@@ -33,7 +35,7 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 			t.Fatalf("request %d: resumed %d, status %d, waits %v", i+2, o.fs.Resumed, o.fs.Status, wait)
 		}
 	}
-	if h.plugin.Held() != 2 || h.TickPeriod != throttleTick || h.Counters["ratelimit.throttle.delayed"] != 2 {
+	if h.plugin.Held() != 2 || h.TickPeriod != config.ThrottleTick || h.Counters["ratelimit.throttle.delayed"] != 2 {
 		t.Fatalf("held %d, tick %v, metrics %v", h.plugin.Held(), h.TickPeriod, h.Counters)
 	}
 	calls := h.Calls
@@ -55,7 +57,7 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 	}
 	h.Clock = b.st.releaseAt
 	h.plugin.OnTick()
-	if b.fs.Resumed != 1 || c.fs.Resumed != 0 || b.st.HoldUntilAdmitted() != Continue || h.TickPeriod != throttleTick {
+	if b.fs.Resumed != 1 || c.fs.Resumed != 0 || b.st.HoldUntilAdmitted() != Continue || h.TickPeriod != config.ThrottleTick {
 		t.Fatalf("at its time: resumed %d and %d, tick %v", b.fs.Resumed, c.fs.Resumed, h.TickPeriod)
 	}
 	c.end() // the client leaves while held
@@ -82,7 +84,7 @@ func TestThrottleFastTickKeepsPeriodicWorkSlow(t *testing.T) {
 	h.plugin.OnTick()
 	runs := 0
 	for i := 1; i <= 100; i++ {
-		h.Clock = t0.Add(time.Duration(i) * throttleTick)
+		h.Clock = t0.Add(time.Duration(i) * config.ThrottleTick)
 		before := h.plugin.lastWork
 		h.plugin.OnTick()
 		if h.plugin.lastWork != before {

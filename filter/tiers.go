@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // Tier values beside a tier's index.
@@ -32,30 +34,25 @@ type levelHeaders struct {
 	names, quotas []string
 }
 
-func newRuleHeaders(r *Rule) ruleHeaders {
+func newRuleHeaders(r *config.Rule) ruleHeaders {
 	var h ruleHeaders
-	for _, level := range r.levels() {
+	for _, level := range r.Levels() {
 		var lh levelHeaders
 		var policy []string
-		var limits []algorithms.Limit
 		for _, l := range level.Limits {
 			name := `"` + l.Name + `"`
 			policy = append(policy, policyItem(name, l.Limit))
 			q, _ := l.Limit.Policy()
 			lh.names, lh.quotas = append(lh.names, name), append(lh.quotas, strconv.FormatInt(q, 10))
-			limits = append(limits, l.Limit)
 		}
 		lh.policy = strings.Join(policy, ", ")
 		h.levels = append(h.levels, lh)
-		t := algorithms.Tier{Name: level.Name, Limits: limits}
-		h.choices = append(h.choices, t)
+	}
+	h.choices = r.ScriptTiers()
+	for _, t := range h.choices {
 		h.levelTiers = append(h.levelTiers, []algorithms.Tier{t})
 	}
-	for i := range r.Positions() {
-		name := r.Name + ".override"
-		if r.Positions() > 1 {
-			name += "." + strconv.Itoa(i)
-		}
+	for _, name := range r.OverrideNames() {
 		h.positions = append(h.positions, `"`+name+`"`)
 	}
 	return h
@@ -75,17 +72,17 @@ func policyItem(quotedName string, l algorithms.Limit) string {
 // localTier returns the tier a request names in a header or key part
 // (the default when it names none or an unknown one); 0 for a rule
 // without tiers, tierAny when Redis names it.
-func (s *Stream) localTier(rule *Rule, hops int) int {
+func (s *Stream) localTier(rule *config.Rule, hops int) int {
 	t := rule.Tiers
 	switch {
 	case t == nil:
 		return 0
-	case t.From == TierFromHeader:
+	case t.From == config.TierFromHeader:
 		v, _ := s.req.header(t.Header)
-		return t.tierIndex(v)
-	case t.From == TierFromKeyPart:
+		return t.TierIndex(v)
+	case t.From == config.TierFromKeyPart:
 		v, _ := s.req.keyPartValue(rule.Key[t.KeyPart], hops)
-		return t.tierIndex(v)
+		return t.TierIndex(v)
 	}
 	return tierAny
 }
@@ -96,7 +93,7 @@ func (s *Stream) localTier(rule *Rule, hops int) int {
 func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 	rule, h := &s.p.cfg.Rules[ri], &s.p.headers[ri]
 	ch := algorithms.Choice{Cost: cost, CheckOnly: checkOnly, Tiers: h.choices}
-	if rule.hasConcurrency() {
+	if rule.HasConcurrency() {
 		ch.Slot, c.slot = s.slotID(), s.slotID()
 	}
 	at := choiceAt{first: len(c.choiceOwners), base: len(c.keys)}
@@ -108,10 +105,10 @@ func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 	if tier >= 0 {
 		ch.Tiers = h.levelTiers[tier]
 	} else {
-		at.tier[0], at.tier[1] = key(tierSuffix)
+		at.tier[0], at.tier[1] = key(keyspace.TierSuffix)
 	}
 	if rule.Overrides {
-		at.over[0], at.over[1] = key(overrideSuffix)
+		at.over[0], at.over[1] = key(keyspace.OverrideSuffix)
 	}
 	for i := range rule.Positions() {
 		from := len(c.keys)
@@ -210,7 +207,7 @@ func (p *Plugin) rulePolicy(e enforcedRule) string {
 // only; ok is false for a choice's position left unused. A call that
 // failed (admitted by the failure mode) picked nothing: its choices'
 // positions are taken as the request's tier, or the default.
-func (c *call) target(i int, cfg *Config) (key string, l algorithms.Limit, checkOnly, ok bool) {
+func (c *call) target(i int, cfg *config.Config) (key string, l algorithms.Limit, checkOnly, ok bool) {
 	if i < len(c.checks) {
 		chk := &c.checks[i]
 		return chk.Key, chk.Limit, chk.CheckOnly, true
@@ -218,7 +215,7 @@ func (c *call) target(i int, cfg *Config) (key string, l algorithms.Limit, check
 	o, ch := &c.owners[i], &c.choices[c.owners[i].choice]
 	l = o.picked
 	if c.err != nil {
-		limits := cfg.Rules[o.rule].tierLimits(max(o.tier, 0))
+		limits := cfg.Rules[o.rule].TierLimits(max(o.tier, 0))
 		if o.limit >= len(limits) {
 			return "", l, false, false
 		}

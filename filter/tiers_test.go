@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 const tieredByHeader = `{"redis":{"cluster":"redis"},"rules":[
@@ -53,7 +55,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 	h.plugin.denyCache = nil // this test is about Redis's picks
 	cfg := h.plugin.cfg
 	rule := &cfg.Rules[0]
-	base, err := cfg.RuleKey(rule, []string{"k1"})
+	base, err := keyspace.RuleKey(cfg, rule, []string{"k1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,25 +65,25 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 	if o := h.send("x-key=k1"); o.status != 429 {
 		t.Fatalf("free, second: %+v", o)
 	}
-	if _, err := server.Do("SET", TierKey(base), "pro"); err != nil {
+	if _, err := server.Do("SET", keyspace.TierKey(base), "pro"); err != nil {
 		t.Fatal(err)
 	}
 	o := h.send("x-key=k1")
 	if o.status != 200 || o.headers["ratelimit"] != `"api.pro";r=1;t=60` {
 		t.Fatalf("pro: %+v", o)
 	}
-	v, err := ParseOverride(rule, []byte(`[{"algorithm":"sliding_log","limit":5000,"window":"1m"}]`))
+	v, err := config.ParseOverride(rule, []byte(`[{"algorithm":"sliding_log","limit":5000,"window":"1m"}]`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := server.Do("SET", OverrideKey(base), v, "PX", "60000"); err != nil {
+	if _, err := server.Do("SET", keyspace.OverrideKey(base), v, "PX", "60000"); err != nil {
 		t.Fatal(err)
 	}
 	o = h.send("x-key=k1")
 	if o.status != 200 || o.headers["ratelimit"] != `"api.override";r=4997;t=60` || o.headers["ratelimit-policy"] != `"api.override";q=5000;w=60` {
 		t.Fatalf("override: %+v", o)
 	}
-	if _, err := server.Do("DEL", OverrideKey(base), TierKey(base)); err != nil {
+	if _, err := server.Do("DEL", keyspace.OverrideKey(base), keyspace.TierKey(base)); err != nil {
 		t.Fatal(err)
 	}
 	if o := h.send("x-key=k1"); o.status != 429 || !strings.Contains(o.body, `"limit":"api.free"`) {
@@ -90,7 +92,7 @@ func TestTierAndOverrideFromRedis(t *testing.T) {
 }
 
 func TestParseOverrideErrors(t *testing.T) {
-	cfg, err := ParseConfig([]byte(tieredInRedis))
+	cfg, err := config.Parse([]byte(tieredInRedis))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func TestParseOverrideErrors(t *testing.T) {
 		`[{"algorithm":"sliding_log","limit":0,"window":"1m"}]`:                                                     "limits[0].limit: must be >= 1",
 		`{`: "not valid JSON",
 	} {
-		if _, err := ParseOverride(rule, []byte(limits)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := config.ParseOverride(rule, []byte(limits)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", limits, err, want)
 		}
 	}
@@ -112,12 +114,12 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 	h := newFakeHost(t, tieredInRedis)
 	cfg := h.plugin.cfg
 	rule := &cfg.Rules[0]
-	base, _ := cfg.RuleKey(rule, []string{"k2"})
-	if _, err := server.Do("SET", TierKey(base), "pro"); err != nil {
+	base, _ := keyspace.RuleKey(cfg, rule, []string{"k2"})
+	if _, err := server.Do("SET", keyspace.TierKey(base), "pro"); err != nil {
 		t.Fatal(err)
 	}
 	h.send("x-key=k2")
-	pk, err := cfg.Peek(rule, base, "")
+	pk, err := keyspace.NewPeek(cfg, rule, base, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestPeekReadsWithoutCharging(t *testing.T) {
 }
 
 // runPeek sends pk's read to the real Redis and decodes its reply.
-func runPeek(t *testing.T, pk *Peek) (KeyState, error) {
+func runPeek(t *testing.T, pk *keyspace.Peek) (keyspace.KeyState, error) {
 	t.Helper()
 	v, err := server.Do(pk.Args(algorithms.FCall)...)
 	if err != nil {

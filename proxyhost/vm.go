@@ -13,6 +13,7 @@ import (
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm/types"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // NewVMContext returns the filter's VM context, for proxywasm.SetVMContext.
@@ -33,7 +34,7 @@ type pluginContext struct {
 	id       uint32
 	plugin   *filter.Plugin
 	cluster  string             // the Redis cluster with its options
-	redis    filter.RedisConfig // for proxy_redis_init
+	redis    config.RedisConfig // for proxy_redis_init
 	counters map[string]proxywasm.MetricCounter
 	// gone are streams whose context the proxy deleted, to release after
 	// the callback that found out; live are the streams not released.
@@ -53,19 +54,19 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 		proxywasm.LogCriticalf("ratelimit: reading the plugin configuration: %v", err)
 		return types.OnPluginStartStatusFailed
 	}
-	cfg, err := filter.ParseConfig(data)
+	cfg, err := config.Parse(data)
 	if err != nil {
 		proxywasm.LogCriticalf("ratelimit: bad configuration: %v", err)
 		return types.OnPluginStartStatusFailed
 	}
-	if cfg.Redis.Transport == filter.TransportRedisABI {
+	if cfg.Redis.Transport == config.TransportRedisABI {
 		if !hasRedisABI {
 			proxywasm.LogCritical("ratelimit: bad configuration: redis.transport: redis_abi needs the Higress build of this filter (ratelimit-higress.wasm); this module reaches Redis only through webdis")
 			return types.OnPluginStartStatusFailed
 		}
 		p.cluster, p.redis = cfg.Redis.InitCluster(), cfg.Redis
 	}
-	if cfg.Redis.Transport == filter.TransportWebdis {
+	if cfg.Redis.Transport == config.TransportWebdis {
 		p.registerQueue()
 	}
 	p.plugin = filter.NewPlugin(cfg, p)

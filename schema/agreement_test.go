@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/deploy"
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 var (
@@ -57,7 +57,7 @@ func oneLine(err error) string {
 // judge runs both on a configuration and explains a disagreement by a named
 // exception if one applies.
 func judge(raw []byte) verdict {
-	_, perr := filter.ParseConfig(raw)
+	_, perr := config.Parse(raw)
 	v := verdict{parserErr: perr, schemaErr: Validate(raw)}
 	if v.agree() {
 		return v
@@ -77,9 +77,9 @@ func judge(raw []byte) verdict {
 
 func fixtures(t *testing.T, dir string) map[string][]byte {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join("..", "filter", "testdata", dir, "*.json"))
+	files, err := filepath.Glob(filepath.Join("..", "filter", "config", "testdata", dir, "*.json"))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no fixtures in filter/testdata/%s: %v", dir, err)
+		t.Fatalf("no fixtures in filter/config/testdata/%s: %v", dir, err)
 	}
 	out := map[string][]byte{}
 	for _, f := range files {
@@ -210,7 +210,7 @@ func TestExceptionsAreReal(t *testing.T) {
 	for _, e := range exceptions {
 		t.Run(e.name, func(t *testing.T) {
 			raw := []byte(e.example)
-			_, perr := filter.ParseConfig(raw)
+			_, perr := config.Parse(raw)
 			serr := Validate(raw)
 			if e.parserAccepts != (perr == nil) || e.parserAccepts == (serr == nil) {
 				t.Fatalf("not a disagreement of this direction: parser %v, schema %v", perr, oneLine(serr))

@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // Checks of rule names and of the rules together, which build metric
@@ -60,7 +60,7 @@ var ruleSetExceptions = []exception{
 					}
 					n += positions
 				}
-				if n > filter.MaxRequestLimits {
+				if n > config.MaxRequestLimits {
 					return true
 				}
 			}

@@ -11,7 +11,7 @@ import (
 	"unicode/utf8"
 )
 
-// exception is a known disagreement between filter.ParseConfig and the
+// exception is a known disagreement between config.Parse and the
 // schema: a check that a JSON Schema cannot express. The agreement tests
 // count a disagreement as an exception only when the configuration has the
 // exception's property and, where the parser refuses, it says so with the

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// Higress's _rules_ (see filter/config_match_rules.go): each entry is a
+// Higress's _rules_ (see filter/config/match_rules.go): each entry is a
 // whole configuration beside its _match_*_ lists.
 
 // explains reports whether e explains the disagreement on a configuration.

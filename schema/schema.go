@@ -2,7 +2,7 @@
 // the filter's plugin configuration, for editors, CI linters and
 // admission checks, and validates configurations against it.
 //
-// filter.ParseConfig stays the authority: the tests of this package prove
+// config.Parse stays the authority: the tests of this package prove
 // that the schema and the parser accept exactly the same configurations,
 // except for the checks a JSON Schema cannot express, which they name.
 package schema

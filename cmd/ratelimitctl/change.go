@@ -12,7 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // The commands that change a key: each writes or deletes its keys, then
@@ -86,12 +87,12 @@ func (s *session) apply(ctx context.Context, c *changed, key, value string, ttl 
 		}
 	}
 	var err error
-	c.EpochKey = filter.EpochKey(s.prefix)
+	c.EpochKey = keyspace.EpochKey(s.prefix)
 	c.Epoch, err = s.bumpEpoch(ctx)
 	return err
 }
 
-func newChange(cmd string, rule *filter.Rule, parts []string, base string) *changed {
+func newChange(cmd string, rule *config.Rule, parts []string, base string) *changed {
 	return &changed{Command: cmd, Rule: rule.Name, Parts: parts, Key: base}
 }
 
@@ -116,9 +117,9 @@ func (c *resetCmd) run(ctx context.Context, s *session, parts []string) (result,
 	}
 	var del []string
 	for i := range rule.Positions() {
-		del = append(del, filter.StateKey(base, i))
+		del = append(del, keyspace.StateKey(base, i))
 	}
-	others := []string{filter.BlockKey(base), filter.TierKey(base), filter.OverrideKey(base)}
+	others := []string{keyspace.BlockKey(base), keyspace.TierKey(base), keyspace.OverrideKey(base)}
 	if c.all {
 		del = append(del, others...)
 	}
@@ -188,7 +189,7 @@ func (c *blockCmd) run(ctx context.Context, s *session, parts []string) (result,
 		return nil, fmt.Errorf("--rule: rule %s has manual_block: false, so the filter never reads its block key", rule.Name)
 	}
 	ch := newChange("block", rule, parts, base)
-	return ch, s.apply(ctx, ch, filter.BlockKey(base), blockValue, c.ttl.d, nil)
+	return ch, s.apply(ctx, ch, keyspace.BlockKey(base), blockValue, c.ttl.d, nil)
 }
 
 // deleteCmd deletes one of the key's operator keys: "unblock" (what:
@@ -207,12 +208,12 @@ func (c *deleteCmd) run(ctx context.Context, s *session, parts []string) (result
 	if err != nil {
 		return nil, err
 	}
-	key, cmd := filter.BlockKey(base), "unblock"
+	key, cmd := keyspace.BlockKey(base), "unblock"
 	switch c.what {
 	case "tier":
-		key, cmd = filter.TierKey(base), "tier clear"
+		key, cmd = keyspace.TierKey(base), "tier clear"
 	case "override":
-		key, cmd = filter.OverrideKey(base), "override clear"
+		key, cmd = keyspace.OverrideKey(base), "override clear"
 	}
 	ch := newChange(cmd, rule, parts, base)
 	return ch, s.apply(ctx, ch, "", "", 0, []string{key})
@@ -252,7 +253,7 @@ func (c *tierSetCmd) run(ctx context.Context, s *session, parts []string) (resul
 		return nil, fmt.Errorf("--tier %q: rule %s's tiers are %s", c.tier, rule.Name, strings.Join(tiers, ", "))
 	}
 	ch := newChange("tier set", rule, parts, base)
-	return ch, s.apply(ctx, ch, filter.TierKey(base), c.tier, c.ttl.d, nil)
+	return ch, s.apply(ctx, ch, keyspace.TierKey(base), c.tier, c.ttl.d, nil)
 }
 
 // overrideSetCmd is "override set".
@@ -282,10 +283,10 @@ func (c *overrideSetCmd) run(ctx context.Context, s *session, parts []string) (r
 	if !rule.OverridesEnabled() {
 		return nil, fmt.Errorf("--rule: rule %s does not take overrides", rule.Name)
 	}
-	value, err := filter.ParseOverride(rule, []byte(c.limits))
+	value, err := config.ParseOverride(rule, []byte(c.limits))
 	if err != nil {
 		return nil, fmt.Errorf("--limits: %w", err)
 	}
 	ch := newChange("override set", rule, parts, base)
-	return ch, s.apply(ctx, ch, filter.OverrideKey(base), value, c.ttl.d, nil)
+	return ch, s.apply(ctx, ch, keyspace.OverrideKey(base), value, c.ttl.d, nil)
 }

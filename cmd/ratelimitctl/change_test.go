@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 func TestBlock(t *testing.T) {
@@ -17,14 +17,14 @@ func TestBlock(t *testing.T) {
 
 	out := e.ok("block", "--rule", "api", "--ttl", "1h", "alice")
 	for _, want := range []string{
-		"set    " + filter.BlockKey(alice) + " = 1, expires in 1h0m0s\n",
-		"epoch  " + filter.EpochKey(e.prefix) + " = " + itoa(epoch+1) + "\n",
+		"set    " + keyspace.BlockKey(alice) + " = 1, expires in 1h0m0s\n",
+		"epoch  " + keyspace.EpochKey(e.prefix) + " = " + itoa(epoch+1) + "\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("block --ttl 1h: output lacks %q:\n%s", want, out)
 		}
 	}
-	if v, ttl := e.get(filter.BlockKey(alice)), e.pttl(filter.BlockKey(alice)); v != "1" || ttl <= 3590_000 || ttl > 3600_000 {
+	if v, ttl := e.get(keyspace.BlockKey(alice)), e.pttl(keyspace.BlockKey(alice)); v != "1" || ttl <= 3590_000 || ttl > 3600_000 {
 		t.Errorf("block key %q with PTTL %d; want \"1\" for an hour", v, ttl)
 	}
 	if p := newProxy(t, e); p.send(t, [2]string{"x-user", "alice"}) != 429 || p.send(t, [2]string{"x-user", "bob"}) != 200 {
@@ -34,22 +34,22 @@ func TestBlock(t *testing.T) {
 	// Without --ttl the block stays until unblock; --json says so.
 	var c changed
 	e.json(&c, "block", "--rule", "api", "bob")
-	want := keyInfo{Key: filter.BlockKey(bob), Value: "1", TTLms: -1}
+	want := keyInfo{Key: keyspace.BlockKey(bob), Value: "1", TTLms: -1}
 	if c.Command != "block" || c.Key != bob || c.Set == nil || *c.Set != want || c.Epoch != epoch+2 {
 		t.Errorf("block --json: %+v (set %+v); want set %+v, epoch %d", c, c.Set, want, epoch+2)
 	}
-	if e.pttl(filter.BlockKey(bob)) != -1 || e.epoch() != epoch+2 {
-		t.Errorf("block without --ttl: PTTL %d, epoch %d; want -1, %d", e.pttl(filter.BlockKey(bob)), e.epoch(), epoch+2)
+	if e.pttl(keyspace.BlockKey(bob)) != -1 || e.epoch() != epoch+2 {
+		t.Errorf("block without --ttl: PTTL %d, epoch %d; want -1, %d", e.pttl(keyspace.BlockKey(bob)), e.epoch(), epoch+2)
 	}
 
 	// unblock deletes the key; a second one finds it absent, and still
 	// bumps the epoch.
 	e.json(&c, "unblock", "--rule", "api", "bob")
-	if !slices.Equal(c.Deleted, []string{filter.BlockKey(bob)}) || len(c.Absent) != 0 || c.Epoch != epoch+3 {
+	if !slices.Equal(c.Deleted, []string{keyspace.BlockKey(bob)}) || len(c.Absent) != 0 || c.Epoch != epoch+3 {
 		t.Errorf("unblock: %+v", c)
 	}
 	out = e.ok("unblock", "--rule", "api", "bob")
-	if !strings.Contains(out, "absent  "+filter.BlockKey(bob)+"\n") || e.exists(filter.BlockKey(bob)) || e.epoch() != epoch+4 {
+	if !strings.Contains(out, "absent  "+keyspace.BlockKey(bob)+"\n") || e.exists(keyspace.BlockKey(bob)) || e.epoch() != epoch+4 {
 		t.Errorf("second unblock: epoch %d, output:\n%s", e.epoch(), out)
 	}
 	if p := newProxy(t, e); p.send(t, [2]string{"x-user", "bob"}) != 200 {
@@ -67,8 +67,8 @@ func TestReset(t *testing.T) {
 			t.Fatalf("request %d: status %d, want %d", i+1, got, want)
 		}
 	}
-	state := []string{filter.StateKey(alice, 0), filter.StateKey(alice, 1)}
-	others := []string{filter.BlockKey(alice), filter.TierKey(alice), filter.OverrideKey(alice)}
+	state := []string{keyspace.StateKey(alice, 0), keyspace.StateKey(alice, 1)}
+	others := []string{keyspace.BlockKey(alice), keyspace.TierKey(alice), keyspace.OverrideKey(alice)}
 	for _, k := range others {
 		e.set(k, "x")
 	}
@@ -77,7 +77,7 @@ func TestReset(t *testing.T) {
 	out := e.ok("reset", "--rule", "api", "alice")
 	for _, want := range []string{"deleted  " + state[0] + "\n", "deleted  " + state[1] + "\n",
 		"kept     " + others[0] + " (reset --all deletes it)\n", "kept     " + others[2] + " (reset --all deletes it)\n",
-		"epoch    " + filter.EpochKey(e.prefix) + " = " + itoa(epoch+1) + "\n"} {
+		"epoch    " + keyspace.EpochKey(e.prefix) + " = " + itoa(epoch+1) + "\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("reset: output lacks %q:\n%s", want, out)
 		}
@@ -110,7 +110,7 @@ func TestReset(t *testing.T) {
 
 	// A part the request lacked under on_missing_key: shared is "".
 	p.send(t) // no x-user: route's shared key
-	shared := filter.StateKey(e.key("route", "", "/"), 0)
+	shared := keyspace.StateKey(e.key("route", "", "/"), 0)
 	if !e.exists(shared) {
 		t.Fatalf("no %s after a request without x-user", shared)
 	}
@@ -159,7 +159,7 @@ func TestEveryChangeBumpsTheEpoch(t *testing.T) {
 		before := e.epoch()
 		var c changed
 		e.json(&c, args...)
-		if after := e.epoch(); after != before+1 || c.Epoch != after || c.EpochKey != filter.EpochKey(e.prefix) {
+		if after := e.epoch(); after != before+1 || c.Epoch != after || c.EpochKey != keyspace.EpochKey(e.prefix) {
 			t.Errorf("%s: epoch %d -> %d, reported %s = %d", strings.Join(args, " "), before, after, c.EpochKey, c.Epoch)
 		}
 	}

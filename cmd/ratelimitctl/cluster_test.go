@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -50,10 +50,10 @@ func TestCluster(t *testing.T) {
 			t.Errorf("show of a key with a tier and an override on the cluster: %+v", sh)
 		}
 
-		e.set(filter.StateKey(alice, 0), "1")
-		e.set(filter.StateKey(alice, 1), "1")
+		e.set(keyspace.StateKey(alice, 0), "1")
+		e.set(keyspace.StateKey(alice, 1), "1")
 		e.json(&ch, "reset", "--all", "--rule", "plan", "alice")
-		want := []string{filter.StateKey(alice, 0), filter.StateKey(alice, 1), filter.TierKey(alice), filter.OverrideKey(alice)}
+		want := []string{keyspace.StateKey(alice, 0), keyspace.StateKey(alice, 1), keyspace.TierKey(alice), keyspace.OverrideKey(alice)}
 		if !slices.Equal(ch.Deleted, want) || ch.Epoch != 5 {
 			t.Errorf("reset --all: %+v; want deleted %q, epoch 5", ch, want)
 		}
@@ -64,9 +64,9 @@ func TestCluster(t *testing.T) {
 		var want []string
 		for i := range 150 {
 			base := e.key("api", "user"+strconv.Itoa(i))
-			keys := []string{filter.StateKey(base, 0)}
+			keys := []string{keyspace.StateKey(base, 0)}
 			if i%4 == 0 {
-				keys = append(keys, filter.BlockKey(base))
+				keys = append(keys, keyspace.BlockKey(base))
 			}
 			for _, k := range keys {
 				e.set(k, "1")

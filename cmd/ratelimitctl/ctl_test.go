@@ -17,7 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -53,7 +55,7 @@ const testRules = `[
 	 "limits":[{"algorithm":"funnel","capacity":2,"rate":1,"period":"1h"}]}]`
 
 // bothRules are testRules at the top level and tierRules in a _rules_
-// entry: more limits than filter.MaxRequestLimits allows in one
+// entry: more limits than config.MaxRequestLimits allows in one
 // configuration, and the tools find rules in either.
 func bothRules(prefix string) string {
 	return testRules + `,"_rules_":[{"_match_domain_":["*"],"redis":{"cluster":"redis","key_prefix":"` + prefix + `"},"rules":` + tierRules + `}]`
@@ -63,7 +65,7 @@ func bothRules(prefix string) string {
 type env struct {
 	t      *testing.T
 	prefix string
-	cfg    *filter.Config
+	cfg    *config.Config
 	config string   // the configuration file
 	conn   []string // --redis and, for a cluster, --cluster
 	do     func(key string, args ...any) (any, error)
@@ -87,7 +89,7 @@ func newEnvOn(t *testing.T, s *redistest.Server, prefix, rules string) *env {
 func writeConfig(t *testing.T, prefix, rules string) *env {
 	t.Helper()
 	data := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q},"rules":%s}`, prefix, rules)
-	cfg, err := filter.ParseConfig([]byte(data))
+	cfg, err := config.Parse([]byte(data))
 	if err != nil {
 		t.Fatalf("test configuration: %v", err)
 	}
@@ -139,7 +141,7 @@ func (e *env) key(rule string, parts ...string) string {
 	if !ok {
 		e.t.Fatalf("no rule %s", rule)
 	}
-	k, err := e.cfg.RuleKey(r, parts)
+	k, err := keyspace.RuleKey(e.cfg, r, parts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -186,7 +188,7 @@ func (e *env) pttl(key string) int64 {
 func (e *env) epoch() int64 {
 	e.t.Helper()
 	var n int64
-	if v := e.get(filter.EpochKey(e.prefix)); v != "" {
+	if v := e.get(keyspace.EpochKey(e.prefix)); v != "" {
 		fmt.Sscan(v, &n)
 	}
 	return n

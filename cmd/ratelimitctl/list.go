@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"unicode"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // listCmd is "list": one page of a SCAN over the key space of a rule (of
@@ -156,7 +156,7 @@ func group(prefix string, keys []string) []listedKey {
 	byBase := map[string]*listedKey{}
 	var bases []string
 	for _, k := range keys {
-		rule, parts, suffix, ok := filter.SplitKey(prefix, k)
+		rule, parts, suffix, ok := keyspace.SplitKey(prefix, k)
 		if !ok {
 			continue
 		}
@@ -165,7 +165,7 @@ func group(prefix string, keys []string) []listedKey {
 		if lk == nil {
 			lk = &listedKey{Rule: rule, Key: base, State: []int{}}
 			for _, p := range parts {
-				v, hashed := filter.DecodeKeyPart(p)
+				v, hashed := keyspace.DecodePart(p)
 				lk.Parts = append(lk.Parts, listedPart{v, hashed})
 			}
 			byBase[base] = lk
@@ -173,14 +173,14 @@ func group(prefix string, keys []string) []listedKey {
 		}
 		lk.RedisKeys = append(lk.RedisKeys, k)
 		switch k {
-		case filter.BlockKey(base):
+		case keyspace.BlockKey(base):
 			lk.Block = true
-		case filter.TierKey(base):
+		case keyspace.TierKey(base):
 			lk.Tier = true
-		case filter.OverrideKey(base):
+		case keyspace.OverrideKey(base):
 			lk.Override = true
 		default:
-			if i, err := strconv.Atoi(strings.TrimPrefix(suffix, ":")); err == nil && i >= 0 && filter.StateKey(base, i) == k {
+			if i, err := strconv.Atoi(strings.TrimPrefix(suffix, ":")); err == nil && i >= 0 && keyspace.StateKey(base, i) == k {
 				lk.State = append(lk.State, i)
 			} else {
 				lk.Other = append(lk.Other, suffix)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -60,9 +60,9 @@ func TestList(t *testing.T) {
 	var want []string
 	for i := range 40 {
 		base := e.key("api", fmt.Sprintf("user%02d", i))
-		keys := []string{filter.StateKey(base, 0)}
+		keys := []string{keyspace.StateKey(base, 0)}
 		if i%3 == 0 {
-			keys = append(keys, filter.StateKey(base, 1), filter.BlockKey(base))
+			keys = append(keys, keyspace.StateKey(base, 1), keyspace.BlockKey(base))
 		}
 		for _, k := range keys {
 			e.set(k, "1")
@@ -94,11 +94,11 @@ func TestListParts(t *testing.T) {
 	e := newEnv(t, testRules)
 	long := strings.Repeat("x", 70)
 	alice, bob, tag, hashed := e.key("api", "alice"), e.key("api", "bob smith"), e.key("api", "#tag"), e.key("api", long)
-	for _, k := range []string{filter.StateKey(alice, 0), filter.StateKey(alice, 1), filter.TierKey(alice),
-		filter.BlockKey(bob), filter.OverrideKey(tag), filter.StateKey(hashed, 0), hashed + ":future"} {
+	for _, k := range []string{keyspace.StateKey(alice, 0), keyspace.StateKey(alice, 1), keyspace.TierKey(alice),
+		keyspace.BlockKey(bob), keyspace.OverrideKey(tag), keyspace.StateKey(hashed, 0), hashed + ":future"} {
 		e.set(k, "1")
 	}
-	_, hash, _, _ := filter.SplitKey(e.prefix, hashed)
+	_, hash, _, _ := keyspace.SplitKey(e.prefix, hashed)
 
 	var l listed
 	e.json(&l, "list", "--rule", "api")

@@ -13,7 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // defaultRedis is where Redis is without --redis.
@@ -94,7 +95,7 @@ func (a *addrList) Set(v string) error {
 // session is what a command works with: the configuration and Redis.
 type session struct {
 	configPath string
-	cfg        *filter.Config
+	cfg        *config.Config
 	prefix     string // cfg.Redis.Prefix
 	rdb        redis.UniversalClient
 	single     *redis.Client        // nil with --cluster
@@ -110,7 +111,7 @@ func (g *globals) open(ctx context.Context) (*session, error) {
 		if err != nil {
 			return nil, fmt.Errorf("--config: %w", err)
 		}
-		if s.cfg, err = filter.ParseConfig(data); err != nil {
+		if s.cfg, err = config.Parse(data); err != nil {
 			return nil, fmt.Errorf("--config %s: %w", g.config, err)
 		}
 		s.prefix = s.cfg.Redis.Prefix
@@ -135,7 +136,7 @@ func (g *globals) open(ctx context.Context) (*session, error) {
 func (s *session) close() { s.rdb.Close() }
 
 // target resolves --rule and the PART arguments to the rule and its key.
-func (s *session) target(ruleName string, parts []string) (*filter.Rule, string, error) {
+func (s *session) target(ruleName string, parts []string) (*config.Rule, string, error) {
 	rule, ok := s.cfg.Rule(ruleName)
 	if !ok {
 		return nil, "", fmt.Errorf("--rule: no rule %q in %s (its rules: %s)", ruleName, s.configPath, strings.Join(ruleNames(s.cfg), ", "))
@@ -144,7 +145,7 @@ func (s *session) target(ruleName string, parts []string) (*filter.Rule, string,
 		return nil, "", fmt.Errorf("rule %s: its key has %d part(s) (%s): give as many PART arguments, not %d",
 			rule.Name, len(rule.Key), describeKey(rule.Key), len(parts))
 	}
-	base, err := s.cfg.RuleKey(rule, parts)
+	base, err := keyspace.RuleKey(s.cfg, rule, parts)
 	if err != nil {
 		return nil, "", err
 	}
@@ -153,9 +154,9 @@ func (s *session) target(ruleName string, parts []string) (*filter.Rule, string,
 
 // ruleNames lists the configuration's rules, those of _rules_ entries
 // included, once each.
-func ruleNames(cfg *filter.Config) []string {
+func ruleNames(cfg *config.Config) []string {
 	var names []string
-	add := func(rules []filter.Rule) {
+	add := func(rules []config.Rule) {
 		for _, r := range rules {
 			if !slices.Contains(names, r.Name) {
 				names = append(names, r.Name)
@@ -169,29 +170,29 @@ func ruleNames(cfg *filter.Config) []string {
 	return names
 }
 
-func describeKey(key []filter.KeyPart) string {
+func describeKey(key []config.KeyPart) string {
 	d := make([]string, len(key))
 	for i, p := range key {
 		switch p.Source {
-		case filter.SourceHeader:
+		case config.SourceHeader:
 			d[i] = "header " + p.Name
-		case filter.SourceQuery:
+		case config.SourceQuery:
 			d[i] = "query " + p.Name
-		case filter.SourceCookie:
+		case config.SourceCookie:
 			d[i] = "cookie " + p.Name
-		case filter.SourceClientIP:
+		case config.SourceClientIP:
 			d[i] = "client_ip"
-		case filter.SourcePath:
+		case config.SourcePath:
 			d[i] = "path"
-		case filter.SourceMethod:
+		case config.SourceMethod:
 			d[i] = "method"
-		case filter.SourceHost:
+		case config.SourceHost:
 			d[i] = "host"
-		case filter.SourceConstant:
+		case config.SourceConstant:
 			d[i] = fmt.Sprintf("constant %q", p.Value)
-		case filter.SourceJWTClaim:
+		case config.SourceJWTClaim:
 			d[i] = "jwt_claim " + p.Name
-		case filter.SourceProperty:
+		case config.SourceProperty:
 			d[i] = "property " + strings.Join(p.Path, ".")
 		default:
 			d[i] = "?"
@@ -203,9 +204,9 @@ func describeKey(key []filter.KeyPart) string {
 // bumpEpoch increments the epoch key after a change, so that every VM
 // drops its deny cache, and returns the new epoch.
 func (s *session) bumpEpoch(ctx context.Context) (int64, error) {
-	n, err := s.rdb.Incr(ctx, filter.EpochKey(s.prefix)).Result()
+	n, err := s.rdb.Incr(ctx, keyspace.EpochKey(s.prefix)).Result()
 	if err != nil {
-		return 0, fmt.Errorf("INCR %s: %w", filter.EpochKey(s.prefix), err)
+		return 0, fmt.Errorf("INCR %s: %w", keyspace.EpochKey(s.prefix), err)
 	}
 	return n, nil
 }

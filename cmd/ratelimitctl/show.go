@@ -15,11 +15,12 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // showCmd is "show": a key's state as the filter would decide a request
-// now, through the filter's own script at cost 0 (filter.Peek).
+// now, through the filter's own script at cost 0 (keyspace.Peek).
 type showCmd struct {
 	rule, tier string
 }
@@ -79,7 +80,7 @@ func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, 
 	if err != nil {
 		return nil, err
 	}
-	pk, err := s.cfg.Peek(rule, base, tier)
+	pk, err := keyspace.NewPeek(s.cfg, rule, base, tier)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +88,7 @@ func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, 
 	if err != nil {
 		return nil, err
 	}
-	keys, err := s.readKeys(ctx, filter.BlockKey(base), filter.TierKey(base), filter.OverrideKey(base))
+	keys, err := s.readKeys(ctx, keyspace.BlockKey(base), keyspace.TierKey(base), keyspace.OverrideKey(base))
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, 
 // peekTier is the tier to peek with, as a request would name it: --tier
 // for tiers from a header, the PART for tiers from a key part, and none
 // (Redis names it) for tiers from Redis.
-func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
+func (c *showCmd) peekTier(rule *config.Rule, parts []string) (string, error) {
 	tiers := rule.TierNames()
 	switch {
 	case tiers == nil:
@@ -118,7 +119,7 @@ func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
 			return "", fmt.Errorf("--tier: rule %s has no tiers", rule.Name)
 		}
 		return "", nil
-	case rule.Tiers.From == filter.TierFromKeyPart:
+	case rule.Tiers.From == config.TierFromKeyPart:
 		if c.tier != "" {
 			return "", fmt.Errorf("--tier: rule %s takes its tier from its key's part %d: the PART names it", rule.Name, rule.Tiers.KeyPart+1)
 		}
@@ -140,31 +141,31 @@ func (c *showCmd) peekTier(rule *filter.Rule, parts []string) (string, error) {
 
 // peek calls the library's peek function, which charges nothing, and
 // decodes its reply.
-func (s *session) peek(ctx context.Context, pk *filter.Peek, base string) (filter.KeyState, error) {
+func (s *session) peek(ctx context.Context, pk *keyspace.Peek, base string) (keyspace.KeyState, error) {
 	inv := s.cfg.Redis.Command // as the filter calls: FCALL, or EVALSHA then EVAL
 	v, err := s.rdb.Do(ctx, pk.Args(inv)...).Result()
 	if inv == algorithms.EvalSHA && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		v, err = s.rdb.Do(ctx, pk.Args(algorithms.Eval)...).Result()
 	}
 	if err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
-		return filter.KeyState{}, fmt.Errorf("peek %s: %w: the library %s is not loaded; run `ratelimitctl install`", base, err, lua.Library.Name)
+		return keyspace.KeyState{}, fmt.Errorf("peek %s: %w: the library %s is not loaded; run `ratelimitctl install`", base, err, lua.Library.Name)
 	}
 	if err != nil {
-		return filter.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
+		return keyspace.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
 	}
 	items, ok := v.([]any)
 	if !ok {
-		return filter.KeyState{}, fmt.Errorf("peek %s: the script answered %T, not an array", base, v)
+		return keyspace.KeyState{}, fmt.Errorf("peek %s: the script answered %T, not an array", base, v)
 	}
 	reply := make([]int64, len(items))
 	for i, it := range items {
 		if reply[i], ok = it.(int64); !ok {
-			return filter.KeyState{}, fmt.Errorf("peek %s: reply item %d is %T, not an integer", base, i, it)
+			return keyspace.KeyState{}, fmt.Errorf("peek %s: reply item %d is %T, not an integer", base, i, it)
 		}
 	}
 	st, err := pk.Decode(reply)
 	if err != nil {
-		return filter.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
+		return keyspace.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
 	}
 	return st, nil
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -86,7 +86,7 @@ func TestShow(t *testing.T) {
 	}
 
 	// A rule with manual_block: false ignores its block key.
-	e.set(filter.BlockKey(e.key("open", "alice")), "1")
+	e.set(keyspace.BlockKey(e.key("open", "alice")), "1")
 	e.json(&sh, "show", "--rule", "open", "alice")
 	if sh.Blocked || sh.Denied || sh.Block == nil {
 		t.Errorf("show of a rule without manual blocks: %+v", sh)

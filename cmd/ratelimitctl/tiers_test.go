@@ -5,7 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // tierRules:
@@ -37,28 +38,28 @@ func TestTier(t *testing.T) {
 	alice, bob := e.key("plan", "alice"), e.key("plan", "bob")
 
 	out := e.ok("tier", "set", "--rule", "plan", "--tier", "gold", "--ttl", "720h", "alice")
-	if want := "set    " + filter.TierKey(alice) + " = gold, expires in 720h0m0s\n"; !strings.HasPrefix(out, want) {
+	if want := "set    " + keyspace.TierKey(alice) + " = gold, expires in 720h0m0s\n"; !strings.HasPrefix(out, want) {
 		t.Errorf("tier set:\n%s\nwant it to start %q", out, want)
 	}
-	if v, ttl := e.get(filter.TierKey(alice)), e.pttl(filter.TierKey(alice)); v != "gold" || ttl < 719*3600_000 {
+	if v, ttl := e.get(keyspace.TierKey(alice)), e.pttl(keyspace.TierKey(alice)); v != "gold" || ttl < 719*3600_000 {
 		t.Errorf("tier key %q, PTTL %d", v, ttl)
 	}
 	var c changed
 	e.json(&c, "tier", "set", "--rule", "plan", "--tier", "free", "bob")
-	if want := (keyInfo{Key: filter.TierKey(bob), Value: "free", TTLms: -1}); c.Set == nil || *c.Set != want {
+	if want := (keyInfo{Key: keyspace.TierKey(bob), Value: "free", TTLms: -1}); c.Set == nil || *c.Set != want {
 		t.Errorf("tier set --json: set %+v, want %+v", c.Set, want)
 	}
 	e.json(&c, "tier", "clear", "--rule", "plan", "bob")
-	if !slices.Equal(c.Deleted, []string{filter.TierKey(bob)}) || e.exists(filter.TierKey(bob)) {
+	if !slices.Equal(c.Deleted, []string{keyspace.TierKey(bob)}) || e.exists(keyspace.TierKey(bob)) {
 		t.Errorf("tier clear: %+v", c)
 	}
 
 	// reset clears every position of every tier: gold has two limits.
-	e.set(filter.StateKey(alice, 0), "1")
-	e.set(filter.StateKey(alice, 1), "1")
+	e.set(keyspace.StateKey(alice, 0), "1")
+	e.set(keyspace.StateKey(alice, 1), "1")
 	e.json(&c, "reset", "--rule", "plan", "alice")
-	if !slices.Equal(c.Deleted, []string{filter.StateKey(alice, 0), filter.StateKey(alice, 1)}) ||
-		!slices.Equal(c.Kept, []string{filter.TierKey(alice)}) {
+	if !slices.Equal(c.Deleted, []string{keyspace.StateKey(alice, 0), keyspace.StateKey(alice, 1)}) ||
+		!slices.Equal(c.Kept, []string{keyspace.TierKey(alice)}) {
 		t.Errorf("reset of a tiered key: %+v", c)
 	}
 }
@@ -69,21 +70,21 @@ func TestOverride(t *testing.T) {
 	alice := e.key("plan", "alice")
 	limits := `[{"name":"minute","algorithm":"sliding_log","limit":50,"window":"1m"}]`
 	rule, _ := e.cfg.Rule("plan")
-	value, err := filter.ParseOverride(rule, []byte(limits))
+	value, err := config.ParseOverride(rule, []byte(limits))
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	var c changed
 	e.json(&c, "override", "set", "--rule", "plan", "--limits", limits, "--ttl", "90s", "alice")
-	if want := (keyInfo{Key: filter.OverrideKey(alice), Value: value, TTLms: 90_000}); c.Set == nil || *c.Set != want {
+	if want := (keyInfo{Key: keyspace.OverrideKey(alice), Value: value, TTLms: 90_000}); c.Set == nil || *c.Set != want {
 		t.Errorf("override set: set %+v, want %+v", c.Set, want)
 	}
-	if v, ttl := e.get(filter.OverrideKey(alice)), e.pttl(filter.OverrideKey(alice)); v != value || ttl <= 80_000 || ttl > 90_000 {
+	if v, ttl := e.get(keyspace.OverrideKey(alice)), e.pttl(keyspace.OverrideKey(alice)); v != value || ttl <= 80_000 || ttl > 90_000 {
 		t.Errorf("override key %q, PTTL %d; want %q for 90s", v, ttl, value)
 	}
 	out := e.ok("override", "clear", "--rule", "plan", "alice")
-	if !strings.Contains(out, "deleted  "+filter.OverrideKey(alice)+"\n") || e.exists(filter.OverrideKey(alice)) {
+	if !strings.Contains(out, "deleted  "+keyspace.OverrideKey(alice)+"\n") || e.exists(keyspace.OverrideKey(alice)) {
 		t.Errorf("override clear:\n%s", out)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // EVALSHA) for one request's call as the limits it carries grow: n limits
 // in rules of up to 16, each rule with its block key, keys of 8 parts (about
 // 300 bytes), every request admitted. It is the measurement behind
-// filter.MaxRequestLimits. Run it with -benchtime 1x.
+// config.MaxRequestLimits. Run it with -benchtime 1x.
 func BenchmarkRedisCostPerLimits(b *testing.B) {
 	server := redisServer(b)
 	c, err := redistest.Dial(server.Addr)

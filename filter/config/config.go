@@ -1,0 +1,385 @@
+// Package config parses the rate-limit filter's JSON configuration into
+// Config, purely and deterministically: gjson reads bytes package
+// jsonbound has checked, unknown keys are refused, and every error names
+// its field ("rules[1].limits[0].window: must be > 0"). testdata/invalid
+// holds one configuration per error with its exact message. It also
+// holds the rules' derived facts the runtime reads (Rule.Levels,
+// Rule.TierLimits, Rule.ChosenInRedis, Rule.HasConcurrency ...), the
+// metric-name rules (names.go) and an operator's override (ParseOverride).
+// Package filter runs a Config; package keyspace builds its keys;
+// ratelimitctl and the schema tests read it without the runtime.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
+	"github.com/tidwall/gjson"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+)
+
+// Config is the filter's parsed configuration. See README.md for the JSON.
+type Config struct {
+	Redis RedisConfig
+	// FailOpen admits requests when Redis cannot decide (default true);
+	// otherwise they get FailureStatus (default 503), unless Local is set.
+	FailOpen      bool
+	FailureStatus int
+	// Local, for failure_mode: local, has each VM decide alone instead.
+	Local *LocalFallback
+	// RejectStatus answers a rate-limited or blocked request (default 429).
+	RejectStatus int
+	Headers      HeaderStyle
+	// TrustedHops is how many trusted proxies in front of this one append
+	// to X-Forwarded-For, counted as Envoy's xff_num_trusted_hops with
+	// use_remote_address: true (see request.clientIP). 0 (default, and
+	// the recommended setting) takes the client IP from source.address,
+	// which the proxy computed with its own trusted hops.
+	TrustedHops int
+	// Breaker skips Redis after consecutive failures.
+	Breaker BreakerConfig
+	// DenyCacheKeys bounds the per-VM cache of denied keys (default
+	// 10000; 0 disables it).
+	DenyCacheKeys int
+	// Rules is empty when the configuration holds only _rules_: then
+	// nothing is limited unless one of MatchRules matches.
+	Rules []Rule
+	// MatchRules are Higress's per-route configurations (_rules_, from a
+	// WasmPlugin's matchRules); see match_rules.go.
+	MatchRules []MatchRule
+}
+
+// BreakerConfig is the circuit breaker: after Failures consecutive Redis
+// failures, calls are not sent for Backoff and the failure mode applies at
+// once; then calls go through again, and one more failure reopens it.
+type BreakerConfig struct {
+	Failures int           // default 5; 0 disables the breaker
+	Backoff  time.Duration // default 1s
+}
+
+// Transport is how the filter reaches Redis.
+type Transport uint8
+
+const (
+	// TransportRedisABI uses the Redis callout ABI of Higress's Envoy build.
+	TransportRedisABI Transport = iota
+	// TransportWebdis uses HTTP callouts to a Webdis gateway: any Envoy.
+	TransportWebdis
+)
+
+func (t Transport) String() string {
+	if t == TransportWebdis {
+		return "webdis"
+	}
+	return "redis_abi"
+}
+
+// RedisConfig says how to reach Redis through the proxy.
+type RedisConfig struct {
+	Transport Transport // default TransportRedisABI
+	// Cluster is the proxy's cluster for Redis (redis_abi) or for Webdis
+	// (webdis); required.
+	Cluster string
+	// Username and Password are sent as AUTH (redis_abi) or as HTTP basic
+	// authentication to Webdis (webdis).
+	Username string
+	Password string
+	// Authority is the Host header of calls to Webdis (default: Cluster),
+	// and Path the path Webdis serves on (default "/").
+	Authority string
+	Path      string
+	Timeout   time.Duration // default 200ms
+	Database  int           // default 0
+	Prefix    string        // default "rl:"
+	// ClusterMode sends one call per hash tag, for Redis Cluster behind the
+	// proxy; otherwise a request's limits go in one call (default false).
+	ClusterMode bool
+	// FlushTimeout is how long Higress's client may hold a call in its
+	// write buffer (redis_abi; see InitCluster): default 0.
+	FlushTimeout time.Duration
+	// Command is how calls name the library's code: algorithms.FCall (the
+	// default, "fcall": the operator loads the library, and the filter's
+	// credential needs no EVAL), or algorithms.EvalSHA ("evalsha", with
+	// EVAL after -NOSCRIPT) for a path that cannot carry FCALL, such as
+	// Envoy's redis_proxy in front of Redis Cluster.
+	Command algorithms.Invoke
+}
+
+// HeaderStyle chooses the rate-limit response headers.
+type HeaderStyle uint8
+
+const (
+	HeadersDraft10 HeaderStyle = iota // RateLimit-Policy and RateLimit (IETF draft 10)
+	HeadersLegacy                     // X-RateLimit-Limit, -Remaining, -Reset
+	HeadersBoth
+	HeadersNone
+)
+
+// Rule limits the requests it matches, per key.
+type Rule struct {
+	Name      string
+	Match     Match
+	Key       []KeyPart
+	OnMissing MissingKey
+	// Limits are the rule's limits; with Tiers, those of the default tier.
+	Limits []NamedLimit
+	// Tiers, when set, give the rule's limits per tier.
+	Tiers *Tiers
+	// Overrides: Redis may hold a key's own limits, which an operator
+	// sets (OverrideKey), read in the call that decides.
+	Overrides bool
+	Cost      Cost
+	// Response, when set, charges what the response says; Cost is then
+	// unused (see ResponseCost).
+	Response *ResponseCost
+	// Shadow rules decide and count, but never deny.
+	Shadow bool
+	// ManualBlock: the rule's calls carry its block key, so an operator
+	// can block a key (manual_block, true unless set false).
+	ManualBlock bool
+	// Lease, when set, lets each VM spend batches of a hot key's units.
+	Lease *Lease
+	// Throttle, when set, holds a request its funnels deny now until it
+	// conforms, up to a max delay, instead of denying it.
+	Throttle *Throttle
+}
+
+// NamedLimit is a limit with the policy name the headers show.
+type NamedLimit struct {
+	Name  string
+	Limit algorithms.Limit
+}
+
+// Match selects requests; empty fields match everything.
+type Match struct {
+	Path       string // exact path, without query
+	PathPrefix string
+	Methods    []string
+	Hosts      []string // exact :authority, without port
+	// Headers must all hold (match.headers).
+	Headers []HeaderMatch
+}
+
+// HeaderMatch tests one request header, by its values joined with ", "
+// when it repeats (as a header key part reads it).
+type HeaderMatch struct {
+	Name  string // lower case
+	Op    HeaderOp
+	Value string // for HeaderExact and HeaderPrefix
+}
+
+// HeaderOp is how a HeaderMatch tests its header.
+type HeaderOp uint8
+
+const (
+	HeaderExact   HeaderOp = iota + 1 // the value is Value ({"exact": ""} wants an empty one)
+	HeaderPrefix                      // the value starts with Value
+	HeaderPresent                     // the header is there, whatever its value
+	HeaderAbsent                      // the header is not there
+)
+
+// KeySource names where a key part comes from.
+type KeySource uint8
+
+const (
+	SourceHeader KeySource = iota + 1
+	SourceQuery
+	SourceCookie
+	SourceClientIP
+	SourcePath
+	SourceMethod
+	SourceHost
+	SourceConstant
+	// SourceJWTClaim is a claim of the request's JWT: from the payload
+	// Envoy's jwt_authn verified, in the stream's dynamic metadata, else
+	// from the bearer token's payload, which is not verified here.
+	SourceJWTClaim
+	// SourceProperty is any stream property the proxy serves, such as
+	// connection.uri_san_peer_certificate.
+	SourceProperty
+)
+
+// String is the source's name in the configuration ("header", "client_ip" ...).
+func (s KeySource) String() string {
+	if int(s) < len(sourceNames) {
+		return sourceNames[s]
+	}
+	return "KeySource(" + strconv.Itoa(int(s)) + ")"
+}
+
+var sourceNames = []string{SourceHeader: "header", SourceQuery: "query", SourceCookie: "cookie",
+	SourceClientIP: "client_ip", SourcePath: "path", SourceMethod: "method", SourceHost: "host", SourceConstant: "constant",
+	SourceJWTClaim: "jwt_claim", SourceProperty: "property"}
+
+// KeyPart is one dimension of a rule's key.
+type KeyPart struct {
+	Source KeySource
+	// Name is the header (lower case), query parameter or cookie name, or
+	// the JWT claim, dotted for a nested one ("org.id").
+	Name  string
+	Value string // for SourceConstant
+	// Path is the property read for SourceProperty, and for
+	// SourceJWTClaim the claim's path in the dynamic metadata:
+	// metadata, filter_metadata, envoy.filters.http.jwt_authn, the
+	// provider's payload_in_metadata, then the claim's segments.
+	Path []string
+	// IPv4Prefix and IPv6Prefix group a client_ip by network
+	// (ipv4_prefix_len, ipv6_prefix_len): with IPv4Prefix {24, true},
+	// 203.0.113.7 is "203.0.113.0/24". Unset keeps the whole address.
+	IPv4Prefix, IPv6Prefix PrefixLen
+
+	ClaimPath string // SourceJWTClaim: Name as a gjson path, each segment escaped
+}
+
+// PrefixLen is a CIDR prefix length; the zero value is none.
+type PrefixLen struct {
+	Bits int // 0-32 for IPv4, 0-128 for IPv6
+	Set  bool
+}
+
+// MissingKey says what happens when a key part is absent from a request.
+type MissingKey uint8
+
+const (
+	MissingSkip   MissingKey = iota // the rule does not apply (default)
+	MissingDeny                     // the request is rejected
+	MissingShared                   // requests without it share one key
+)
+
+// Cost is what one request takes from each limit of a rule.
+type Cost struct {
+	Default int64  // default 1
+	Header  string // when set, the cost is read from this header
+	// Min is the least a request pays through Header (default 1): a
+	// smaller value is raised to Min, so a request cannot pick a cost
+	// that passes a limit a cost-1 request would fail. With Min 0 a
+	// header value of 0 peeks: it is answered, charges nothing and is
+	// admitted even when the limit is spent. Default >= Min.
+	Min int64
+}
+
+// Parse parses and validates the plugin configuration. It rejects
+// unknown fields and bad values with an error naming the field, such as
+// "rules[1].limits[0].window: must be > 0".
+func Parse(data []byte) (*Config, error) {
+	if err := jsonbound.Check(data); err != nil {
+		return nil, notJSON("configuration", err)
+	}
+	root := gjson.ParseBytes(data)
+	if !root.IsObject() {
+		return nil, errors.New("configuration: must be a JSON object")
+	}
+	if rest, rules, err := splitFields(root, "", rulesKey); err != nil || rules[0].Exists() {
+		if err != nil {
+			return nil, err
+		}
+		return parseWithMatchRules(rest, rules[0])
+	}
+	return parseConfig(root)
+}
+
+// parseConfig parses one configuration object without _rules_.
+func parseConfig(root gjson.Result) (*Config, error) {
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback")
+	if err != nil {
+		return nil, err
+	}
+	c := &Config{FailOpen: true}
+	if c.Redis, err = parseRedis(o["redis"], "redis"); err != nil {
+		return nil, err
+	}
+	if err := parseFailureMode(o, c); err != nil {
+		return nil, err
+	}
+	if c.FailureStatus, err = status(o["failure_status"], "failure_status", 503); err != nil {
+		return nil, err
+	}
+	if c.RejectStatus, err = status(o["rejected_status"], "rejected_status", 429); err != nil {
+		return nil, err
+	}
+	style, err := enum(o["headers"], "headers", "draft10", "draft10", "legacy", "both", "none")
+	if err != nil {
+		return nil, err
+	}
+	c.Headers = map[string]HeaderStyle{"draft10": HeadersDraft10, "legacy": HeadersLegacy, "both": HeadersBoth, "none": HeadersNone}[style]
+	hops, err := integer(o["xff_trusted_hops"], "xff_trusted_hops", 0, 0, 16)
+	if err != nil {
+		return nil, err
+	}
+	c.TrustedHops = int(hops)
+	if c.Breaker, err = parseBreaker(o["circuit_breaker"], "circuit_breaker"); err != nil {
+		return nil, err
+	}
+	c.DenyCacheKeys = 10000
+	if dc := o["deny_cache"]; dc.Exists() {
+		do, err := fields(dc, "deny_cache", "max_keys")
+		if err != nil {
+			return nil, err
+		}
+		keys, err := integer(do["max_keys"], "deny_cache.max_keys", 10000, 0, 1<<20)
+		if err != nil {
+			return nil, err
+		}
+		c.DenyCacheKeys = int(keys)
+	}
+	rules := o["rules"]
+	if !rules.Exists() {
+		return nil, errAt("rules", "required")
+	}
+	if !rules.IsArray() || len(rules.Array()) == 0 {
+		return nil, errAt("rules", "must be a non-empty array")
+	}
+	seen := map[string]bool{}
+	for i, r := range rules.Array() {
+		path := fmt.Sprintf("rules[%d]", i)
+		rule, err := parseRule(r, path)
+		if err != nil {
+			return nil, err
+		}
+		if seen[rule.Name] {
+			return nil, errAt(path+".name", "duplicate rule name %q", rule.Name)
+		}
+		seen[rule.Name] = true
+		c.Rules = append(c.Rules, rule)
+	}
+	if err := checkRuleNames(c.Rules, "rules"); err != nil {
+		return nil, err
+	}
+	if err := checkRequestLimits(c.Rules, "rules"); err != nil {
+		return nil, err
+	}
+	if err := checkLocalLimits(c); err != nil {
+		return nil, err
+	}
+	if err := checkClusterThrottles(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {
+	b := BreakerConfig{Failures: 5, Backoff: time.Second}
+	if !v.Exists() {
+		return b, nil
+	}
+	o, err := fields(v, path, "failures", "backoff")
+	if err != nil {
+		return b, err
+	}
+	n, err := integer(o["failures"], path+".failures", 5, 0, 1000)
+	if err != nil {
+		return b, err
+	}
+	b.Failures = int(n)
+	if b.Backoff, err = duration(o["backoff"], path+".backoff", time.Second); err != nil {
+		return b, err
+	}
+	if b.Backoff <= 0 || b.Backoff > 10*time.Minute {
+		return b, errAt(path+".backoff", "must be > 0 and <= 10m")
+	}
+	return b, nil
+}

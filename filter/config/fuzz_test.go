@@ -1,0 +1,48 @@
+package config
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// The config parser never panics; what it accepts has valid rules.
+func FuzzParseConfig(f *testing.F) {
+	for _, dir := range []string{"testdata/valid", "testdata/invalid"} {
+		for _, file := range fixtures(f, filepath.Join(dir, "*.json")) {
+			f.Add(readFixture(f, file))
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data)
+		if err != nil {
+			if c != nil {
+				t.Fatal("a config returned with an error")
+			}
+			return
+		}
+		if len(c.Rules)+len(c.MatchRules) == 0 || c.Redis.Cluster == "" || strings.ContainsAny(c.Redis.Prefix, "{}") {
+			t.Fatalf("accepted a config that limits nothing or breaks keys: %+v", c)
+		}
+		if f := c.Local; f != nil && (f.Share < 1 || f.Share > shareUnit || f.MaxKeys < 1 || c.FailOpen) {
+			t.Fatalf("bad local_fallback accepted: %+v", f)
+		}
+		rules := c.Rules
+		for _, mr := range c.MatchRules {
+			if len(mr.Config.Rules) == 0 || mr.Config.Redis != c.Redis || len(mr.Routes)+len(mr.Domains)+len(mr.Services)+len(mr.RoutePrefixes) == 0 {
+				t.Fatalf("bad _rules_ entry accepted: %+v", mr)
+			}
+			rules = append(rules, mr.Config.Rules...)
+		}
+		for _, r := range rules {
+			if !validName(r.Name) || len(r.Key) == 0 || len(r.Limits) == 0 {
+				t.Fatalf("bad rule accepted: %+v", r)
+			}
+			for _, l := range r.Limits {
+				if l.Limit.Validate() != nil || l.Limit.CheckCost(r.Cost.Default) != nil {
+					t.Fatalf("bad limit accepted: %+v", l)
+				}
+			}
+		}
+	})
+}

@@ -1,0 +1,184 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
+	"github.com/tidwall/gjson"
+)
+
+// fields checks that v is an object holding only the allowed keys, each at
+// most once, and returns them by name.
+func fields(v gjson.Result, path string, allowed ...string) (map[string]gjson.Result, error) {
+	if !v.IsObject() {
+		if path == "" {
+			return nil, errors.New("configuration: must be a JSON object")
+		}
+		return nil, errAt(path, "must be an object")
+	}
+	// A repeated field is reported before an unknown one: which fields
+	// are allowed may hang on a field that is repeated (a limit's
+	// algorithm).
+	out := make(map[string]gjson.Result, len(allowed))
+	var err, unknown error
+	var others map[string]bool
+	v.ForEach(func(k, val gjson.Result) bool {
+		name := k.String()
+		at := name
+		if path != "" {
+			at = path + "." + name
+		}
+		known := false
+		for _, a := range allowed {
+			known = known || a == name
+		}
+		switch {
+		case out[name].Exists() || others[name]:
+			err = errAt(at, "duplicate field")
+			return false
+		case !known:
+			if unknown == nil {
+				unknown = errAt(at, "unknown field (allowed: %s)", strings.Join(allowed, ", "))
+			}
+			if others == nil {
+				others = map[string]bool{}
+			}
+			others[name] = true
+		default:
+			out[name] = val
+		}
+		return true
+	})
+	if err == nil {
+		err = unknown
+	}
+	return out, err
+}
+
+func str(v gjson.Result, path, def string) (string, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.String {
+		return "", errAt(path, "must be a string")
+	}
+	return v.Str, nil
+}
+
+func boolean(v gjson.Result, path string, def bool) (bool, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.True && v.Type != gjson.False {
+		return false, errAt(path, "must be true or false")
+	}
+	return v.Bool(), nil
+}
+
+// integer reads a whole number in [min, max].
+func integer(v gjson.Result, path string, def, min, max int64) (int64, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || strings.ContainsAny(v.Raw, ".eE") {
+		return 0, errAt(path, "must be an integer")
+	}
+	switch n := v.Int(); {
+	case v.Num < float64(min):
+		return 0, errAt(path, "must be >= %d", min)
+	case v.Num > float64(max):
+		return 0, errAt(path, "must be <= %d", max)
+	default:
+		return n, nil
+	}
+}
+
+// duration reads a Go duration string such as "200ms", "1s" or "1m".
+func duration(v gjson.Result, path string, def time.Duration) (time.Duration, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type != gjson.String {
+		return 0, errAt(path, `must be a duration string such as "500ms", "1s" or "1m"`)
+	}
+	d, err := time.ParseDuration(v.Str)
+	if err != nil {
+		return 0, errAt(path, `must be a duration string such as "500ms", "1s" or "1m"`)
+	}
+	if d < 0 {
+		return 0, errAt(path, "must be > 0")
+	}
+	return d, nil
+}
+
+func enum(v gjson.Result, path, def string, allowed ...string) (string, error) {
+	if !v.Exists() {
+		return def, nil
+	}
+	if v.Type == gjson.String {
+		for _, a := range allowed {
+			if v.Str == a {
+				return a, nil
+			}
+		}
+	}
+	return "", errAt(path, "must be one of %s", strings.Join(allowed, ", "))
+}
+
+func status(v gjson.Result, path string, def int) (int, error) {
+	n, err := integer(v, path, int64(def), 200, 599)
+	return int(n), err
+}
+
+func strList(v gjson.Result, path string) ([]string, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	if !v.IsArray() {
+		return nil, errAt(path, "must be an array of strings")
+	}
+	var out []string
+	for _, e := range v.Array() {
+		if e.Type != gjson.String {
+			return nil, errAt(path, "must be an array of strings")
+		}
+		out = append(out, e.Str)
+	}
+	return out, nil
+}
+
+// fieldError names the field a bad value came from.
+type fieldError struct {
+	path string
+	err  error
+	// msg, when set, says what is wrong in the configuration's terms
+	// instead of err's message: err is then an *algorithms.ParamError,
+	// which names the parameter, not the field.
+	msg string
+}
+
+func (e *fieldError) Error() string {
+	if e.msg != "" {
+		return e.path + ": " + e.msg
+	}
+	return e.path + ": " + e.err.Error()
+}
+
+func (e *fieldError) Unwrap() error { return e.err }
+
+func errAt(path, format string, args ...any) error {
+	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
+}
+
+// notJSON is the error for field's JSON that jsonbound refused: invalid,
+// or nested too deep or too large for gjson to read safely.
+func notJSON(field string, err error) error {
+	if err == jsonbound.ErrSyntax || err == jsonbound.ErrTruncated {
+		return errors.New(field + ": not valid JSON")
+	}
+	return fmt.Errorf("%s: %w", field, err)
+}

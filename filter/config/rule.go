@@ -1,0 +1,391 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
+)
+
+func parseRule(v gjson.Result, path string) (Rule, error) {
+	r := Rule{}
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle")
+	if err != nil {
+		return r, err
+	}
+	if r.Name, err = str(o["name"], path+".name", ""); err != nil {
+		return r, err
+	}
+	if !validName(r.Name) {
+		return r, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
+	}
+	if r.Match, err = parseMatch(o["match"], path+".match"); err != nil {
+		return r, err
+	}
+	if r.Key, err = parseKey(o["key"], path+".key"); err != nil {
+		return r, err
+	}
+	missing, err := enum(o["on_missing_key"], path+".on_missing_key", "skip", "skip", "deny", "shared")
+	if err != nil {
+		return r, err
+	}
+	r.OnMissing = map[string]MissingKey{"skip": MissingSkip, "deny": MissingDeny, "shared": MissingShared}[missing]
+	switch {
+	case o["limits"].Exists() && o["tiers"].Exists():
+		return r, errAt(path+".tiers", "limits and tiers are exclusive: each tier has its limits")
+	case o["tiers"].Exists():
+		if r.Tiers, err = parseTiers(o["tiers"], path+".tiers", r.Name, len(r.Key)); err != nil {
+			return r, err
+		}
+		r.Limits = r.Tiers.Levels[0].Limits
+	default:
+		if r.Limits, err = parseLimits(o["limits"], path+".limits", r.Name); err != nil {
+			return r, err
+		}
+	}
+	if r.Overrides, err = boolean(o["overrides"], path+".overrides", false); err != nil {
+		return r, err
+	}
+	if r.Cost, err = parseCost(o["cost"], path+".cost", r.Limits); err != nil {
+		return r, err
+	}
+	if r.Response, err = parseResponseCost(o["response_cost"], path+".response_cost"); err != nil {
+		return r, err
+	}
+	if r.Response != nil {
+		if o["cost"].Exists() {
+			return r, errAt(path+".cost", "cost and response_cost are exclusive: the request's share is response_cost.reserve")
+		}
+		at := path + ".response_cost.reserve"
+		if o["response_cost"].Get("reserve").IsObject() {
+			at += ".default"
+		}
+		for i, l := range r.Limits {
+			if err := l.Limit.CheckCost(r.Response.Reserve.Default); err != nil {
+				return r, costError(at, i, err)
+			}
+		}
+	}
+	if r.Tiers != nil {
+		def, at := r.Cost.Default, path+".cost"
+		if o["cost"].IsObject() {
+			at += ".default"
+		}
+		if r.Response != nil {
+			def, at = r.Response.Reserve.Default, path+".response_cost.reserve"
+			if o["response_cost"].Get("reserve").IsObject() {
+				at += ".default"
+			}
+		}
+		for _, level := range r.Tiers.Levels[1:] {
+			for i, l := range level.Limits {
+				if err := l.Limit.CheckCost(def); err != nil {
+					return r, costError(at, i, err)
+				}
+			}
+		}
+	}
+	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
+		return r, err
+	}
+	if r.ManualBlock, err = boolean(o["manual_block"], path+".manual_block", true); err != nil {
+		return r, err
+	}
+	if r.Lease, err = parseLease(o["lease"], path+".lease", &r); err != nil {
+		return r, err
+	}
+	if r.Throttle, err = parseThrottle(o["throttle"], path+".throttle", &r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+func parseMatch(v gjson.Result, path string) (Match, error) {
+	m := Match{}
+	if !v.Exists() {
+		return m, nil
+	}
+	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers")
+	if err != nil {
+		return m, err
+	}
+	if m.Path, err = str(o["path"], path+".path", ""); err != nil {
+		return m, err
+	}
+	if m.PathPrefix, err = str(o["path_prefix"], path+".path_prefix", ""); err != nil {
+		return m, err
+	}
+	for _, p := range [][2]string{{"path", m.Path}, {"path_prefix", m.PathPrefix}} {
+		if p[1] != "" && !strings.HasPrefix(p[1], "/") {
+			return m, errAt(path+"."+p[0], "must start with /")
+		}
+		if n := pathnorm.Normalize(p[1]); n != p[1] {
+			return m, errAt(path+"."+p[0], "must be a normalized path, as requests are matched on theirs: %q", n)
+		}
+	}
+	if m.Path != "" && m.PathPrefix != "" {
+		return m, errAt(path, "path and path_prefix are exclusive")
+	}
+	if m.Methods, err = strList(o["methods"], path+".methods"); err != nil {
+		return m, err
+	}
+	for i, meth := range m.Methods {
+		if meth == "" || strings.ToUpper(meth) != meth {
+			return m, errAt(fmt.Sprintf("%s.methods[%d]", path, i), "must be an upper-case method such as GET")
+		}
+	}
+	if m.Hosts, err = strList(o["hosts"], path+".hosts"); err != nil {
+		return m, err
+	}
+	for i, h := range m.Hosts {
+		if h == "" {
+			return m, errAt(fmt.Sprintf("%s.hosts[%d]", path, i), "must not be empty")
+		}
+		m.Hosts[i] = strings.ToLower(h)
+	}
+	if m.Headers, err = parseHeaderMatches(o["headers"], path+".headers"); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+const maxKeyParts = 8
+
+func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
+	if !v.Exists() {
+		return nil, errAt(path, "required")
+	}
+	if !v.IsArray() || len(v.Array()) == 0 || len(v.Array()) > maxKeyParts {
+		return nil, errAt(path, "must be an array of 1 to %d key parts", maxKeyParts)
+	}
+	var parts []KeyPart
+	for i, p := range v.Array() {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		o, err := fields(p, at, "source", "name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len")
+		if err != nil {
+			return nil, err
+		}
+		src, err := enum(o["source"], at+".source", "", sourceNames[1:]...)
+		if err != nil {
+			return nil, err
+		}
+		if src == "" {
+			return nil, errAt(at+".source", "required")
+		}
+		part, err := parseKeyPart(o, at, KeySource(slices.Index(sourceNames, src)))
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, part)
+	}
+	return parts, nil
+}
+
+// limitFields names, per configured algorithm, the field behind each
+// parameter of algorithms.Limit, for error messages.
+var limitFields = map[string]map[algorithms.Param]string{
+	"sliding_log":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "window"},
+	"sliding_counter": {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "window"},
+	"funnel":          {algorithms.ParamRate: "rate", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
+	"token_bucket":    {algorithms.ParamRate: "refill", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
+	"concurrency":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "max_duration"},
+}
+
+const maxLimitsPerRule = MaxRequestLimits
+
+func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
+	if !v.Exists() {
+		return nil, errAt(path, "required")
+	}
+	if !v.IsArray() || len(v.Array()) == 0 || len(v.Array()) > maxLimitsPerRule {
+		return nil, errAt(path, "must be an array of 1 to %d limits", maxLimitsPerRule)
+	}
+	var out []NamedLimit
+	names := map[string]bool{}
+	for i, lv := range v.Array() {
+		at := fmt.Sprintf("%s[%d]", path, i)
+		l, err := parseLimit(lv, at)
+		if err != nil {
+			return nil, err
+		}
+		if l.Name == "" {
+			l.Name = rule
+			if len(v.Array()) > 1 {
+				l.Name = fmt.Sprintf("%s.%d", rule, i)
+			}
+		}
+		if names[l.Name] {
+			return nil, errAt(at+".name", "duplicate limit name %q", l.Name)
+		}
+		names[l.Name] = true
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
+	nl := NamedLimit{}
+	if !v.IsObject() {
+		return nl, errAt(path, "must be an object")
+	}
+	algo, err := enum(v.Get("algorithm"), path+".algorithm", "", "sliding_log", "sliding_counter", "funnel", "token_bucket", "concurrency")
+	if err != nil {
+		return nl, err
+	}
+	if algo == "" {
+		return nl, errAt(path+".algorithm", "required")
+	}
+	names := limitFields[algo]
+	allowed := []string{"algorithm", "name", names[algorithms.ParamBurst], names[algorithms.ParamRate], names[algorithms.ParamPeriod]}
+	if names[algorithms.ParamBurst] == names[algorithms.ParamRate] {
+		allowed = append(allowed[:2], allowed[3:]...)
+	}
+	o, err := fields(v, path, allowed...)
+	if err != nil {
+		return nl, err
+	}
+	if nl.Name, err = str(o["name"], path+".name", ""); err != nil {
+		return nl, err
+	}
+	if nl.Name != "" && !validName(nl.Name) {
+		return nl, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
+	}
+	number := func(field string) (int64, error) {
+		if !o[field].Exists() {
+			return 0, errAt(path+"."+field, "required")
+		}
+		return integer(o[field], path+"."+field, 0, 1, 1<<53)
+	}
+	period := func(field string) (time.Duration, error) {
+		if !o[field].Exists() {
+			return 0, errAt(path+"."+field, "required")
+		}
+		d, err := duration(o[field], path+"."+field, 0)
+		if err == nil && d <= 0 {
+			err = errAt(path+"."+field, "must be > 0")
+		}
+		return d, err
+	}
+	var l algorithms.Limit
+	switch algo {
+	case "sliding_log", "sliding_counter":
+		limit, err := number("limit")
+		if err != nil {
+			return nl, err
+		}
+		window, err := period("window")
+		if err != nil {
+			return nl, err
+		}
+		if algo == "sliding_log" {
+			l, err = algorithms.NewSlidingLog(limit, window)
+		} else {
+			l, err = algorithms.NewSlidingCounter(limit, window)
+		}
+		if err != nil {
+			return nl, limitError(path, names, err)
+		}
+	case "concurrency":
+		limit, err := number("limit")
+		if err != nil {
+			return nl, err
+		}
+		maxDuration, err := period("max_duration")
+		if err != nil {
+			return nl, err
+		}
+		if l, err = algorithms.NewConcurrency(limit, maxDuration); err != nil {
+			return nl, limitError(path, names, err)
+		}
+	default:
+		capacity, err := number("capacity")
+		if err != nil {
+			return nl, err
+		}
+		rate, err := number(names[algorithms.ParamRate])
+		if err != nil {
+			return nl, err
+		}
+		per, err := period("period")
+		if err != nil {
+			return nl, err
+		}
+		if l, err = algorithms.NewFunnel(capacity, rate, per); err != nil {
+			return nl, limitError(path, names, err)
+		}
+	}
+	nl.Limit = l
+	return nl, nil
+}
+
+// limitError wraps a bad parameter with the path of the field that set
+// it, in that field's name: ParamError{Param: ParamRate, Want: "must be
+// >= 1"} of a token bucket is "<path>.refill: must be >= 1".
+func limitError(path string, names map[algorithms.Param]string, err error) error {
+	var pe *algorithms.ParamError
+	if errors.As(err, &pe) {
+		if field, ok := names[pe.Param]; ok {
+			return &fieldError{path: path + "." + field, err: err, msg: pe.Message(field)}
+		}
+	}
+	return &fieldError{path: path, err: err}
+}
+
+func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
+	c := Cost{Default: 1}
+	var err error
+	switch {
+	case !v.Exists():
+	case v.Type == gjson.Number:
+		if c.Default, err = integer(v, path, 1, 0, 1<<53); err != nil {
+			return c, err
+		}
+	case v.IsObject():
+		o, err := fields(v, path, "header", "default", "min")
+		if err != nil {
+			return c, err
+		}
+		if c.Header, err = str(o["header"], path+".header", ""); err != nil {
+			return c, err
+		}
+		if c.Header == "" {
+			return c, errAt(path+".header", "required")
+		}
+		c.Header = strings.ToLower(c.Header)
+		if c.Default, err = integer(o["default"], path+".default", 1, 0, 1<<53); err != nil {
+			return c, err
+		}
+		if c.Min, err = integer(o["min"], path+".min", 1, 0, 1<<53); err != nil {
+			return c, err
+		}
+		if c.Default < c.Min {
+			return c, errAt(path+".default", "must be >= min (%d): a request that omits the header pays the default", c.Min)
+		}
+		path += ".default"
+	default:
+		return c, errAt(path, "must be a number or an object with header and default")
+	}
+	for i, l := range limits {
+		if err := l.Limit.CheckCost(c.Default); err != nil {
+			return c, costError(path, i, err)
+		}
+	}
+	return c, nil
+}
+
+// costError wraps a cost that limits[i] cannot take with the path of the
+// cost's field: "<path>: must be <= 10, the limit's capacity of limits[0]".
+func costError(path string, i int, err error) error {
+	msg := err.Error()
+	var pe *algorithms.ParamError
+	if errors.As(err, &pe) {
+		msg = pe.Message(string(pe.Param)) // the path names the cost
+	}
+	return &fieldError{path: path, err: err, msg: fmt.Sprintf("%s of limits[%d]", msg, i)}
+}
