@@ -9,7 +9,7 @@ import (
 )
 
 // pathAliases are spellings of /api/v1/items|7 a client could send to get
-// a fresh key each: before normalizePath each was its own key.
+// a fresh key each: before pathnorm.Normalize each was its own key.
 var pathAliases = []string{
 	"/api/v1/items|7",
 	"/api/v1/items%7C7",
