@@ -63,8 +63,8 @@ func (p *Plugin) pollEpoch(now time.Time) {
 	if !p.cached() || now.Before(p.breaker.openUntil) || !p.link.usable(now) {
 		return
 	}
-	e.buf = algorithms.AppendEpoch(e.buf[:0], p.framing(), p.invoke(e.eval), e.key)
-	id, err := p.dispatchFramed(e.buf)
+	e.buf = algorithms.AppendEpoch(e.buf[:0], p.tr.framing(), p.invoke(e.eval), e.key)
+	id, err := p.tr.send(e.buf)
 	if err != nil {
 		p.errLog.log(LogWarn, "ratelimit: redis: epoch: dispatch: "+err.Error())
 		return

@@ -22,7 +22,7 @@ func (p *Plugin) addMatchRules() {
 		mr := &p.cfg.MatchRules[i]
 		child := newPlugin(mr.Config, p.host)
 		child.pending, child.settles = p.pending, p.settles
-		child.link = p.link // one Redis client in the proxy
+		child.link, child.tr = p.link, p.tr // one Redis client in the proxy
 		p.routed = append(p.routed, routed{mr, child})
 	}
 }

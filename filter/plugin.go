@@ -6,16 +6,14 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
-	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // Plugin is one configured filter in one VM: the state its streams share.
 type Plugin struct {
-	cfg  *config.Config
-	host PluginHost
-	// webdis holds what calls through Webdis need; nil with the Redis ABI.
-	webdis  *webdisCalls
+	cfg     *config.Config
+	host    PluginHost
+	tr      transport        // shared with the _rules_ entries' Plugins
 	pending map[uint32]*call // callout id -> the call awaiting its reply
 	// settles are the settle calls, shared with the _rules_ entries.
 	settles *settleState
@@ -86,11 +84,8 @@ func newPlugin(cfg *config.Config, host PluginHost) *Plugin {
 	// 7 per limit position of a choice.
 	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*config.MaxRequestLimits}
 	p.metrics = newMetrics(cfg, host)
-	if cfg.Redis.Transport == config.TransportWebdis {
-		r := &cfg.Redis
-		p.webdis = &webdisCalls{headers: webdis.Headers(r.Path, r.Authority, r.Username, r.Password)}
-	}
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
+	p.tr = newTransport(cfg, host)
 	// The link sends AUTH and ACL WHOAMI only over the Redis ABI: it has
 	// an initializer only with that transport.
 	p.link = newRedisLink(cfg, host, host.DispatchRedis)

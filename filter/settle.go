@@ -66,7 +66,7 @@ func (p *Plugin) freeSettle(sc *settleCall) {
 // when the host offers one.
 func (p *Plugin) settle(sc *settleCall) {
 	st := p.settles
-	if rc, ok := p.host.(RootCaller); ok && p.webdis != nil {
+	if rc, ok := p.host.(RootCaller); ok && p.tr.streamBound() {
 		st.queue = append(st.queue, sc)
 		if st.wakeSent || rc.RequestRootCallback() {
 			st.wakeSent = true
@@ -98,8 +98,8 @@ func (p *Plugin) dispatchSettle(sc *settleCall) {
 		p.settleFailed(sc, errBreakerOpen)
 		return
 	}
-	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.framing(), p.invoke(sc.eval), sc.settles)
-	id, err := p.dispatchFramed(sc.buf)
+	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.tr.framing(), p.invoke(sc.eval), sc.settles)
+	id, err := p.tr.send(sc.buf)
 	if err != nil {
 		p.settleFailed(sc, fmt.Errorf("dispatch: %w", err))
 		return

@@ -3,23 +3,67 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 )
 
-// webdisCalls is what the webdis transport keeps across calls: the
-// request headers, and buffers for the replies.
-type webdisCalls struct {
+// transport carries the script calls to Redis: the proxy's Redis callout
+// (redis.transport: redis_abi) or Webdis over an HTTP callout (webdis).
+// Every call of a VM goes through the one transport its configuration
+// names (every _rules_ entry has the same redis object).
+type transport interface {
+	// framing is how a script call is framed for this transport.
+	framing() algorithms.Framing
+	// send dispatches a command framed as framing says, returning its
+	// callout id.
+	send(cmd []byte) (uint32, error)
+	// streamBound reports whether a reply reaches only a stream context
+	// that still exists: the SDK drops the reply to an HTTP callout made
+	// by a stream whose context has gone. Settles, sent as a stream ends,
+	// then go from the root context (see Plugin.settle).
+	streamBound() bool
+}
+
+func newTransport(cfg *config.Config, host PluginHost) transport {
+	r := &cfg.Redis
+	if r.Transport == config.TransportWebdis {
+		return &webdisTransport{host: host, cluster: r.Cluster, timeout: r.Timeout,
+			headers: webdis.Headers(r.Path, r.Authority, r.Username, r.Password)}
+	}
+	return &abiTransport{host: host}
+}
+
+// abiTransport sends RESP through the proxy's Redis callout.
+type abiTransport struct{ host PluginHost }
+
+func (*abiTransport) framing() algorithms.Framing       { return algorithms.RESP }
+func (t *abiTransport) send(cmd []byte) (uint32, error) { return t.host.DispatchRedis(cmd) }
+func (*abiTransport) streamBound() bool                 { return false }
+
+// webdisTransport sends a command as a Webdis path over an HTTP callout;
+// it keeps the request headers, and buffers for the replies.
+type webdisTransport struct {
+	host    PluginHost
+	cluster string
+	timeout time.Duration
 	headers [][2]string
 	reply   []byte // the JSON reply turned back into RESP
 	ints    []int64
 }
 
+func (*webdisTransport) framing() algorithms.Framing { return algorithms.WebdisPath }
+func (t *webdisTransport) send(cmd []byte) (uint32, error) {
+	return t.host.DispatchHTTP(t.cluster, t.headers, cmd, t.timeout)
+}
+func (*webdisTransport) streamBound() bool { return true }
+
 // sendCall dispatches a call's command over the configured transport,
 // framed for it.
 func (p *Plugin) sendCall(c *call) (uint32, error) {
-	return p.dispatchFramed(c.command(p.framing(), p.invoke(c.eval)))
+	return p.tr.send(c.command(p.tr.framing(), p.invoke(c.eval)))
 }
 
 // invoke is how a command names the library's code: FCALL, or with
@@ -34,41 +78,27 @@ func (p *Plugin) invoke(eval bool) algorithms.Invoke {
 	return algorithms.EvalSHA
 }
 
-// framing is how the configured transport frames a script call.
-func (p *Plugin) framing() algorithms.Framing {
-	if p.webdis == nil {
-		return algorithms.RESP
-	}
-	return algorithms.WebdisPath
-}
-
-// dispatchFramed sends a script call framed as p.framing() says.
-func (p *Plugin) dispatchFramed(cmd []byte) (uint32, error) {
-	if p.webdis == nil {
-		return p.host.DispatchRedis(cmd)
-	}
-	return p.host.DispatchHTTP(p.cfg.Redis.Cluster, p.webdis.headers, cmd, p.cfg.Redis.Timeout)
-}
-
 // OnHTTPReply delivers Webdis's response to a callout: its HTTP status (0
-// when the call failed or timed out) and its JSON body.
+// when the call failed or timed out) and its JSON body. Over the Redis
+// ABI there are none.
 func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
+	w, isWebdis := p.tr.(*webdisTransport)
 	c := p.pending[calloutID]
 	var err error
 	switch {
-	case c == nil && p.settles.inFlight[calloutID] == nil && !p.isEpochReply(calloutID), p.webdis == nil:
+	case c == nil && p.settles.inFlight[calloutID] == nil && !p.isEpochReply(calloutID), !isWebdis:
 	case status != 200:
 		err = fmt.Errorf("webdis answered HTTP %d", status)
 		if status == 0 {
 			err = errors.New("webdis call failed or timed out")
 		}
 	default:
-		if ints, ok := webdis.Ints(p.webdis.ints[:0], body); ok {
-			p.webdis.ints = ints
+		if ints, ok := webdis.Ints(w.ints[:0], body); ok {
+			w.ints = ints
 			p.onReply(calloutID, true, nil, ints)
 			return
 		}
-		p.webdis.reply, err = webdis.Reply(p.webdis.reply[:0], body)
+		w.reply, err = webdis.Reply(w.reply[:0], body)
 	}
 	if err != nil {
 		if c != nil {
@@ -77,8 +107,8 @@ func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 		p.OnRedisReply(calloutID, false, nil)
 		return
 	}
-	if p.webdis != nil {
-		body = p.webdis.reply
+	if isWebdis {
+		body = w.reply
 	}
 	p.OnRedisReply(calloutID, true, body)
 }
