@@ -29,7 +29,6 @@ type call struct {
 	keys         []byte     // every key of the call, back to back
 	eval         bool       // -NOSCRIPT was seen; send the whole script
 	local        bool       // decided in the VM (failure_mode: local), not by Redis
-	failure      string     // why the transport failed, when it says
 	buf          []byte
 
 	calloutID uint32
@@ -64,7 +63,7 @@ type owner struct {
 }
 
 func (c *call) reset(s *Stream, shadow bool) {
-	c.stream, c.shadow, c.eval, c.failure, c.err, c.inFlight = s, shadow, false, "", nil, false
+	c.stream, c.shadow, c.eval, c.err, c.inFlight = s, shadow, false, nil, false
 	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
 	c.choices, c.choiceOwners, c.choiceAt, c.leases = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0], c.leases[:0]
 	c.slot, c.acquired, c.released, c.replied = 0, false, false, false

@@ -126,9 +126,9 @@ func (p *Plugin) detach(c *call) {
 }
 
 // onDetachedReply releases what a detached call acquired.
-func (p *Plugin) onDetachedReply(c *call, ok bool, reply []byte, ints []int64) {
+func (p *Plugin) onDetachedReply(c *call, r scriptReply) {
 	p.untrack(c)
-	if ok && p.parseReply(c, reply, ints) == nil {
+	if r.ok && p.parseReply(c, r) == nil {
 		c.replied = true
 		c.noteAcquired()
 		p.releaseSlots(c)
@@ -142,7 +142,7 @@ func (p *Plugin) onDetachedReply(c *call, ok bool, reply []byte, ints []int64) {
 // the Redis timeout: at each choice position, the concurrency limit a tier
 // holds there, since what Redis picked is unknown.
 func (p *Plugin) sweepDetached(c *call, now time.Time) {
-	if now.Sub(c.sentAt) <= p.cfg.Redis.Timeout+time.Second {
+	if !p.late(c.sentAt, now) {
 		return
 	}
 	p.untrack(c)

@@ -1,14 +1,12 @@
 package filter
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // epochPoll brings an operator's changes (an unblock, a reset, a tier or
@@ -54,11 +52,8 @@ func (p *Plugin) cached() bool {
 // no read is in flight (one overdue past the timeout is dropped).
 func (p *Plugin) pollEpoch(now time.Time) {
 	e := &p.epoch
-	if e.inFlight {
-		if now.Sub(e.sentAt) <= p.cfg.Redis.Timeout+time.Second {
-			return
-		}
-		e.inFlight = false
+	if e.overdue(p, now); e.inFlight {
+		return
 	}
 	if !p.cached() || now.Before(p.breaker.openUntil) || !p.link.usable(now) {
 		return
@@ -70,26 +65,38 @@ func (p *Plugin) pollEpoch(now time.Time) {
 		return
 	}
 	e.id, e.inFlight, e.sentAt = id, true, now
+	p.callouts.add(id, e)
 	e.polls.Increment(1)
 }
 
-// isEpochReply reports whether id is the epoch read in flight.
-func (p *Plugin) isEpochReply(id uint32) bool { return p.epoch.inFlight && p.epoch.id == id }
+// onReply takes the epoch read's reply.
+func (e *epochPoll) onReply(vm *Plugin, r scriptReply) { vm.onEpochReply(r) }
+
+// overdue drops the read in flight when it is overdue at now: the next
+// poll sends another.
+func (e *epochPoll) overdue(vm *Plugin, now time.Time) {
+	if e.inFlight && vm.late(e.sentAt, now) {
+		vm.callouts.remove(e.id)
+		e.inFlight = false
+	}
+}
 
 // onEpochReply reads the epoch, and clears the deny caches when it moved.
-func (p *Plugin) onEpochReply(ok bool, reply []byte, ints []int64) {
+func (p *Plugin) onEpochReply(r scriptReply) {
 	e := &p.epoch
+	p.callouts.remove(e.id)
 	e.inFlight = false
-	v, err := epochValue(&p.decoder, ok, reply, ints)
+	ints, err := r.values(p.callouts)
+	if err == nil && len(ints) != 1 {
+		err = fmt.Errorf("unexpected reply %v", ints)
+	}
 	if err != nil {
-		var re *redisproto.Error
-		if errors.As(err, &re) && re.Prefix() == "NOSCRIPT" {
-			e.eval = true
-		}
+		noScript(&e.eval, err) // the next read sends the script
 		p.errLog.log(LogWarn, "ratelimit: redis: epoch: "+err.Error())
 		return
 	}
 	e.eval = false
+	v := ints[0]
 	if e.known && v == e.seen {
 		return
 	}
@@ -101,23 +108,4 @@ func (p *Plugin) onEpochReply(ok bool, reply []byte, ints []int64) {
 		p.routed[i].plugin.denyCache.clear()
 		p.routed[i].plugin.endLeases()
 	}
-}
-
-func epochValue(d *redisproto.Decoder, ok bool, reply []byte, ints []int64) (int64, error) {
-	switch {
-	case !ok:
-		return 0, errors.New("redis call failed or timed out")
-	case len(ints) == 1:
-		return ints[0], nil
-	case ints != nil:
-		return 0, fmt.Errorf("unexpected reply %v", ints)
-	}
-	v, _, err := d.Decode(reply)
-	if err != nil {
-		return 0, err
-	}
-	if err := v.Err(); err != nil {
-		return 0, err
-	}
-	return v.Int64()
 }

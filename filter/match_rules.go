@@ -21,7 +21,7 @@ func (p *Plugin) addMatchRules() {
 	for i := range p.cfg.MatchRules {
 		mr := &p.cfg.MatchRules[i]
 		child := newPlugin(mr.Config, p.host)
-		child.pending, child.settles = p.pending, p.settles
+		child.callouts, child.settles = p.callouts, p.settles
 		child.link, child.tr = p.link, p.tr // one Redis client in the proxy
 		p.routed = append(p.routed, routed{mr, child})
 	}

@@ -6,22 +6,20 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
 // Plugin is one configured filter in one VM: the state its streams share.
 type Plugin struct {
-	cfg     *config.Config
-	host    PluginHost
-	tr      transport        // shared with the _rules_ entries' Plugins
-	pending map[uint32]*call // callout id -> the call awaiting its reply
+	cfg      *config.Config
+	host     PluginHost
+	tr       transport // shared with the _rules_ entries' Plugins
+	callouts *callouts // shared with the _rules_ entries' Plugins
 	// settles are the settle calls, shared with the _rules_ entries.
 	settles *settleState
 	// pendingShown is what the ratelimit.redis.pending gauge shows of
 	// pending; it is brought up to date on each tick, not on each call,
 	// as each update is a host call.
 	pendingShown int
-	decoder      redisproto.Decoder
 	metrics      metrics
 	errLog       throttledLog
 	breaker      breaker
@@ -78,17 +76,14 @@ func NewPlugin(cfg *config.Config, host PluginHost) *Plugin {
 // newPlugin is NewPlugin for the top-level configuration or a _rules_
 // entry's.
 func newPlugin(cfg *config.Config, host PluginHost) *Plugin {
-	p := &Plugin{cfg: cfg, host: host, pending: map[uint32]*call{}}
-	p.settles = &settleState{inFlight: map[uint32]*settleCall{}, errors: host.Counter("ratelimit.settle.errors")}
-	// The script's reply is a flat array of 2 + 5 per limit integers, or
-	// 7 per limit position of a choice.
-	p.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*config.MaxRequestLimits}
+	p := &Plugin{cfg: cfg, host: host, callouts: newCallouts()}
+	p.settles = &settleState{errors: host.Counter("ratelimit.settle.errors")}
 	p.metrics = newMetrics(cfg, host)
 	p.errLog = throttledLog{host: host, every: 10 * time.Second}
 	p.tr = newTransport(cfg, host)
 	// The link sends AUTH and ACL WHOAMI only over the Redis ABI: it has
 	// an initializer only with that transport.
-	p.link = newRedisLink(cfg, host, host.DispatchRedis)
+	p.link = newRedisLink(cfg, host, host.DispatchRedis, p.callouts)
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.local = newLocalLimiter(cfg, host)
 	p.epoch = newEpochPoll(cfg, host)
@@ -128,7 +123,7 @@ func (p *Plugin) LiveStreams() int { return p.live }
 
 // Pending is how many Redis calls await a reply; it returns to zero when
 // traffic stops.
-func (p *Plugin) Pending() int { return len(p.pending) }
+func (p *Plugin) Pending() int { return p.callouts.calls }
 
 // dispatch sends c's command and registers it; on failure the call fails at
 // once, so no stream waits for a reply that will never come.
@@ -151,62 +146,50 @@ func (p *Plugin) dispatch(c *call) {
 		return
 	}
 	c.calloutID, c.inFlight = id, true
-	p.pending[id] = c
+	p.callouts.add(id, c)
+	p.callouts.calls++
 }
 
 var errBreakerOpen = errors.New("circuit breaker open")
 
-// OnRedisReply delivers the reply to a callout. ok is false on a network
-// error or timeout, when reply is empty.
-func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
-	p.onReply(calloutID, ok, reply, nil)
+// onReply takes the reply to a script call.
+func (c *call) onReply(_ *Plugin, r scriptReply) {
+	if c.detached != nil {
+		c.detached.onDetachedReply(c, r)
+		return
+	}
+	c.stream.p.onCallReply(c, r)
 }
 
-// onReply is OnRedisReply, with the reply given either as RESP or, when a
-// transport read the script's integers itself, as ints.
-func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) {
-	if p.link.isAuthReply(calloutID) {
-		p.link.onAuthReply(ok, reply)
-		return
-	}
-	if p.link.isIdentityReply(calloutID) {
-		p.link.onIdentityReply(ok, reply)
-		return
-	}
-	if p.isEpochReply(calloutID) {
-		p.onEpochReply(ok, reply, ints)
-		return
-	}
-	c := p.pending[calloutID]
-	if c == nil {
-		if sc := p.settles.inFlight[calloutID]; sc != nil {
-			sc.p.onSettleReply(sc, ok, reply, ints)
-		}
-		return // else the stream ended, or the sweep failed the call already
-	}
+// overdue fails a call overdue at now; a detached one is released blind.
+func (c *call) overdue(_ *Plugin, now time.Time) {
 	if c.detached != nil {
-		c.detached.onDetachedReply(c, ok, reply, ints)
+		c.detached.sweepDetached(c, now)
 		return
 	}
-	if owner := c.stream.p; owner != p {
-		owner.onReply(calloutID, ok, reply, ints) // a _rules_ entry's call
-		return
+	c.stream.now = now
+	if owner := c.stream.p; owner.late(c.sentAt, now) {
+		owner.untrack(c)
+		owner.fail(c, errNoReply)
 	}
+}
+
+// onCallReply reads a call's reply into its decision and completes it.
+func (p *Plugin) onCallReply(c *call, r scriptReply) {
 	p.untrack(c)
 	c.stream.now = p.host.Now()
 	p.metrics.latency.Record(uint64(c.stream.now.Sub(c.sentAt).Milliseconds()))
-	if !ok {
+	if !r.ok {
 		reason := "redis call failed or timed out"
-		if c.failure != "" {
-			reason, c.failure = c.failure, ""
+		if r.failure != "" {
+			reason = r.failure
 		}
 		p.fail(c, errors.New(reason))
 		return
 	}
-	err := p.parseReply(c, reply, ints)
-	if err != nil && !c.eval && isNoScript(err) {
+	err := p.parseReply(c, r)
+	if err != nil && noScript(&c.eval, err) {
 		p.metrics.noscript.Increment(1)
-		c.eval = true
 		p.dispatch(c)
 		return
 	}
@@ -221,38 +204,16 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 	c.stream.callDone(c, nil)
 }
 
-// parseReply reads the script's reply into c.decision: from ints when
-// given, else in place when it is the flat array of integers the script
-// returns, else (an error reply) through the decoder.
-func (p *Plugin) parseReply(c *call, reply []byte, ints []int64) error {
-	err := p.decodeReply(c, reply, ints)
+// parseReply reads the script's reply into c.decision.
+func (p *Plugin) parseReply(c *call, r scriptReply) error {
+	ints, err := r.values(p.callouts)
+	if err == nil {
+		err = c.decision.FromIntsCall(ints, len(c.blocks), len(c.checks), c.choices)
+	}
 	if err == nil {
 		c.notePicks()
 	}
 	return err
-}
-
-func (p *Plugin) decodeReply(c *call, reply []byte, ints []int64) error {
-	nb, n := len(c.blocks), len(c.checks)
-	if ints != nil {
-		return c.decision.FromIntsCall(ints, nb, n, c.choices)
-	}
-	if ok, err := c.decision.ParseRESPCall(reply, nb, n, c.choices); ok {
-		return err
-	}
-	v, used, err := p.decoder.Decode(reply)
-	if err == nil && used != len(reply) {
-		err = fmt.Errorf("%d trailing bytes after the reply", len(reply)-used)
-	}
-	if err == nil {
-		err = c.decision.ParseCall(v, nb, n, c.choices)
-	}
-	return err
-}
-
-func isNoScript(err error) bool {
-	var rerr *redisproto.Error
-	return errors.As(err, &rerr) && rerr.Prefix() == "NOSCRIPT"
 }
 
 // fail records a failed call, opening the breaker after enough failures in
@@ -287,7 +248,7 @@ func (p *Plugin) OnTick() bool {
 	}
 	p.link.onTick(now)
 	defer p.showPending()
-	p.sweepSettles(now)
+	p.sendQueuedSettles()
 	p.sweepBodyWaits(now)
 	p.pollEpoch(now)
 	p.sweepLocal(now)
@@ -297,32 +258,23 @@ func (p *Plugin) OnTick() bool {
 		p.routed[i].plugin.sweepLeases(now)
 		p.routed[i].plugin.denyCache.sweep(now)
 	}
-	for _, c := range p.pending {
-		if c.detached != nil {
-			c.detached.sweepDetached(c, now)
-			continue
-		}
-		c.stream.now = now
-		if owner := c.stream.p; now.Sub(c.sentAt) > owner.cfg.Redis.Timeout+time.Second {
-			owner.untrack(c)
-			owner.fail(c, errors.New("no reply from the host within the timeout"))
-		}
-	}
+	p.sweepCallouts(now)
 	return true
 }
 
 // showPending brings the pending gauge up to date.
 func (p *Plugin) showPending() {
-	if d := len(p.pending) - p.pendingShown; d != 0 {
+	if d := p.callouts.calls - p.pendingShown; d != 0 {
 		p.metrics.pending.Add(int64(d))
-		p.pendingShown = len(p.pending)
+		p.pendingShown = p.callouts.calls
 	}
 }
 
-// untrack drops a call from the pending map; a reply for it is ignored.
+// untrack drops a call from the callout table; a reply for it is ignored.
 func (p *Plugin) untrack(c *call) {
 	if c.inFlight {
-		delete(p.pending, c.calloutID)
+		p.callouts.remove(c.calloutID)
+		p.callouts.calls--
 		c.inFlight = false
 	}
 }

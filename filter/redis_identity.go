@@ -47,14 +47,23 @@ func (l *redisLink) checkIdentity(now time.Time) {
 	l.identity.due, l.identity.sentAt = false, now
 	if id, err := l.send(redisproto.AppendCommand(nil, "ACL", "WHOAMI")); err == nil {
 		l.identity.id, l.identity.pending = id, true
+		l.callouts.add(id, (*whoamiCallout)(l))
 	} else {
 		l.identity.due = true
 	}
 }
 
-func (l *redisLink) isIdentityReply(id uint32) bool {
-	return l.identity.pending && l.identity.id == id
+// whoamiCallout is the link awaiting its ACL WHOAMI's reply, as
+// authCallout is for AUTH. It is never overdue: until it is answered, no
+// other is sent.
+type whoamiCallout redisLink
+
+func (w *whoamiCallout) onReply(_ *Plugin, r scriptReply) {
+	l := (*redisLink)(w)
+	l.callouts.remove(l.identity.id)
+	l.onIdentityReply(r.ok, r.resp)
 }
+func (*whoamiCallout) overdue(*Plugin, time.Time) {}
 
 // onIdentityReply compares the user Redis named with the configured one.
 func (l *redisLink) onIdentityReply(ok bool, reply []byte) {

@@ -56,11 +56,12 @@ type redisLink struct {
 	reinits       Counter // ratelimit.redis.reinits: inits redone after -NOAUTH
 	redirected    Counter // ratelimit.redis.redirected: -MOVED or -ASK replies
 	send          func([]byte) (uint32, error)
+	callouts      *callouts
 }
 
-func newRedisLink(cfg *config.Config, host PluginHost, send func([]byte) (uint32, error)) *redisLink {
+func newRedisLink(cfg *config.Config, host PluginHost, send func([]byte) (uint32, error), t *callouts) *redisLink {
 	every := 10 * time.Second
-	l := &redisLink{cfg: &cfg.Redis, ready: true, send: send,
+	l := &redisLink{cfg: &cfg.Redis, ready: true, send: send, callouts: t,
 		initLog:       throttledLog{host: host, every: every},
 		authLog:       throttledLog{host: host, every: every},
 		clusterLog:    throttledLog{host: host, every: every},
@@ -175,12 +176,25 @@ func (l *redisLink) relink(now time.Time) {
 		args = []string{"AUTH", l.cfg.Username, l.cfg.Password}
 	}
 	if id, err := l.send(redisproto.AppendCommand(nil, args...)); err == nil {
+		if l.auth.pending { // the earlier AUTH's reply is no longer awaited
+			l.callouts.remove(l.auth.id)
+		}
 		l.auth.id, l.auth.pending = id, true
+		l.callouts.add(id, (*authCallout)(l))
 	}
 	l.checkIdentity(now)
 }
 
-func (l *redisLink) isAuthReply(id uint32) bool { return l.auth.pending && l.auth.id == id }
+// authCallout is the link awaiting its AUTH's reply: a second view of
+// redisLink, so that it needs no allocation. It is never overdue.
+type authCallout redisLink
+
+func (a *authCallout) onReply(_ *Plugin, r scriptReply) {
+	l := (*redisLink)(a)
+	l.callouts.remove(l.auth.id)
+	l.onAuthReply(r.ok, r.resp)
+}
+func (*authCallout) overdue(*Plugin, time.Time) {}
 
 // onAuthReply logs what Redis said to the filter's own AUTH.
 func (l *redisLink) onAuthReply(ok bool, reply []byte) {

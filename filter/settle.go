@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -33,10 +32,8 @@ type settleCall struct {
 	result  algorithms.Settlement
 }
 
-// settleState is shared by a Plugin and its _rules_ entries, as callout
-// ids come from one host.
+// settleState is shared by a Plugin and its _rules_ entries.
 type settleState struct {
-	inFlight map[uint32]*settleCall
 	queue    []*settleCall // waiting for a root callback
 	wakeSent bool
 	free     []*settleCall
@@ -105,38 +102,33 @@ func (p *Plugin) dispatchSettle(sc *settleCall) {
 		return
 	}
 	sc.id, sc.sentAt = id, now
-	p.settles.inFlight[id] = sc
+	p.callouts.add(id, sc)
+}
+
+// onReply takes a settle's reply.
+func (sc *settleCall) onReply(_ *Plugin, r scriptReply) { sc.p.onSettleReply(sc, r) }
+
+// overdue drops a settle overdue at now.
+func (sc *settleCall) overdue(vm *Plugin, now time.Time) {
+	if vm.late(sc.sentAt, now) {
+		vm.callouts.remove(sc.id)
+		sc.p.settleFailed(sc, errNoReply)
+	}
 }
 
 // onSettleReply reads a settle's reply and counts what it charged.
-func (p *Plugin) onSettleReply(sc *settleCall, ok bool, reply []byte, ints []int64) {
-	delete(p.settles.inFlight, sc.id)
-	if !ok {
-		p.settleFailed(sc, errors.New("redis call failed or timed out"))
+func (p *Plugin) onSettleReply(sc *settleCall, r scriptReply) {
+	p.callouts.remove(sc.id)
+	if !r.ok {
+		p.settleFailed(sc, errCallFailed)
 		return
 	}
-	n := len(sc.settles)
-	var err error
-	switch {
-	case ints != nil:
-		err = sc.result.FromInts(ints, n)
-	default:
-		var parsed bool
-		if parsed, err = sc.result.ParseRESP(reply, n); !parsed {
-			v, used, derr := p.decoder.Decode(reply)
-			switch {
-			case derr != nil:
-				err = derr
-			case used != len(reply):
-				err = fmt.Errorf("%d trailing bytes after the reply", len(reply)-used)
-			default:
-				err = sc.result.Parse(v, n)
-			}
-		}
+	ints, err := r.values(p.callouts)
+	if err == nil {
+		err = sc.result.FromInts(ints, len(sc.settles))
 	}
-	if err != nil && !sc.eval && isNoScript(err) {
+	if err != nil && noScript(&sc.eval, err) {
 		p.metrics.noscript.Increment(1)
-		sc.eval = true
 		p.dispatchSettle(sc)
 		return
 	}
@@ -174,17 +166,9 @@ func (p *Plugin) settleFailed(sc *settleCall, err error) {
 	p.freeSettle(sc)
 }
 
-// sweepSettles drops settles overdue by a second past the Redis timeout,
-// and sends any still waiting for a root callback.
-func (p *Plugin) sweepSettles(now time.Time) {
-	st := p.settles
-	for id, sc := range st.inFlight {
-		if now.Sub(sc.sentAt) > sc.p.cfg.Redis.Timeout+time.Second {
-			delete(st.inFlight, id)
-			sc.p.settleFailed(sc, errors.New("no reply from the host within the timeout"))
-		}
-	}
-	if len(st.queue) > 0 {
+// sendQueuedSettles sends any settle still waiting for a root callback.
+func (p *Plugin) sendQueuedSettles() {
+	if len(p.settles.queue) > 0 {
 		p.OnRootCallback()
 	}
 }

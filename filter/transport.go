@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -50,7 +49,7 @@ type webdisTransport struct {
 	cluster string
 	timeout time.Duration
 	headers [][2]string
-	reply   []byte // the JSON reply turned back into RESP
+	resp    []byte // the JSON reply turned back into RESP
 	ints    []int64
 }
 
@@ -83,32 +82,29 @@ func (p *Plugin) invoke(eval bool) algorithms.Invoke {
 // ABI there are none.
 func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 	w, isWebdis := p.tr.(*webdisTransport)
-	c := p.pending[calloutID]
-	var err error
-	switch {
-	case c == nil && p.settles.inFlight[calloutID] == nil && !p.isEpochReply(calloutID), !isWebdis:
-	case status != 200:
-		err = fmt.Errorf("webdis answered HTTP %d", status)
-		if status == 0 {
-			err = errors.New("webdis call failed or timed out")
-		}
-	default:
-		if ints, ok := webdis.Ints(w.ints[:0], body); ok {
-			w.ints = ints
-			p.onReply(calloutID, true, nil, ints)
-			return
-		}
-		w.reply, err = webdis.Reply(w.reply[:0], body)
-	}
-	if err != nil {
-		if c != nil {
-			c.failure = err.Error()
-		}
-		p.OnRedisReply(calloutID, false, nil)
+	if !isWebdis || p.callouts.byID[calloutID] == nil {
 		return
 	}
-	if isWebdis {
-		body = w.reply
+	p.onReply(calloutID, w.reply(status, body))
+}
+
+// reply reads Webdis's response: the script's integers when it is the
+// flat array the script returns, else the JSON turned back into RESP.
+func (t *webdisTransport) reply(status int, body []byte) scriptReply {
+	switch status {
+	case 200:
+	case 0:
+		return scriptReply{failure: "webdis call failed or timed out"}
+	default:
+		return scriptReply{failure: fmt.Sprintf("webdis answered HTTP %d", status)}
 	}
-	p.OnRedisReply(calloutID, true, body)
+	if ints, ok := webdis.Ints(t.ints[:0], body); ok {
+		t.ints = ints
+		return scriptReply{ok: true, ints: ints}
+	}
+	var err error
+	if t.resp, err = webdis.Reply(t.resp[:0], body); err != nil {
+		return scriptReply{failure: err.Error()}
+	}
+	return scriptReply{ok: true, resp: t.resp}
 }

@@ -1,0 +1,189 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// Every callout a VM makes, whatever it is for, is in one table by its
+// callout id, and every reply (Plugin.OnRedisReply, Plugin.OnHTTPReply
+// through the transport) goes to its owner through Plugin.onReply. The
+// owners: a script call (*call), a settle (*settleCall), the epoch read
+// (*epochPoll), and the link's AUTH and ACL WHOAMI (*authCallout,
+// *whoamiCallout). Each removes its own entry when answered or overdue.
+
+// awaiting is a callout's owner, waiting for its reply. Owners are
+// recycled structs, so a callout allocates nothing.
+type awaiting interface {
+	// onReply takes the reply; vm is the Plugin the table belongs to.
+	onReply(vm *Plugin, r scriptReply)
+	// overdue gives up on the reply when it is overdue at now, in case a
+	// host never answers; the sweep asks every entry on each slow tick.
+	overdue(vm *Plugin, now time.Time)
+}
+
+// callouts is the table of callouts awaiting a reply, shared by a Plugin
+// and its _rules_ entries, as callout ids come from one host.
+type callouts struct {
+	byID map[uint32]awaiting
+	// calls is how many entries are script calls: what Plugin.Pending and
+	// the ratelimit.redis.pending gauge show.
+	calls int
+	// decoder and ints read the replies (scriptReply.values).
+	decoder redisproto.Decoder
+	ints    []int64
+}
+
+func newCallouts() *callouts {
+	t := &callouts{byID: map[uint32]awaiting{}}
+	// The script's reply is a flat array of 2 + 5 per limit integers, or
+	// 7 per limit position of a choice.
+	t.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*config.MaxRequestLimits}
+	return t
+}
+
+func (t *callouts) add(id uint32, a awaiting) { t.byID[id] = a }
+func (t *callouts) remove(id uint32)          { delete(t.byID, id) }
+
+// OnRedisReply delivers the reply to a callout. ok is false on a network
+// error or timeout, when reply is empty.
+func (p *Plugin) OnRedisReply(calloutID uint32, ok bool, reply []byte) {
+	p.onReply(calloutID, scriptReply{ok: ok, resp: reply})
+}
+
+// onReply hands a reply to the owner of its callout; a reply no one
+// awaits (its stream ended, or the sweep gave up on it) is dropped.
+func (p *Plugin) onReply(calloutID uint32, r scriptReply) {
+	if a := p.callouts.byID[calloutID]; a != nil {
+		a.onReply(p, r)
+	}
+}
+
+// sweepCallouts gives up on the callouts overdue at now.
+func (p *Plugin) sweepCallouts(now time.Time) {
+	for _, a := range p.callouts.byID {
+		a.overdue(p, now)
+	}
+}
+
+// late reports whether a callout sent at sentAt is overdue at now: a
+// second past the Redis timeout.
+func (p *Plugin) late(sentAt, now time.Time) bool {
+	return now.Sub(sentAt) > p.cfg.Redis.Timeout+time.Second
+}
+
+var (
+	errCallFailed = errors.New("redis call failed or timed out")
+	errNoReply    = errors.New("no reply from the host within the timeout")
+)
+
+// scriptReply is one reply to a callout, as a transport delivers it: the
+// RESP bytes, or the integers when the transport read them itself
+// (Webdis); ok is false when the call failed or timed out, and failure
+// then says why, when the transport knows.
+type scriptReply struct {
+	ok      bool
+	resp    []byte
+	ints    []int64
+	failure string
+}
+
+// values yields the script's integers: ints when given, else in place
+// when resp is one flat array of integers (what the script returns),
+// else decoded (an error reply, another shape, a gateway's bulk strings).
+// A Redis error reply is returned as its *redisproto.Error, so that
+// noScript can tell -NOSCRIPT apart. The integers are valid until the
+// next reply.
+func (r *scriptReply) values(t *callouts) ([]int64, error) {
+	switch {
+	case !r.ok:
+		return nil, errCallFailed
+	case r.ints != nil:
+		return r.ints, nil
+	}
+	if ints, ok := t.flatInts(r.resp); ok {
+		return ints, nil
+	}
+	v, used, err := t.decoder.Decode(r.resp)
+	switch {
+	case err != nil:
+		return nil, err
+	case used != len(r.resp):
+		return nil, fmt.Errorf("%d trailing bytes after the reply", len(r.resp)-used)
+	case v.Err() != nil:
+		return nil, v.Err()
+	case v.Kind == redisproto.KindInteger: // the epoch's
+		t.ints = append(t.ints[:0], v.Int)
+		return t.ints, nil
+	}
+	elems, err := v.Array()
+	if err != nil || len(elems) < 1 {
+		return nil, fmt.Errorf("%w: %s", algorithms.ErrUnexpectedReply, v.String())
+	}
+	t.ints = t.ints[:0]
+	for i, e := range elems {
+		n, err := integer(e)
+		if err != nil {
+			return nil, fmt.Errorf("%w: element %d of %s: %v", algorithms.ErrUnexpectedReply, i, v.String(), err)
+		}
+		t.ints = append(t.ints, n)
+	}
+	return t.ints, nil
+}
+
+// flatInts reads b, when it is exactly one RESP array of 1 to
+// MaxElements integers, into t.ints, in place.
+func (t *callouts) flatInts(b []byte) ([]int64, bool) {
+	count, i, ok := respLine(b, 0, '*')
+	if !ok || count < 1 || count > int64(t.decoder.Limits.MaxElements) || count > int64(len(b)/4) {
+		return nil, false
+	}
+	t.ints = t.ints[:0]
+	for range count {
+		var v int64
+		if v, i, ok = respLine(b, i, ':'); !ok {
+			return nil, false
+		}
+		t.ints = append(t.ints, v)
+	}
+	return t.ints, i == len(b)
+}
+
+// respLine reads "<kind><integer>\r\n" at b[i:].
+func respLine(b []byte, i int, kind byte) (v int64, next int, ok bool) {
+	if i >= len(b) || b[i] != kind {
+		return 0, i, false
+	}
+	return algorithms.ParseIntAt(b, i+1, '\r', '\n')
+}
+
+// integer reads an integer reply, or a bulk string holding an integer in
+// canonical form, as a gateway in between may send it.
+func integer(v redisproto.Value) (int64, error) {
+	if v.Kind != redisproto.KindBulkString {
+		return v.Int64()
+	}
+	n, err := strconv.ParseInt(string(v.Str), 10, 64)
+	if err != nil || strconv.FormatInt(n, 10) != string(v.Str) {
+		return 0, fmt.Errorf("bulk string %q is not an integer", v.Str)
+	}
+	return n, nil
+}
+
+// noScript is the one -NOSCRIPT rule: a callout sent with EVALSHA that
+// Redis answers -NOSCRIPT is sent with EVAL (the whole script) next, once;
+// it reports whether that applies, and marks it in eval.
+func noScript(eval *bool, err error) bool {
+	var rerr *redisproto.Error
+	if *eval || !errors.As(err, &rerr) || rerr.Prefix() != "NOSCRIPT" {
+		return false
+	}
+	*eval = true
+	return true
+}
