@@ -41,11 +41,11 @@ type call struct {
 
 	// slot is the slot id the call's concurrency limits take (0: none);
 	// acquired is set once Redis admitted it, released once their
-	// releases are sent. detached is the Plugin of a call whose stream
-	// ended while it was out (see Plugin.detach).
+	// releases are sent. detached is the policy of a call whose stream
+	// ended while it was out (see policy.detach).
 	slot               int64
 	acquired, released bool
-	detached           *Plugin
+	detached           *policy
 }
 
 // owner ties a check or block key to its rule. Until the call is sent,
@@ -94,7 +94,7 @@ func (c *call) command(f algorithms.Framing, inv algorithms.Invoke) []byte {
 // add puts a rule's limits, keyed by s.ruleKey, into the call they share,
 // with its block key unless the rule has manual_block off.
 func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
-	rule := &s.p.cfg.Rules[ri]
+	rule := &s.pol.cfg.Rules[ri]
 	s.charged = s.charged || rule.Response != nil || rule.HasConcurrency()
 	c := s.callFor(rule)
 	ruleKeyAt := s.addBlockKey(c, ri, cost)
@@ -102,7 +102,7 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 		s.addChoice(c, ri, tier, cost, checkOnly)
 		return
 	}
-	if rule.Throttle != nil && cost > 0 && s.root.throttle.throttling() {
+	if rule.Throttle != nil && cost > 0 && s.vm.throttle.throttling() {
 		s.addChoice(c, ri, tier, cost, false)
 		c.choices[len(c.choices)-1].Throttle = rule.Throttle.MaxDelay
 		return
@@ -125,7 +125,7 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 // enforced or of shadow rules, or a new one per rule on Redis Cluster.
 func (s *Stream) callFor(rule *config.Rule) *call {
 	var c *call
-	if !s.p.cfg.Redis.ClusterMode {
+	if !s.pol.cfg.Redis.ClusterMode {
 		for _, existing := range s.calls {
 			if existing.shadow == rule.Shadow {
 				c = existing
@@ -149,7 +149,7 @@ func (s *Stream) callFor(rule *config.Rule) *call {
 // (the block key starts with it), or will start.
 func (s *Stream) addBlockKey(c *call, ri int, cost int64) int {
 	ruleKeyAt := len(c.keys)
-	if s.p.cfg.Rules[ri].ManualBlock {
+	if s.pol.cfg.Rules[ri].ManualBlock {
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ":block"...)
 		c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})

@@ -28,8 +28,7 @@ type awaiting interface {
 	overdue(vm *Plugin, now time.Time)
 }
 
-// callouts is the table of callouts awaiting a reply, shared by a Plugin
-// and its _rules_ entries, as callout ids come from one host.
+// callouts is the VM's table of callouts awaiting a reply.
 type callouts struct {
 	byID map[uint32]awaiting
 	// calls is how many entries are script calls: what Plugin.Pending and
@@ -40,12 +39,11 @@ type callouts struct {
 	ints    []int64
 }
 
-func newCallouts() *callouts {
-	t := &callouts{byID: map[uint32]awaiting{}}
+func (t *callouts) init() {
+	t.byID = map[uint32]awaiting{}
 	// The script's reply is a flat array of 2 + 5 per limit integers, or
 	// 7 per limit position of a choice.
 	t.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*config.MaxRequestLimits}
-	return t
 }
 
 func (t *callouts) add(id uint32, a awaiting) { t.byID[id] = a }

@@ -88,7 +88,7 @@ func (c *call) isSlot(i int) bool {
 
 // appendReleases adds to sc, new when nil, the release of every slot c
 // acquired and has not released.
-func (p *Plugin) appendReleases(sc *settleCall, c *call) *settleCall {
+func (p *policy) appendReleases(sc *settleCall, c *call) *settleCall {
 	if !c.acquired || c.released {
 		return sc
 	}
@@ -111,9 +111,9 @@ func (p *Plugin) appendReleases(sc *settleCall, c *call) *settleCall {
 }
 
 // releaseSlots sends the release of the slots c acquired, if any.
-func (p *Plugin) releaseSlots(c *call) {
+func (p *policy) releaseSlots(c *call) {
 	if sc := p.appendReleases(nil, c); sc != nil {
-		p.settle(sc)
+		p.vm.settle(sc)
 	}
 }
 
@@ -121,13 +121,13 @@ func (p *Plugin) releaseSlots(c *call) {
 // releases what it acquired. Through Webdis the SDK drops that reply (the
 // stream's context is gone), so a call still out at the sweep is released
 // blind: a release of a slot never taken frees nothing.
-func (p *Plugin) detach(c *call) {
+func (p *policy) detach(c *call) {
 	c.stream, c.detached = nil, p
 }
 
 // onDetachedReply releases what a detached call acquired.
-func (p *Plugin) onDetachedReply(c *call, r scriptReply) {
-	p.untrack(c)
+func (p *policy) onDetachedReply(c *call, r scriptReply) {
+	p.vm.untrack(c)
 	if r.ok && p.parseReply(c, r) == nil {
 		c.replied = true
 		c.noteAcquired()
@@ -141,11 +141,11 @@ func (p *Plugin) onDetachedReply(c *call, r scriptReply) {
 // sweepDetached releases blind a detached call overdue by a second past
 // the Redis timeout: at each choice position, the concurrency limit a tier
 // holds there, since what Redis picked is unknown.
-func (p *Plugin) sweepDetached(c *call, now time.Time) {
-	if !p.late(c.sentAt, now) {
+func (p *policy) sweepDetached(c *call, now time.Time) {
+	if !p.vm.late(c.sentAt, now) {
 		return
 	}
-	p.untrack(c)
+	p.vm.untrack(c)
 	c.err = errDetached
 	p.fillDetachedLeases(c)
 	if c.slot == 0 {

@@ -65,8 +65,8 @@ func (s *Stream) decide() {
 	s.decided = true
 	local, over := s.decideLocally()
 	if over.reason != 0 {
-		s.p.metrics.rules[over.rule].denied.Increment(1)
-		s.p.local.count(true)
+		s.pol.metrics.rules[over.rule].denied.Increment(1)
+		s.pol.local.count(true)
 		s.reject(&over)
 		return
 	}
@@ -86,7 +86,7 @@ func (s *Stream) decide() {
 	}
 	deny, denied := s.denial(&out)
 	if local {
-		s.p.local.count(denied)
+		s.pol.local.count(denied)
 	}
 	s.fillLeases(!denied)
 	if denied {
@@ -120,14 +120,14 @@ func (s *Stream) delay() time.Duration {
 func (s *Stream) noteBlock(c *call, out *callsOutcome) {
 	d := &c.decision
 	b := &c.blockers[d.BlockedBy]
-	s.p.metrics.rules[b.rule].blocked.Increment(1)
+	s.pol.metrics.rules[b.rule].blocked.Increment(1)
 	if c.shadow || out.blocked {
 		return
 	}
 	out.block = verdict{rule: b.rule, limit: -1, reason: reasonBlocked, blocked: true, blockedFor: d.BlockedFor}
 	out.blocked = true
 	if d.BlockedFor > 0 {
-		s.p.denyCache.store(b.ruleKey, 0, s.clock().Add(d.BlockedFor), out.block)
+		s.pol.denyCache.store(b.ruleKey, 0, s.clock().Add(d.BlockedFor), out.block)
 	}
 }
 
@@ -142,7 +142,7 @@ func (s *Stream) countRules(c *call) {
 		for ; end < len(c.owners) && c.owners[end].rule == ri; end++ {
 			ruleAllowed = ruleAllowed && results[end].Allowed
 		}
-		m := &s.p.metrics.rules[ri]
+		m := &s.pol.metrics.rules[ri]
 		switch {
 		case ruleAllowed:
 			m.allowed.Increment(1)
@@ -183,11 +183,11 @@ func (s *Stream) noteResults(c *call) {
 		// denial: a slot may be released long before its RetryAfter.
 		// A throttle admits, held, what comes within its max delay of it.
 		retry := r.RetryAfter
-		if t := s.p.cfg.Rules[o.rule].Throttle; t != nil && s.root.throttle.throttling() {
+		if t := s.pol.cfg.Rules[o.rule].Throttle; t != nil && s.vm.throttle.throttling() {
 			retry -= t.MaxDelay
 		}
 		if !r.Allowed && retry > 0 && !c.local && !c.isSlot(i) {
-			s.p.denyCache.store(o.ruleKey, cost, s.clock().Add(retry), v)
+			s.pol.denyCache.store(o.ruleKey, cost, s.clock().Add(retry), v)
 		}
 	}
 }
@@ -204,11 +204,11 @@ func (s *Stream) denial(out *callsOutcome) (verdict, bool) {
 		return s.verdict, true
 	case !out.failed:
 		return verdict{}, false
-	case s.p.cfg.FailOpen:
-		s.p.metrics.failOpen.Increment(1)
+	case s.pol.cfg.FailOpen:
+		s.pol.metrics.failOpen.Increment(1)
 		return verdict{}, false
 	default:
-		s.p.metrics.failClosed.Increment(1)
+		s.pol.metrics.failClosed.Increment(1)
 		return verdict{rule: -1, limit: -1, reason: reasonUnavailable}, true
 	}
 }
@@ -216,9 +216,9 @@ func (s *Stream) denial(out *callsOutcome) (verdict, bool) {
 // countDenial counts a denial answered from the deny cache.
 func (s *Stream) countDenial(v *verdict) {
 	if v.blocked {
-		s.p.metrics.rules[v.rule].blocked.Increment(1)
+		s.pol.metrics.rules[v.rule].blocked.Increment(1)
 	} else {
-		s.p.metrics.rules[v.rule].denied.Increment(1)
+		s.pol.metrics.rules[v.rule].denied.Increment(1)
 	}
 }
 
@@ -227,7 +227,7 @@ func (s *Stream) reject(v *verdict) Action {
 	s.decided, s.allowed = true, false
 	s.refundLeased()
 	s.fillLeases(false)
-	cfg := s.p.cfg
+	cfg := s.pol.cfg
 	status := cfg.RejectStatus
 	if v.reason == reasonUnavailable {
 		status = cfg.FailureStatus
@@ -253,7 +253,7 @@ func (s *Stream) reject(v *verdict) Action {
 		body = append(body, `,"rule":"`+cfg.Rules[v.rule].Name+`"`...)
 	}
 	if v.limit >= 0 && limited {
-		body = append(body, `,"limit":`+s.p.limitName(v)...)
+		body = append(body, `,"limit":`+s.pol.limitName(v)...)
 	}
 	if retry > 0 {
 		body = append(body, `,"retry_after":`...)
@@ -268,7 +268,7 @@ func (s *Stream) reject(v *verdict) Action {
 // and starts following it when a rule charges what it says; endOfStream:
 // the response has no body, so it settles at once.
 func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
-	if s.allowed && s.hasVerdict && s.p.cfg.Headers != config.HeadersNone {
+	if s.allowed && s.hasVerdict && s.pol.cfg.Headers != config.HeadersNone {
 		var buf [5][2]string
 		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict) {
 			s.host.AddResponseHeader(h[0], h[1])
@@ -285,7 +285,7 @@ func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
 
 // appendRateLimitHeaders renders v in the configured header style.
 func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
-	style := s.p.cfg.Headers
+	style := s.pol.cfg.Headers
 	if style == config.HeadersNone {
 		return h
 	}
@@ -298,10 +298,10 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	remaining := strconv.FormatInt(r.Remaining, 10)
 	if style == config.HeadersDraft10 || style == config.HeadersBoth {
 		h = append(h, [2]string{"ratelimit-policy", s.policyHeader(v)},
-			[2]string{"ratelimit", s.p.limitName(v) + ";r=" + remaining + ";t=" + secs})
+			[2]string{"ratelimit", s.pol.limitName(v) + ";r=" + remaining + ";t=" + secs})
 	}
 	if style == config.HeadersLegacy || style == config.HeadersBoth {
-		h = append(h, [2]string{"x-ratelimit-limit", s.p.limitQuota(v)},
+		h = append(h, [2]string{"x-ratelimit-limit", s.pol.limitQuota(v)},
 			[2]string{"x-ratelimit-remaining", remaining},
 			[2]string{"x-ratelimit-reset", secs})
 	}
@@ -313,16 +313,16 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 func (s *Stream) policyHeader(v *verdict) string {
 	switch len(s.enforced) {
 	case 0:
-		return s.p.rulePolicy(enforcedRule{rule: v.rule, tier: v.tier, policy: policyItem(s.p.limitName(v), v.lim)})
+		return s.pol.rulePolicy(enforcedRule{rule: v.rule, tier: v.tier, policy: policyItem(s.pol.limitName(v), v.lim)})
 	case 1:
-		return s.p.rulePolicy(s.enforced[0])
+		return s.pol.rulePolicy(s.enforced[0])
 	}
 	var b strings.Builder
 	for i, e := range s.enforced {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(s.p.rulePolicy(e))
+		b.WriteString(s.pol.rulePolicy(e))
 	}
 	return b.String()
 }
@@ -358,7 +358,7 @@ func (s *Stream) enforcedRule(c *call, start, end int) enforcedRule {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(policyItem(s.p.headers[o.rule].positions[c.owners[i].limit], c.owners[i].picked))
+		b.WriteString(policyItem(s.pol.headers[o.rule].positions[c.owners[i].limit], c.owners[i].picked))
 	}
 	e.policy = b.String()
 	return e

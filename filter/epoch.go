@@ -34,14 +34,11 @@ func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
 		changes: host.Counter("ratelimit.epoch.changes")}
 }
 
-// cached reports whether a deny cache of the plugin holds entries, or a
-// lease table keys.
+// cached reports whether a policy's deny cache holds entries, or a lease
+// table keys.
 func (p *Plugin) cached() bool {
-	if p.denyCache.size() > 0 || p.leasing() {
-		return true
-	}
-	for i := range p.routed {
-		if q := p.routed[i].plugin; q.denyCache.size() > 0 || q.leasing() {
+	for _, pol := range p.policies {
+		if pol.cached() {
 			return true
 		}
 	}
@@ -55,13 +52,13 @@ func (p *Plugin) pollEpoch(now time.Time) {
 	if e.overdue(p, now); e.inFlight {
 		return
 	}
-	if !p.cached() || now.Before(p.breaker.openUntil) || !p.link.usable(now) {
+	if !p.cached() || now.Before(p.top().breaker.openUntil) || !p.link.usable(now) {
 		return
 	}
 	e.buf = algorithms.AppendEpoch(e.buf[:0], p.tr.framing(), p.invoke(e.eval), e.key)
 	id, err := p.tr.send(e.buf)
 	if err != nil {
-		p.errLog.log(LogWarn, "ratelimit: redis: epoch: dispatch: "+err.Error())
+		p.top().errLog.log(LogWarn, "ratelimit: redis: epoch: dispatch: "+err.Error())
 		return
 	}
 	e.id, e.inFlight, e.sentAt = id, true, now
@@ -86,13 +83,13 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 	e := &p.epoch
 	p.callouts.remove(e.id)
 	e.inFlight = false
-	ints, err := r.values(p.callouts)
+	ints, err := r.values(&p.callouts)
 	if err == nil && len(ints) != 1 {
 		err = fmt.Errorf("unexpected reply %v", ints)
 	}
 	if err != nil {
 		noScript(&e.eval, err) // the next read sends the script
-		p.errLog.log(LogWarn, "ratelimit: redis: epoch: "+err.Error())
+		p.top().errLog.log(LogWarn, "ratelimit: redis: epoch: "+err.Error())
 		return
 	}
 	e.eval = false
@@ -102,10 +99,7 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 	}
 	e.seen, e.known = v, true
 	e.changes.Increment(1)
-	p.denyCache.clear()
-	p.endLeases()
-	for i := range p.routed {
-		p.routed[i].plugin.denyCache.clear()
-		p.routed[i].plugin.endLeases()
+	for _, pol := range p.policies {
+		pol.forget()
 	}
 }

@@ -66,8 +66,8 @@ func TestDenyCacheSweepStopsEpochReads(t *testing.T) {
 	"key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":1,"window":"1s"}]}]}`)
 	h.Clock = time.Unix(1_700_000_000, 0)
 	h.send("x-user=a")
-	if o := h.send("x-user=a"); o.status != 429 || h.plugin.denyCache.size() != 1 {
-		t.Fatalf("second request: %+v, cache %d", o, h.plugin.denyCache.size())
+	if o := h.send("x-user=a"); o.status != 429 || h.plugin.top().denyCache.size() != 1 {
+		t.Fatalf("second request: %+v, cache %d", o, h.plugin.top().denyCache.size())
 	}
 	h.plugin.OnTick()
 	h.Pump()
@@ -77,7 +77,7 @@ func TestDenyCacheSweepStopsEpochReads(t *testing.T) {
 	h.Pump()
 	h.plugin.OnTick()
 	h.Pump()
-	if h.plugin.denyCache.size() != 0 || h.Counters["ratelimit.epoch.polls"] != polls || polls != 1 {
-		t.Fatalf("cache %d, epoch polls %d then %d", h.plugin.denyCache.size(), polls, h.Counters["ratelimit.epoch.polls"])
+	if h.plugin.top().denyCache.size() != 0 || h.Counters["ratelimit.epoch.polls"] != polls || polls != 1 {
+		t.Fatalf("cache %d, epoch polls %d then %d", h.plugin.top().denyCache.size(), polls, h.Counters["ratelimit.epoch.polls"])
 	}
 }

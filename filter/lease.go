@@ -122,29 +122,29 @@ func (s *Stream) lease(t *leaseTable, tier int, cost int64) (leaseOutcome, *leas
 		if n < t.cfg.HotRate {
 			return leaseNone, nil
 		}
-		e = s.p.addLease(t, string(s.ruleKey), tier)
+		e = s.pol.addLease(t, string(s.ruleKey), tier)
 		e.hits = n - 1 // this tick's, before this request
 	}
 	e.hits++
 	now := s.clock()
 	if e.tier != tier {
-		s.p.endLease(e)
+		s.pol.endLease(e)
 		e.tier = tier
 	}
 	if e.granted > 0 && e.units >= cost && now.Before(e.expires) {
 		e.units -= cost
 		s.leased = append(s.leased, leaseUse{e: e, rec: e.rec, gen: e.gen, cost: cost})
-		s.p.leaseMetrics.local.Increment(1)
+		s.pol.leaseMetrics.local.Increment(1)
 		return leaseSpent, e
 	}
 	if now.Before(e.holdUntil) {
-		s.p.leaseMetrics.held.Increment(1)
+		s.pol.leaseMetrics.held.Increment(1)
 		return leaseHeld, e
 	}
 	if e.pending || cost > t.cfg.MaxBatch {
 		return leaseNone, e // a batch never holds more than max_batch
 	}
-	s.p.endLease(e)
+	s.pol.endLease(e)
 	return leaseAsked, e
 }
 
@@ -164,7 +164,7 @@ func (t *leaseTable) batch(e *leaseEntry, cost int64) (least, most int64) {
 // addLeased adds the rule to a call asking for a batch for e's key.
 func (s *Stream) addLeased(e *leaseEntry, ri, tier int, cost int64) {
 	least, most := e.t.batch(e, cost)
-	c := s.callFor(&s.p.cfg.Rules[ri])
+	c := s.callFor(&s.pol.cfg.Rules[ri])
 	s.addBlockKey(c, ri, cost)
 	ch := len(c.choices)
 	from := len(c.choiceOwners)
@@ -180,7 +180,7 @@ func (s *Stream) addLeased(e *leaseEntry, ri, tier int, cost int64) {
 // noteLeased counts a spend from e's lease, and makes it part of the
 // request's verdict and headers.
 func (s *Stream) noteLeased(e *leaseEntry, ri int) {
-	s.p.metrics.rules[ri].allowed.Increment(1)
+	s.pol.metrics.rules[ri].allowed.Increment(1)
 	s.enforced = append(s.enforced, enforcedRule{rule: ri, tier: e.v.tier})
 	s.leaseVerdict(e)
 }
@@ -218,7 +218,7 @@ func (s *Stream) fillLeases(admitted bool) {
 			continue
 		}
 		for _, a := range c.leases {
-			if v, ok := s.p.fillLease(c, a, admitted, s.clock()); ok {
+			if v, ok := s.pol.fillLease(c, a, admitted, s.clock()); ok {
 				s.noteGrant(v)
 			}
 		}
@@ -233,7 +233,7 @@ func (s *Stream) refundLeased() {
 		if u.e.gen == u.gen && !u.e.gone {
 			u.e.units += u.cost
 		} else {
-			s.p.giveBack(u.e.t, u.rec, u.cost)
+			s.pol.giveBack(u.e.t, u.rec, u.cost)
 		}
 	}
 	s.leased = s.leased[:0]
@@ -243,7 +243,7 @@ func (s *Stream) refundLeased() {
 // request's cost when it was admitted: a denied call holds the key until
 // its Retry-After; a failed or unsent one, not at all. For an admitted
 // grant it returns the verdict the request's headers show.
-func (p *Plugin) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) (verdict, bool) {
+func (p *policy) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) (verdict, bool) {
 	e := a.e
 	e.pending = false
 	d := &c.decision
@@ -301,7 +301,7 @@ func (e *leaseEntry) holdAfterBatch(v verdict, most int64, now time.Time) {
 
 // grantVerdict is the tightest result of a choice's positions, and
 // whether one of them denied.
-func (p *Plugin) grantVerdict(c *call, choice int) (verdict, bool) {
+func (p *policy) grantVerdict(c *call, choice int) (verdict, bool) {
 	var v verdict
 	found, denied := false, false
 	for i := len(c.checks); i < len(c.owners); i++ {
@@ -320,7 +320,7 @@ func (p *Plugin) grantVerdict(c *call, choice int) (verdict, bool) {
 
 // endLease gives back what e's lease did not spend, in one settle of
 // each of its limits, and forgets the lease.
-func (p *Plugin) endLease(e *leaseEntry) {
+func (p *policy) endLease(e *leaseEntry) {
 	if e.granted == 0 {
 		return
 	}
@@ -332,7 +332,7 @@ func (p *Plugin) endLease(e *leaseEntry) {
 
 // giveBack settles left units of the batch rec back: each limit's record
 // of it shrinks by left.
-func (p *Plugin) giveBack(t *leaseTable, rec *leaseGrant, left int64) {
+func (p *policy) giveBack(t *leaseTable, rec *leaseGrant, left int64) {
 	if left <= 0 || rec == nil {
 		return
 	}
@@ -345,14 +345,14 @@ func (p *Plugin) giveBack(t *leaseTable, rec *leaseGrant, left int64) {
 	}
 	rec.recorded -= left
 	sc.lease = true
-	p.settle(sc)
+	p.vm.settle(sc)
 }
 
 // fillDetachedLeases fills the leases of a call whose stream ended while
 // it was out: the request took nothing, so a grant is all the lease's.
-func (p *Plugin) fillDetachedLeases(c *call) {
+func (p *policy) fillDetachedLeases(c *call) {
 	for _, a := range c.leases {
-		p.fillLease(c, a, false, p.host.Now())
+		p.fillLease(c, a, false, p.vm.host.Now())
 	}
 	c.leases = c.leases[:0]
 }

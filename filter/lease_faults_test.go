@@ -21,7 +21,7 @@ func TestLeaseAskOfARequestRejectedEarly(t *testing.T) {
 	if o := h.send(); o.status == 200 { // no x-user: denied by rule 1 after rule 0 asked
 		t.Fatalf("want a denial: %+v", o)
 	}
-	e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{global|all}"]
+	e := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{global|all}"]
 	for tick := 0; tick < 5; tick++ {
 		for range 5 {
 			h.send("x-user=a")
@@ -77,7 +77,7 @@ func TestLeaseAskOfALocalOverCapacity(t *testing.T) {
 		t.Fatalf("want cost_exceeds_capacity: %+v", o)
 	}
 	h.Down = false
-	e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|a}"]
+	e := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|a}"]
 	if e == nil || e.pending {
 		t.Fatalf("entry pending forever after a local over-capacity denial: %+v", e)
 	}
@@ -185,7 +185,7 @@ func TestLeaseStreamEndsBetweenReplies(t *testing.T) {
 			s.OnDone()
 			h.Queue = append(h.Queue, q[1])
 			h.Pump()
-			e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|a}"]
+			e := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|a}"]
 			if e.pending || h.logCount("{hot|a}:0") != e.units || e.units != 5 {
 				t.Fatalf("pending=%v; Redis holds %d units of hot, the VM %d", e.pending, h.logCount("{hot|a}:0"), e.units)
 			}

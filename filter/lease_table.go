@@ -50,7 +50,7 @@ func (h *hotSketch) add(key []byte) int64 {
 
 // addLease starts the lease entry of a key found hot, evicting the oldest
 // when the table is full: its lease goes back to Redis.
-func (p *Plugin) addLease(t *leaseTable, key string, tier int) *leaseEntry {
+func (p *policy) addLease(t *leaseTable, key string, tier int) *leaseEntry {
 	if len(t.order) >= t.cfg.MaxKeys {
 		old := t.order[0]
 		t.order[0], t.order = nil, t.order[1:]
@@ -65,7 +65,7 @@ func (p *Plugin) addLease(t *leaseTable, key string, tier int) *leaseEntry {
 
 // dropLease forgets e, giving back its lease; a batch call still out
 // gives its grant back when the reply comes.
-func (p *Plugin) dropLease(e *leaseEntry) {
+func (p *policy) dropLease(e *leaseEntry) {
 	p.endLease(e)
 	e.gone = true
 	delete(e.t.entries, e.key)
@@ -74,7 +74,7 @@ func (p *Plugin) dropLease(e *leaseEntry) {
 // sweepLeases, on each tick, ends the leases past max_hold, forgets the
 // keys that went cold (no request in a whole tick, nothing out or held),
 // and starts the next tick's counts.
-func (p *Plugin) sweepLeases(now time.Time) {
+func (p *policy) sweepLeases(now time.Time) {
 	for _, t := range p.leases {
 		if t == nil {
 			continue
@@ -100,7 +100,7 @@ func (p *Plugin) sweepLeases(now time.Time) {
 
 // endLeases gives back every lease and lifts every hold: an operator
 // changed something (see pollEpoch).
-func (p *Plugin) endLeases() {
+func (p *policy) endLeases() {
 	for _, t := range p.leases {
 		if t == nil {
 			continue
@@ -113,7 +113,7 @@ func (p *Plugin) endLeases() {
 }
 
 // leaseTable is rule ri's lease table, nil when the rule has no lease.
-func (p *Plugin) leaseTable(ri int) *leaseTable {
+func (p *policy) leaseTable(ri int) *leaseTable {
 	if p.leases == nil {
 		return nil
 	}
@@ -122,7 +122,7 @@ func (p *Plugin) leaseTable(ri int) *leaseTable {
 
 // leasing reports whether a lease or hold may answer a request, so that
 // an operator's change must reach it.
-func (p *Plugin) leasing() bool {
+func (p *policy) leasing() bool {
 	for _, t := range p.leases {
 		if t != nil && len(t.order) > 0 {
 			return true

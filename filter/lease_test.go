@@ -58,7 +58,7 @@ func TestLeaseSpendsBatchesWithoutCalls(t *testing.T) {
 	if calls := uint64(h.Calls) - h.Counters["ratelimit.redis.noscript"]; calls != 4 || h.Counters["ratelimit.lease.local"] != 21 || h.Counters["ratelimit.lease.grants"] != 3 {
 		t.Fatalf("%d calls for 25 requests; metrics %v", calls, h.Counters)
 	}
-	held := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|ann}"].units
+	held := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|ann}"].units
 	if got := h.logCount("{hot|ann}:0"); got != 25+held {
 		t.Fatalf("Redis holds %d units; 25 admitted and %d held", got, held)
 	}
@@ -82,7 +82,7 @@ func TestLeaseNearLimitAndOverloaded(t *testing.T) {
 			admitted++
 		}
 	}
-	e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|bob}"]
+	e := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|bob}"]
 	if admitted != 10 || h.logCount("{hot|bob}:0") != 10 || !e.overloaded || e.holdUntil.IsZero() {
 		t.Fatalf("admitted %d, Redis holds %d, entry %+v", admitted, h.logCount("{hot|bob}:0"), e)
 	}
@@ -106,7 +106,7 @@ func TestLeaseSpendGivenBackOnDenial(t *testing.T) {
 	"limits":[{"algorithm":"sliding_log","limit":1,"window":"1h"}]}]}`)
 	h.Clock = time.Unix(1_700_000_000, 0)
 	h.send("x-user=cy") // hot at once: a batch of 5, one spent
-	e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|cy}"]
+	e := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|cy}"]
 	if e.units != 4 {
 		t.Fatalf("lease holds %d", e.units)
 	}
@@ -138,7 +138,7 @@ func TestLeaseEndsWhenEpochMoves(t *testing.T) {
 	}
 	h.plugin.OnTick()
 	h.Pump()
-	e := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|dee}"]
+	e := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|dee}"]
 	if got := h.logCount("{hot|dee}:0"); got != 7 || e.granted != 0 {
 		t.Fatalf("after the epoch moved Redis holds %d units for 7 admitted; lease %+v", got, e)
 	}
@@ -171,7 +171,7 @@ func TestLeaseHotKeysOnly(t *testing.T) {
 	if got := calls() - before; got != 4+2 || h.Counters["ratelimit.lease.hot_keys"] != 1 {
 		t.Fatalf("%d calls for 20 requests of a hot key; %v", got, h.Counters)
 	}
-	held := h.plugin.leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|hot}"].units
+	held := h.plugin.top().leases[0].entries[h.plugin.cfg.Redis.Prefix+"{hot|hot}"].units
 	for range 5 {
 		h.send("x-user=hot2") // hot too: the table holds one key, so hot's lease goes back
 	}

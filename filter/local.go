@@ -47,7 +47,7 @@ func newLocalLimiter(cfg *config.Config, h PluginHost) *localLimiter {
 // reports whether any was, and a denial when a request costs more than a
 // limit's local capacity (reason cost_exceeds_capacity).
 func (s *Stream) decideLocally() (local bool, over verdict) {
-	l := s.p.local
+	l := s.pol.local
 	if l == nil {
 		return false, verdict{}
 	}
@@ -56,7 +56,7 @@ func (s *Stream) decideLocally() (local bool, over verdict) {
 			continue
 		}
 		local = true
-		if over = l.decide(c, s.p.cfg, s.clock()); over.reason != 0 {
+		if over = l.decide(c, s.pol.cfg, s.clock()); over.reason != 0 {
 			return true, over
 		}
 	}
@@ -200,9 +200,9 @@ func (l *localLimiter) count(denied bool) {
 // settleLocally applies the settles of a locally decided call to the
 // local state, with the limits scaled as at the decision: nothing was
 // reserved in Redis, so nothing is settled there.
-func (p *Plugin) settleLocally(sc *settleCall) {
+func (p *policy) settleLocally(sc *settleCall) {
 	l := p.local
-	us := p.host.Now().UnixMicro()
+	us := p.vm.host.Now().UnixMicro()
 	l.idles = l.idles[:0]
 	for i := range sc.settles {
 		st := &sc.settles[i]
@@ -237,15 +237,4 @@ func (l *localLimiter) settledIdle(key string, lim algorithms.Limit, d, now int6
 	}
 	t := (w + lim.Rate/2) / lim.Rate // the emission interval, as Limit rounds it
 	return from + d*t
-}
-
-// sweepLocal forgets the local states that no longer matter, in p and its
-// _rules_ entries; each keeps its own.
-func (p *Plugin) sweepLocal(now time.Time) {
-	if p.local != nil {
-		p.local.sweep(now)
-	}
-	for _, r := range p.routed {
-		r.plugin.sweepLocal(now)
-	}
 }

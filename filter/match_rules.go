@@ -6,27 +6,6 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
-// routed is a MatchRule with the Plugin of its configuration. Each entry's
-// Plugin has its own state (rule metrics, rendered headers, deny cache,
-// circuit breaker), as if it were the only configuration; all of them
-// share the top-level Plugin's map of pending calls, since callout ids
-// come from one host.
-type routed struct {
-	*config.MatchRule
-	plugin *Plugin
-}
-
-// addMatchRules makes the Plugins of the configuration's _rules_ entries.
-func (p *Plugin) addMatchRules() {
-	for i := range p.cfg.MatchRules {
-		mr := &p.cfg.MatchRules[i]
-		child := newPlugin(mr.Config, p.host)
-		child.callouts, child.settles = p.callouts, p.settles
-		child.link, child.tr = p.link, p.tr // one Redis client in the proxy
-		p.routed = append(p.routed, routed{mr, child})
-	}
-}
-
 // routeInfo holds what the matchers read of a request: the stream
 // properties, each read from the host at most once per request and only
 // when an entry needs it, and the host.
@@ -57,17 +36,17 @@ func (ri *routeInfo) clusterName() string {
 	return ri.cluster
 }
 
-// pick returns the Plugin whose configuration applies to the request: that
-// of the first _rules_ entry that matches it, else p, the top level (which
-// limits nothing when the configuration holds only _rules_).
-func (p *Plugin) pick(r *request) *Plugin {
+// pick returns the policy whose configuration applies to the request:
+// that of the first _rules_ entry that matches it, else the top level's
+// (which limits nothing when the configuration holds only _rules_).
+func (p *Plugin) pick(r *request) *policy {
 	ri := routeInfo{r: r}
-	for i := range p.routed {
-		if routeMatches(p.routed[i].MatchRule, &ri) {
-			return p.routed[i].plugin
+	for _, pol := range p.policies[1:] {
+		if routeMatches(pol.route, &ri) {
+			return pol
 		}
 	}
-	return p
+	return p.top()
 }
 
 // routeMatches follows Higress's RuleMatcher.GetMatchConfig, except that domains

@@ -173,9 +173,9 @@ func TestMatchRulesPickTheConfiguration(t *testing.T) {
 			t.Errorf("%s = %d, want %d", name, h.Counters[name], want)
 		}
 	}
-	if h.plugin.Pending() != 0 || len(h.plugin.freeStreams) != 1 || len(h.plugin.routed[0].plugin.freeStreams) != 0 {
-		t.Fatalf("pending %d; streams go back to the top-level plugin: %d, %d", h.plugin.Pending(),
-			len(h.plugin.freeStreams), len(h.plugin.routed[0].plugin.freeStreams))
+	if h.plugin.Pending() != 0 || len(h.plugin.freeStreams) != 1 {
+		t.Fatalf("pending %d; streams go back to the plugin: %d", h.plugin.Pending(),
+			len(h.plugin.freeStreams))
 	}
 }
 
@@ -229,7 +229,7 @@ func TestTickFailsAnEntrysOverdueCall(t *testing.T) {
 	if st.OnRequestHeaders([][2]string{{":path", "/"}}) != Pause || h.plugin.Pending() != 1 {
 		t.Fatal("not paused on a call")
 	}
-	h.Clock = h.Clock.Add(h.plugin.routed[0].Config.Redis.Timeout + 2*time.Second)
+	h.Clock = h.Clock.Add(h.plugin.policies[1].cfg.Redis.Timeout + 2*time.Second)
 	h.plugin.OnTick()
 	if fs.Status != 503 || h.plugin.Pending() != 0 || h.Counters["ratelimit.failure_mode.denied"] != 1 {
 		t.Fatalf("overdue call: status %d, pending %d, %v", fs.Status, h.plugin.Pending(), h.Counters)
@@ -299,7 +299,7 @@ func BenchmarkPick(b *testing.B) {
 	b.ReportAllocs()
 	for range b.N {
 		s.reads = s.reads[:0]
-		if p.pick(r) != p.routed[2].plugin {
+		if p.pick(r) != p.policies[3] {
 			b.Fatal("picked another entry")
 		}
 	}

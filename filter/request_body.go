@@ -45,8 +45,8 @@ func (s *Stream) OnRequestBody(body []byte) Action {
 // needsBody reports whether a rule the request matches reserves from the
 // body.
 func (s *Stream) needsBody() bool {
-	for i := range s.p.cfg.Rules {
-		r := &s.p.cfg.Rules[i]
+	for i := range s.pol.cfg.Rules {
+		r := &s.pol.cfg.Rules[i]
 		if r.Response != nil && r.Response.Reserve.Body != "" && matches(&r.Match, &s.req) {
 			return true
 		}
@@ -57,7 +57,7 @@ func (s *Stream) needsBody() bool {
 // awaitBody starts or stops waiting for the body.
 func (s *Stream) awaitBody(wait bool) {
 	s.waitingBody = wait
-	root := s.root
+	root := s.vm
 	if wait {
 		s.waitingSince = s.clock()
 		root.waiting = append(root.waiting, s)

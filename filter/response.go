@@ -49,7 +49,7 @@ func (s *Stream) startResponse() {
 	if rr == nil || !s.followRules() {
 		return
 	}
-	r, cfg := &s.resp, s.p.cfg
+	r, cfg := &s.resp, s.pol.cfg
 	r.status = 0
 	if v := rr.ResponseHeader(":status"); v != "" {
 		if n, ok := config.ParseCost(v); ok && n < 1000 {
@@ -85,7 +85,7 @@ func (s *Stream) startResponse() {
 // followRules lists the request's response_cost rules, once: it reports
 // whether there are any to follow.
 func (s *Stream) followRules() bool {
-	r, cfg := &s.resp, s.p.cfg
+	r, cfg := &s.resp, s.pol.cfg
 	if r.started {
 		return false
 	}
@@ -140,10 +140,10 @@ func (s *Stream) OnResponseTrailers() {
 func (s *Stream) endResponse(complete bool) {
 	r := &s.resp
 	r.watching = false
-	cfg := s.p.cfg
+	cfg := s.pol.cfg
 	for i := range r.rules {
 		x := &r.rules[i]
-		rc, m := cfg.Rules[x.rule].Response, s.p.metrics.rules[x.rule].response
+		rc, m := cfg.Rules[x.rule].Response, s.pol.metrics.rules[x.rule].response
 		if x.scanner >= 0 && complete {
 			x.cost, x.found = r.scanners[x.scanner].Finish()
 		}
@@ -188,7 +188,7 @@ func (s *Stream) settleCall(c *call) {
 		if x == nil {
 			continue
 		}
-		key, limit, checkOnly, ok := c.target(i, s.p.cfg)
+		key, limit, checkOnly, ok := c.target(i, s.pol.cfg)
 		if !ok || limit.Algorithm == algorithms.Concurrency { // released below
 			continue
 		}
@@ -207,17 +207,17 @@ func (s *Stream) settleCall(c *call) {
 			continue
 		}
 		if sc == nil {
-			sc = s.p.newSettleCall()
+			sc = s.pol.newSettleCall()
 		}
 		sc.settles = append(sc.settles, algorithms.Settle{Key: key, Limit: limit, At: at, Reserved: reserved, Cost: cost})
 		sc.rules = append(sc.rules, o.rule)
 	}
-	sc = s.p.appendReleases(sc, c)
+	sc = s.pol.appendReleases(sc, c)
 	switch {
 	case sc != nil && c.local: // decided in the VM: settled there too
-		s.p.settleLocally(sc)
+		s.pol.settleLocally(sc)
 	case sc != nil:
-		s.p.settle(sc)
+		s.vm.settle(sc)
 	}
 }
 

@@ -21,7 +21,7 @@ type RootCaller interface {
 // settleCall is one settle script call: the limits of an admission call
 // whose real cost differs from what was reserved. It outlives its stream.
 type settleCall struct {
-	p       *Plugin // the configuration whose rules these are
+	p       *policy // the configuration whose rules these are
 	settles []algorithms.Settle
 	rules   []int // per settle, its rule
 	eval    bool
@@ -32,7 +32,8 @@ type settleCall struct {
 	result  algorithms.Settlement
 }
 
-// settleState is shared by a Plugin and its _rules_ entries.
+// settleState is the VM's settles: those waiting for a root callback,
+// and the recycled ones. Each in flight is in the callout table.
 type settleState struct {
 	queue    []*settleCall // waiting for a root callback
 	wakeSent bool
@@ -40,8 +41,8 @@ type settleState struct {
 	errors   Counter // ratelimit.settle.errors
 }
 
-func (p *Plugin) newSettleCall() *settleCall {
-	st := p.settles
+func (p *policy) newSettleCall() *settleCall {
+	st := &p.vm.settles
 	var sc *settleCall
 	if n := len(st.free); n > 0 {
 		sc, st.free = st.free[n-1], st.free[:n-1]
@@ -53,16 +54,16 @@ func (p *Plugin) newSettleCall() *settleCall {
 	return sc
 }
 
-func (p *Plugin) freeSettle(sc *settleCall) {
+func (p *policy) freeSettle(sc *settleCall) {
 	sc.p = nil
-	p.settles.free = append(p.settles.free, sc)
+	p.vm.settles.free = append(p.vm.settles.free, sc)
 }
 
 // settle sends sc: at once over the Redis ABI, whose replies reach the
 // root context whatever the stream; through Webdis from a root callback
 // when the host offers one.
 func (p *Plugin) settle(sc *settleCall) {
-	st := p.settles
+	st := &p.settles
 	if rc, ok := p.host.(RootCaller); ok && p.tr.streamBound() {
 		st.queue = append(st.queue, sc)
 		if st.wakeSent || rc.RequestRootCallback() {
@@ -71,12 +72,12 @@ func (p *Plugin) settle(sc *settleCall) {
 		}
 		st.queue = st.queue[:len(st.queue)-1]
 	}
-	p.dispatchSettle(sc)
+	sc.p.dispatchSettle(sc)
 }
 
 // OnRootCallback sends the settles waiting for the root context.
 func (p *Plugin) OnRootCallback() {
-	st := p.settles
+	st := &p.settles
 	st.wakeSent = false
 	q := st.queue
 	st.queue = st.queue[len(q):]
@@ -89,20 +90,20 @@ func (p *Plugin) OnRootCallback() {
 	}
 }
 
-func (p *Plugin) dispatchSettle(sc *settleCall) {
-	now := p.host.Now()
-	if now.Before(p.breaker.openUntil) || !p.link.usable(now) {
+func (p *policy) dispatchSettle(sc *settleCall) {
+	now := p.vm.host.Now()
+	if now.Before(p.breaker.openUntil) || !p.vm.link.usable(now) {
 		p.settleFailed(sc, errBreakerOpen)
 		return
 	}
-	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.tr.framing(), p.invoke(sc.eval), sc.settles)
-	id, err := p.tr.send(sc.buf)
+	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.vm.tr.framing(), p.vm.invoke(sc.eval), sc.settles)
+	id, err := p.vm.tr.send(sc.buf)
 	if err != nil {
 		p.settleFailed(sc, fmt.Errorf("dispatch: %w", err))
 		return
 	}
 	sc.id, sc.sentAt = id, now
-	p.callouts.add(id, sc)
+	p.vm.callouts.add(id, sc)
 }
 
 // onReply takes a settle's reply.
@@ -117,13 +118,13 @@ func (sc *settleCall) overdue(vm *Plugin, now time.Time) {
 }
 
 // onSettleReply reads a settle's reply and counts what it charged.
-func (p *Plugin) onSettleReply(sc *settleCall, r scriptReply) {
-	p.callouts.remove(sc.id)
+func (p *policy) onSettleReply(sc *settleCall, r scriptReply) {
+	p.vm.callouts.remove(sc.id)
 	if !r.ok {
 		p.settleFailed(sc, errCallFailed)
 		return
 	}
-	ints, err := r.values(p.callouts)
+	ints, err := r.values(&p.vm.callouts)
 	if err == nil {
 		err = sc.result.FromInts(ints, len(sc.settles))
 	}
@@ -155,8 +156,8 @@ func (p *Plugin) onSettleReply(sc *settleCall, r scriptReply) {
 // settleFailed counts a settle that charged nothing, and each release it
 // carried: those slots expire after their max_duration. The response is
 // not touched: it has gone on, or gone.
-func (p *Plugin) settleFailed(sc *settleCall, err error) {
-	p.settles.errors.Increment(1)
+func (p *policy) settleFailed(sc *settleCall, err error) {
+	p.vm.settles.errors.Increment(1)
 	for i := range sc.settles {
 		if sc.settles[i].Limit.Algorithm == algorithms.Concurrency {
 			p.metrics.rules[sc.rules[i]].slots.releasesFailed.Increment(1)

@@ -11,11 +11,13 @@ import (
 // calls are recycled by the Plugin (a VM is single-threaded), so a request
 // allocates little beyond the strings it must hand to the proxy.
 type Stream struct {
-	// p is the Plugin whose configuration applies: root's, or that of
-	// the _rules_ entry the request matched.
-	p, root *Plugin
-	host    StreamHost
-	req     request
+	// vm is the Plugin that made the stream; pol is the policy whose
+	// configuration applies: the top level's, or that of the _rules_
+	// entry the request matched.
+	vm   *Plugin
+	pol  *policy
+	host StreamHost
+	req  request
 
 	calls       []*call
 	spare       []*call // calls of earlier requests, ready for reuse
@@ -63,9 +65,9 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 	if n := len(p.freeStreams); n > 0 {
 		s, p.freeStreams = p.freeStreams[n-1], p.freeStreams[:n-1]
 	} else {
-		s = &Stream{root: p}
+		s = &Stream{vm: p}
 	}
-	s.p, s.host = p, host
+	s.pol, s.host = p.top(), host
 	s.req.reset(host)
 	p.live++
 	return s
@@ -82,10 +84,10 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 // it in place until it ends.
 func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	s.req.headers, s.req.bearer.read, s.req.hasPath, s.now = validHeaderMap(m), false, false, time.Time{}
-	if len(s.p.routed) > 0 {
-		s.p = s.p.pick(&s.req)
+	if len(s.vm.policies) > 1 {
+		s.pol = s.vm.pick(&s.req)
 	}
-	if s.bodyFollows && s.p.bodyRules && s.needsBody() {
+	if s.bodyFollows && s.pol.bodyRules && s.needsBody() {
 		s.awaitBody(true)
 		return Pause
 	}
@@ -95,7 +97,7 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 // evaluate matches the rules, builds the keys and sends the calls; it
 // returns Pause until every call has answered.
 func (s *Stream) evaluate() Action {
-	cfg := s.p.cfg
+	cfg := s.pol.cfg
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
 		if !matches(&rule.Match, &s.req) {
@@ -105,7 +107,7 @@ func (s *Stream) evaluate() Action {
 		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
 		if !ok {
 			if rule.OnMissing == config.MissingDeny && !rule.Shadow {
-				s.p.metrics.rules[ri].denied.Increment(1)
+				s.pol.metrics.rules[ri].denied.Increment(1)
 				return s.reject(&verdict{rule: ri, limit: -1, reason: reasonMissingKey})
 			}
 			continue
@@ -113,27 +115,27 @@ func (s *Stream) evaluate() Action {
 		cost, checkOnly := s.cost(rule)
 		tier := s.localTier(rule, cfg.TrustedHops)
 		if !rule.Shadow {
-			if v, ok := s.p.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
-				s.p.metrics.cacheHits.Increment(1)
+			if v, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
+				s.pol.metrics.cacheHits.Increment(1)
 				s.countDenial(&v)
 				return s.reject(&v)
 			}
 		}
 		if lt, li := overCapacity(rule, tier, cost); li >= 0 {
 			if rule.Shadow {
-				s.p.metrics.rules[ri].shadowDenied.Increment(1)
+				s.pol.metrics.rules[ri].shadowDenied.Increment(1)
 				continue
 			}
-			s.p.metrics.rules[ri].denied.Increment(1)
+			s.pol.metrics.rules[ri].denied.Increment(1)
 			return s.reject(&verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
 		}
-		if t := s.p.leaseTable(ri); t != nil && cost > 0 {
+		if t := s.pol.leaseTable(ri); t != nil && cost > 0 {
 			switch how, e := s.lease(t, tier, cost); how {
 			case leaseSpent:
 				s.noteLeased(e, ri)
 				continue
 			case leaseHeld:
-				s.p.metrics.rules[ri].denied.Increment(1)
+				s.pol.metrics.rules[ri].denied.Increment(1)
 				v := s.heldVerdict(e)
 				return s.reject(&v)
 			case leaseAsked:
@@ -151,7 +153,7 @@ func (s *Stream) evaluate() Action {
 	s.inHeaders = true
 	for _, c := range s.calls {
 		c.seal()
-		s.p.dispatch(c) // a failed dispatch completes its call at once
+		s.pol.dispatch(c) // a failed dispatch completes its call at once
 	}
 	s.inHeaders = false
 	if s.decided && s.allowed && s.held == 0 {
@@ -163,7 +165,7 @@ func (s *Stream) evaluate() Action {
 // clock returns the time of the current event.
 func (s *Stream) clock() time.Time {
 	if s.now.IsZero() {
-		s.now = s.p.host.Now()
+		s.now = s.vm.host.Now()
 	}
 	return s.now
 }
@@ -272,7 +274,7 @@ func (s *Stream) callDone(c *call, err error) {
 // the filter (with HTTP/3's deferred logging, proxy_on_log may never reach
 // it); it is counted in ratelimit.streams.abandoned.
 func (s *Stream) Abandon() {
-	s.root.metrics.abandoned.Increment(1)
+	s.vm.top().metrics.abandoned.Increment(1)
 	s.OnDone()
 }
 
@@ -293,11 +295,11 @@ func (s *Stream) OnDone() {
 	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
-			s.p.detach(c) // its reply releases what it acquired, and fills its leases
+			s.pol.detach(c) // its reply releases what it acquired, and fills its leases
 			continue
 		}
-		s.p.releaseSlots(c) // a call that admitted a denied request, or was never followed
-		s.p.untrack(c)
+		s.pol.releaseSlots(c) // a call that admitted a denied request, or was never followed
+		s.vm.untrack(c)
 		c.stream = nil
 		s.spare = append(s.spare, c)
 	}
@@ -306,6 +308,6 @@ func (s *Stream) OnDone() {
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
 	s.host = nil
 	s.req.reset(nil)
-	s.root.freeStreams = append(s.root.freeStreams, s)
-	s.root.live--
+	s.vm.freeStreams = append(s.vm.freeStreams, s)
+	s.vm.live--
 }

@@ -47,8 +47,8 @@ func newThrottleState(host PluginHost) *throttleState {
 // from now: Redis charged it as of then. It goes on at the first tick
 // after that, never before.
 func (s *Stream) hold(delay time.Duration) {
-	t := s.root.throttle
-	s.releaseAt = s.p.host.Now().Add(delay)
+	t := s.vm.throttle
+	s.releaseAt = s.vm.host.Now().Add(delay)
 	heap.Push(&t.held, s)
 	t.delayed.Increment(1)
 	t.holding.Add(1)
@@ -68,7 +68,7 @@ func (t *throttleState) throttling() bool { return t != nil && !t.broken }
 // unhold drops a stream that ends while held (the client went away): its
 // charge stays, as for any admitted request.
 func (s *Stream) unhold() {
-	t := s.root.throttle
+	t := s.vm.throttle
 	heap.Remove(&t.held, s.held-1)
 	t.holding.Add(-1)
 }

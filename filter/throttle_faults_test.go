@@ -101,7 +101,7 @@ func TestThrottleInAMatchRulesEntry(t *testing.T) {
 	h.props = map[string]string{"route_name": "r1"}
 	h.Clock = time.Unix(1_700_000_000, 0)
 	a, b := h.open("x-user=ann"), h.open("x-user=ann")
-	if !a.admitted() || b.st.held == 0 || h.plugin.Held() != 1 || b.st.p == b.st.root {
+	if !a.admitted() || b.st.held == 0 || h.plugin.Held() != 1 || b.st.pol == b.st.vm.top() {
 		t.Fatalf("held %d, plugin held %d", b.st.held, h.plugin.Held())
 	}
 	h.Clock = b.st.releaseAt

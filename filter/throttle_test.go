@@ -45,7 +45,7 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 	}
 	// Its denial is cached until max_delay before its Retry-After: until
 	// then any request would wait longer than max_delay.
-	retry := h.plugin.denyCache.entries[h.plugin.cfg.Redis.Prefix+"{calm|ann}"].until.Sub(t0)
+	retry := h.plugin.top().denyCache.entries[h.plugin.cfg.Redis.Prefix+"{calm|ann}"].until.Sub(t0)
 	if e := h.open("x-user=ann"); e.fs.Status != 429 || h.Calls != calls+1 || retry <= 0 || retry > 500*time.Millisecond {
 		t.Fatalf("fifth request: status %d, %d calls, cached for %v", e.fs.Status, h.Calls-calls, retry)
 	}

@@ -91,7 +91,7 @@ func (s *Stream) localTier(rule *config.Rule, hops int) int {
 // s.ruleKey: an operator's override, or its tier.
 // Its keys go into c.keys, each starting with the rule's key, until seal.
 func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
-	rule, h := &s.p.cfg.Rules[ri], &s.p.headers[ri]
+	rule, h := &s.pol.cfg.Rules[ri], &s.pol.headers[ri]
 	ch := algorithms.Choice{Cost: cost, CheckOnly: checkOnly, Tiers: h.choices}
 	if rule.HasConcurrency() {
 		ch.Slot, c.slot = s.slotID(), s.slotID()
@@ -178,7 +178,7 @@ func (c *call) notePicks() {
 }
 
 // limitName is the quoted name the headers give v's limit.
-func (p *Plugin) limitName(v *verdict) string {
+func (p *policy) limitName(v *verdict) string {
 	h := &p.headers[v.rule]
 	if v.tier == tierOverride {
 		return h.positions[v.limit]
@@ -187,7 +187,7 @@ func (p *Plugin) limitName(v *verdict) string {
 }
 
 // limitQuota is v's limit's quota, as X-RateLimit-Limit shows it.
-func (p *Plugin) limitQuota(v *verdict) string {
+func (p *policy) limitQuota(v *verdict) string {
 	if v.tier == tierOverride {
 		q, _ := v.lim.Policy()
 		return strconv.FormatInt(q, 10)
@@ -196,7 +196,7 @@ func (p *Plugin) limitQuota(v *verdict) string {
 }
 
 // rulePolicy is the RateLimit-Policy value of an enforced rule.
-func (p *Plugin) rulePolicy(e enforcedRule) string {
+func (p *policy) rulePolicy(e enforcedRule) string {
 	if e.tier == tierOverride {
 		return e.policy
 	}

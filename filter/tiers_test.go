@@ -52,7 +52,7 @@ const tieredInRedis = `{"redis":{"cluster":"redis"},"rules":[
 // override wins while it lives, then the tier, then the default.
 func TestTierAndOverrideFromRedis(t *testing.T) {
 	h := newFakeHost(t, tieredInRedis)
-	h.plugin.denyCache = nil // this test is about Redis's picks
+	h.plugin.top().denyCache = nil // this test is about Redis's picks
 	cfg := h.plugin.cfg
 	rule := &cfg.Rules[0]
 	base, err := keyspace.RuleKey(cfg, rule, []string{"k1"})

@@ -1,0 +1,130 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A script call's way out and back: dispatch registers it in the VM's
+// callout table (callout.go); its reply, or the sweep, completes it.
+
+// dispatch sends c's command and registers it; on failure the call fails at
+// once, so no stream waits for a reply that will never come.
+func (p *policy) dispatch(c *call) {
+	c.sentAt, c.local = c.stream.clock(), false
+	if c.sentAt.Before(p.breaker.openUntil) {
+		p.metrics.skipped.Increment(1)
+		c.stream.callDone(c, errBreakerOpen)
+		return
+	}
+	if !p.vm.link.usable(c.sentAt) {
+		p.vm.link.uninitialized.Increment(1)
+		c.stream.callDone(c, errRedisUninitialized)
+		return
+	}
+	c.epoch = p.breaker.epoch
+	id, err := p.vm.sendCall(c)
+	if err != nil {
+		p.fail(c, fmt.Errorf("dispatch: %w", err))
+		return
+	}
+	c.calloutID, c.inFlight = id, true
+	p.vm.callouts.add(id, c)
+	p.vm.callouts.calls++
+}
+
+var errBreakerOpen = errors.New("circuit breaker open")
+
+// onReply takes the reply to a script call.
+func (c *call) onReply(_ *Plugin, r scriptReply) {
+	if c.detached != nil {
+		c.detached.onDetachedReply(c, r)
+		return
+	}
+	c.stream.pol.onCallReply(c, r)
+}
+
+// overdue fails a call overdue at now; a detached one is released blind.
+func (c *call) overdue(vm *Plugin, now time.Time) {
+	if c.detached != nil {
+		c.detached.sweepDetached(c, now)
+		return
+	}
+	c.stream.now = now
+	if vm.late(c.sentAt, now) {
+		vm.untrack(c)
+		c.stream.pol.fail(c, errNoReply)
+	}
+}
+
+// onCallReply reads a call's reply into its decision and completes it.
+func (p *policy) onCallReply(c *call, r scriptReply) {
+	p.vm.untrack(c)
+	c.stream.now = p.vm.host.Now()
+	p.metrics.latency.Record(uint64(c.stream.now.Sub(c.sentAt).Milliseconds()))
+	if !r.ok {
+		reason := "redis call failed or timed out"
+		if r.failure != "" {
+			reason = r.failure
+		}
+		p.fail(c, errors.New(reason))
+		return
+	}
+	err := p.parseReply(c, r)
+	if err != nil && noScript(&c.eval, err) {
+		p.metrics.noscript.Increment(1)
+		p.dispatch(c)
+		return
+	}
+	if err != nil {
+		p.vm.link.onErrorReply(err, c.stream.now)
+		p.fail(c, err)
+		return
+	}
+	p.breaker.failures = 0
+	c.replied = true
+	c.noteAcquired()
+	c.stream.callDone(c, nil)
+}
+
+// parseReply reads the script's reply into c.decision.
+func (p *policy) parseReply(c *call, r scriptReply) error {
+	ints, err := r.values(&p.vm.callouts)
+	if err == nil {
+		err = c.decision.FromIntsCall(ints, len(c.blocks), len(c.checks), c.choices)
+	}
+	if err == nil {
+		c.notePicks()
+	}
+	return err
+}
+
+// fail records a failed call, opening the breaker after enough failures in
+// a row; calls that were in flight together count as one (breaker.epoch).
+func (p *policy) fail(c *call, err error) {
+	p.metrics.redisErrors.Increment(1)
+	p.errLog.log(LogWarn, "ratelimit: redis: "+err.Error())
+	b, cfg := &p.breaker, p.cfg.Breaker
+	if c.epoch != b.epoch {
+		c.stream.callDone(c, err) // failed with calls already counted
+		return
+	}
+	b.failures++
+	b.epoch++
+	if cfg.Failures > 0 && b.failures >= cfg.Failures {
+		b.openUntil = c.stream.clock().Add(cfg.Backoff)
+		p.metrics.opened.Increment(1)
+		p.errLog.log(LogWarn, fmt.Sprintf("ratelimit: circuit breaker open for %v after %d consecutive Redis failures", cfg.Backoff, b.failures))
+	}
+	c.stream.callDone(c, err)
+}
+
+// untrack drops a call from the callout table; a reply for it is ignored.
+func (p *Plugin) untrack(c *call) {
+	if c.inFlight {
+		p.callouts.remove(c.calloutID)
+		p.callouts.calls--
+		c.inFlight = false
+	}
+}

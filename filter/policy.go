@@ -1,0 +1,85 @@
+package filter
+
+import (
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+)
+
+// policy is one configuration in one VM: the top-level configuration, or
+// a Higress _rules_ entry's, each with its own state as if it were the
+// only one (rule metrics, rendered headers, deny cache, circuit breaker,
+// local limiter, leases). What every configuration shares (the Redis
+// side, the streams, the throttle) is the VM's, vm.
+type policy struct {
+	vm  *Plugin
+	cfg *config.Config
+	// route is the _rules_ entry whose configuration this is; nil for
+	// the top level.
+	route   *config.MatchRule
+	metrics metrics
+	errLog  throttledLog
+	breaker breaker
+	// denyCache answers keys Redis denied until their Retry-After; nil
+	// when disabled.
+	denyCache *denyCache
+	// local decides while Redis cannot (failure_mode: local); else nil.
+	local *localLimiter
+	// bodyRules: a rule reserves from the request body.
+	bodyRules bool
+	// headers are the header pieces of each rule, rendered once.
+	headers []ruleHeaders
+	// leases are each rule's leases (nil for a rule without, or all nil).
+	leases       []*leaseTable
+	leaseMetrics leaseMetrics
+}
+
+// breaker counts consecutive failures; see BreakerConfig.
+type breaker struct {
+	failures  int
+	openUntil time.Time
+	// epoch counts the failures counted so far. A call remembers it when
+	// sent, and its failure counts only if no other failure was counted
+	// since: the calls one Redis timeout fails at once (Higress's client
+	// fails every pending call of a connection together) count once.
+	epoch uint64
+}
+
+func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy {
+	host := vm.host
+	p := &policy{vm: vm, cfg: cfg, route: route}
+	p.metrics = newMetrics(cfg, host)
+	p.errLog = throttledLog{host: host, every: 10 * time.Second}
+	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
+	p.local = newLocalLimiter(cfg, host)
+	p.leases = newLeaseTables(cfg)
+	if p.leases != nil {
+		p.leaseMetrics = newLeaseMetrics(host)
+	}
+	for _, r := range cfg.Rules {
+		p.bodyRules = p.bodyRules || r.Response != nil && r.Response.Reserve.Body != ""
+		p.headers = append(p.headers, newRuleHeaders(&r))
+	}
+	return p
+}
+
+// sweep, on each slow tick, forgets the local states that no longer
+// matter, ends or forgets leases, and drops expired deny cache entries.
+func (p *policy) sweep(now time.Time) {
+	if p.local != nil {
+		p.local.sweep(now)
+	}
+	p.sweepLeases(now)
+	p.denyCache.sweep(now)
+}
+
+// cached reports whether the policy's deny cache holds entries, or a
+// lease table keys: an operator's change must then reach it (epoch.go).
+func (p *policy) cached() bool { return p.denyCache.size() > 0 || p.leasing() }
+
+// forget drops what an operator's change may have made stale: the deny
+// cache, and every lease and hold.
+func (p *policy) forget() {
+	p.denyCache.clear()
+	p.endLeases()
+}
