@@ -2,11 +2,9 @@ package filter
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
-	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // reason is why a request was denied: the "error" of the local reply's
@@ -262,104 +260,4 @@ func (s *Stream) reject(v *verdict) Action {
 	body = append(body, "}\n"...)
 	s.host.SendLocalReply(status, headers, body)
 	return Pause
-}
-
-// OnResponseHeaders adds the rate-limit headers to an admitted response,
-// and starts following it when a rule charges what it says; endOfStream:
-// the response has no body, so it settles at once.
-func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
-	if s.allowed && s.hasVerdict && s.pol.cfg.Headers != config.HeadersNone {
-		var buf [5][2]string
-		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict) {
-			s.host.AddResponseHeader(h[0], h[1])
-		}
-	}
-	if s.allowed && s.charged {
-		s.startResponse()
-		if endOfStream && s.resp.watching {
-			s.endResponse(true)
-		}
-	}
-	return Continue
-}
-
-// appendRateLimitHeaders renders v in the configured header style.
-func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
-	style := s.pol.cfg.Headers
-	if style == config.HeadersNone {
-		return h
-	}
-	r := v.result
-	t := r.ResetAfter
-	if !r.Allowed {
-		t = r.RetryAfter
-	}
-	secs := strconv.FormatInt(ceilSeconds(t), 10)
-	remaining := strconv.FormatInt(r.Remaining, 10)
-	if style == config.HeadersDraft10 || style == config.HeadersBoth {
-		h = append(h, [2]string{"ratelimit-policy", s.policyHeader(v)},
-			[2]string{"ratelimit", s.pol.limitName(v) + ";r=" + remaining + ";t=" + secs})
-	}
-	if style == config.HeadersLegacy || style == config.HeadersBoth {
-		h = append(h, [2]string{"x-ratelimit-limit", s.pol.limitQuota(v)},
-			[2]string{"x-ratelimit-remaining", remaining},
-			[2]string{"x-ratelimit-reset", secs})
-	}
-	return h
-}
-
-// policyHeader lists the policies of every enforced rule decided, or of
-// v's rule when the verdict came from the deny cache.
-func (s *Stream) policyHeader(v *verdict) string {
-	switch len(s.enforced) {
-	case 0:
-		return s.pol.rulePolicy(enforcedRule{rule: v.rule, tier: v.tier, policy: policyItem(s.pol.limitName(v), v.lim)})
-	case 1:
-		return s.pol.rulePolicy(s.enforced[0])
-	}
-	var b strings.Builder
-	for i, e := range s.enforced {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(s.pol.rulePolicy(e))
-	}
-	return b.String()
-}
-
-// ceilSeconds rounds a positive duration up to whole seconds, at least 1;
-// zero and negative durations give 0.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
-// enforcedRule is a rule an enforced call decided, for RateLimit-Policy:
-// its tier, and for an override the policy of the limits that decided.
-type enforcedRule struct {
-	rule, tier int
-	policy     string
-}
-
-// enforcedRule describes the rule of c.owners[start:end].
-func (s *Stream) enforcedRule(c *call, start, end int) enforcedRule {
-	o := &c.owners[start]
-	e := enforcedRule{rule: o.rule, tier: o.tier}
-	if e.tier != tierOverride {
-		return e
-	}
-	var b strings.Builder
-	for i := start; i < end; i++ {
-		if c.decision.Results[i].Unused() {
-			continue
-		}
-		if b.Len() > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(policyItem(s.pol.headers[o.rule].positions[c.owners[i].limit], c.owners[i].picked))
-	}
-	e.policy = b.String()
-	return e
 }

@@ -9,11 +9,12 @@
 //
 // # Request flow
 //
-// One Plugin serves one configuration in one VM (one Envoy worker); a
-// Stream serves one HTTP request.
+// One Plugin is the filter in one VM (one Envoy worker); it holds one
+// policy per configuration (the top level's, then one per _rules_ entry).
+// A Stream serves one HTTP request, under one policy.
 //
-//  1. Stream.OnRequestHeaders picks the configuration (a _rules_ entry may
-//     replace the top-level one), matches every rule, and builds each
+//  1. Stream.OnRequestHeaders picks the policy (a _rules_ entry's may
+//     replace the top level's), matches every rule, and builds each
 //     matching rule's key from the request. A missing key part skips the
 //     rule, shares one key, or denies the request (on_missing_key); a key
 //     the deny cache holds, or a cost above a limit's capacity, is denied
@@ -23,8 +24,10 @@
 //     call is one FCALL of the library's decide (EVALSHA with
 //     redis.command: evalsha), sent through the proxy's Redis callout or,
 //     with the webdis transport, an HTTP callout; the stream pauses.
-//  3. Plugin.OnRedisReply (Plugin.OnHTTPReply for Webdis) parses each reply
-//     (with evalsha, falling back to EVAL on -NOSCRIPT). A call that
+//  3. Plugin.OnRedisReply (Plugin.OnHTTPReply for Webdis) hands each reply
+//     to the owner of its callout, found in one table (callout.go), which
+//     reads it through one decode chain (with evalsha, falling back to
+//     EVAL on -NOSCRIPT). A call that
 //     fails, or is overdue at Plugin.OnTick, counts as a failure;
 //     consecutive failures open the circuit breaker.
 //  4. When the last call is done, the stream decides: a block key first,
@@ -70,47 +73,58 @@
 //     hold it.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
-// The files of package filter:
+// The files of package filter, besides this doc.go:
 //
 //   - Host: host.go (PluginHost, StreamHost, and the types they share;
 //     the optional interfaces sit beside their users: RedisInitializer in
 //     redis_link.go, ResponseReader in response.go, RootCaller in
 //     settle.go, Ticker in throttle.go); headermap.go
-//     (proxy_get_header_map_pairs' encoding, read in place).
-//   - Plugin and streams: plugin.go (one configuration in one VM: calls,
-//     replies, failures, the circuit breaker); match_rules.go (picks a
-//     request's Higress _rules_ entry); stream.go (one request's lifecycle,
-//     matching, costs).
+//     (proxy_get_header_map_pairs' encoding, read in place); log.go (a
+//     log that says one thing at most once per period).
+//   - The VM and its policies: plugin.go (Plugin, the VM: the Redis side,
+//     the streams, the throttle, the tick's periodic work, and the
+//     policies); policy.go (one configuration's state: rule metrics,
+//     rendered headers, deny cache, circuit breaker, local limiter,
+//     leases); match_rules.go (picks a request's Higress _rules_ entry).
+//   - Streams: stream.go (one request's lifecycle); evaluate.go (the rule
+//     loop: match, key, cost, what is answered without Redis, the calls).
 //   - Requests: request.go reads headers, query, cookies and the client
-//     address, and the path normalized (package pathnorm); identity.go reads JWT claims and stream properties; request_body.go
-//     reserves a cost read from the request body.
+//     address, the path normalized (package pathnorm), and matches a
+//     rule's match; identity.go reads JWT claims and stream properties;
+//     request_body.go reserves a cost read from the request body.
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     a request, with package keyspace's encoding; each limit's key and
 //     the block key extend it, and its braces hold the Redis Cluster hash
 //     tag.
 //   - Calls: call.go gathers a request's limits into calls (which rules
-//     share one, and their keys and checks); tiers.go adds a rule's tiers
-//     and overrides as the script's choices and renders header pieces;
-//     transport.go sends each call over the configured transport (the
-//     Redis callout or Webdis); redis_link.go keeps Higress's Redis client
-//     initialised and authenticated, and redis_identity.go checks with ACL
-//     WHOAMI that it runs as the configured user and reports a library
-//     Redis lacks.
+//     share one, and their keys and checks); choice.go adds a rule's
+//     tiers and overrides as the script's choices and reads its picks;
+//     call_reply.go sends a call, takes its reply, and counts its failure
+//     (the circuit breaker).
+//   - Redis: transport.go is the transport interface and its two
+//     implementations (the Redis callout, Webdis); callout.go is the one
+//     table of callouts awaiting a reply (calls, settles, the epoch read,
+//     AUTH, ACL WHOAMI), the one reply path and overdue sweep, the one
+//     decode chain (scriptReply) and the one -NOSCRIPT rule;
+//     redis_link.go keeps Higress's Redis client initialised and
+//     authenticated, and redis_identity.go checks with ACL WHOAMI that it
+//     runs as the configured user and reports a library Redis lacks.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
-//     it per rule, acts on it (a denial's reason names the local reply's
-//     error), and renders RateLimit-Policy and RateLimit (IETF draft 10)
-//     and the X-RateLimit-* headers from pieces NewPlugin renders once per
-//     configuration.
-//   - After the decision: response.go follows a response_cost rule's
-//     response; settle.go sends the settle calls; concurrency.go gives
-//     each request its slot id and releases its slots however its stream
-//     ends.
-//   - Run-time state: denycache.go remembers, per rule key and VM, what
-//     Redis denied until its Retry-After; epoch.go brings operators'
-//     changes to the deny caches; lease.go and lease_table.go lease hot
-//     keys' units to a VM (batches, holds, give-backs; the hot-key sketch
-//     and the per-VM table); throttle.go holds throttled streams (the fast
-//     tick); local.go and local_table.go decide under failure_mode: local.
+//     it per rule and acts on it (a denial's reason names the local
+//     reply's error); headers.go renders RateLimit-Policy and RateLimit
+//     (IETF draft 10) and the X-RateLimit-* headers from pieces each
+//     policy renders once.
+//   - After the decision: response.go adds the headers and follows a
+//     response_cost rule's response; settle.go sends the settle calls;
+//     concurrency.go gives each request its slot id and releases its
+//     slots however its stream ends.
+//   - Run-time state: denycache.go remembers, per rule key and policy,
+//     what Redis denied until its Retry-After; epoch.go brings operators'
+//     changes to the deny caches and leases; lease.go and lease_table.go
+//     lease hot keys' units to a VM (batches, holds, give-backs; the
+//     hot-key sketch and the per-policy table); throttle.go holds
+//     throttled streams (the fast tick); local.go and local_table.go
+//     decide under failure_mode: local.
 //   - Metrics: metrics.go; their names' rules are package config's.
 //   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
 //     per request), a request body (request_body.go), a response body or

@@ -204,3 +204,29 @@ func parseIP(s string) (netip.Addr, bool) {
 	ip, err := netip.ParseAddr(strings.TrimSpace(s))
 	return keyspace.NormalizeIP(ip), err == nil
 }
+
+// matches reports whether r meets m: each condition m sets.
+func matches(m *config.Match, r *request) bool {
+	if m.Path != "" && r.path() != m.Path {
+		return false
+	}
+	if m.PathPrefix != "" && !strings.HasPrefix(r.path(), m.PathPrefix) {
+		return false
+	}
+	if len(m.Methods) > 0 && !contains(m.Methods, r.method()) {
+		return false
+	}
+	if len(m.Hosts) > 0 && !contains(m.Hosts, r.host()) {
+		return false
+	}
+	return headersMatch(m.Headers, r)
+}
+
+func contains(list []string, v string) bool {
+	for _, x := range list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

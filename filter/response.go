@@ -229,3 +229,22 @@ func (r *responseState) find(rule int) *responseRule {
 	}
 	return nil
 }
+
+// OnResponseHeaders adds the rate-limit headers to an admitted response,
+// and starts following it when a rule charges what it says; endOfStream:
+// the response has no body, so it settles at once.
+func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
+	if s.allowed && s.hasVerdict && s.pol.cfg.Headers != config.HeadersNone {
+		var buf [5][2]string
+		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict) {
+			s.host.AddResponseHeader(h[0], h[1])
+		}
+	}
+	if s.allowed && s.charged {
+		s.startResponse()
+		if endOfStream && s.resp.watching {
+			s.endResponse(true)
+		}
+	}
+	return Continue
+}

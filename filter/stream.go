@@ -1,10 +1,7 @@
 package filter
 
 import (
-	"strings"
 	"time"
-
-	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // Stream is the filter's state for one HTTP request. Streams and their
@@ -94,74 +91,6 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	return s.evaluate()
 }
 
-// evaluate matches the rules, builds the keys and sends the calls; it
-// returns Pause until every call has answered.
-func (s *Stream) evaluate() Action {
-	cfg := s.pol.cfg
-	for ri := range cfg.Rules {
-		rule := &cfg.Rules[ri]
-		if !matches(&rule.Match, &s.req) {
-			continue
-		}
-		var ok bool
-		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
-		if !ok {
-			if rule.OnMissing == config.MissingDeny && !rule.Shadow {
-				s.pol.metrics.rules[ri].denied.Increment(1)
-				return s.reject(&verdict{rule: ri, limit: -1, reason: reasonMissingKey})
-			}
-			continue
-		}
-		cost, checkOnly := s.cost(rule)
-		tier := s.localTier(rule, cfg.TrustedHops)
-		if !rule.Shadow {
-			if v, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
-				s.pol.metrics.cacheHits.Increment(1)
-				s.countDenial(&v)
-				return s.reject(&v)
-			}
-		}
-		if lt, li := overCapacity(rule, tier, cost); li >= 0 {
-			if rule.Shadow {
-				s.pol.metrics.rules[ri].shadowDenied.Increment(1)
-				continue
-			}
-			s.pol.metrics.rules[ri].denied.Increment(1)
-			return s.reject(&verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
-		}
-		if t := s.pol.leaseTable(ri); t != nil && cost > 0 {
-			switch how, e := s.lease(t, tier, cost); how {
-			case leaseSpent:
-				s.noteLeased(e, ri)
-				continue
-			case leaseHeld:
-				s.pol.metrics.rules[ri].denied.Increment(1)
-				v := s.heldVerdict(e)
-				return s.reject(&v)
-			case leaseAsked:
-				s.addLeased(e, ri, tier, cost)
-				continue
-			}
-		}
-		s.add(ri, tier, cost, checkOnly)
-	}
-	if len(s.calls) == 0 {
-		s.decided, s.allowed = true, true
-		return Continue
-	}
-	s.outstanding = len(s.calls)
-	s.inHeaders = true
-	for _, c := range s.calls {
-		c.seal()
-		s.pol.dispatch(c) // a failed dispatch completes its call at once
-	}
-	s.inHeaders = false
-	if s.decided && s.allowed && s.held == 0 {
-		return Continue
-	}
-	return Pause
-}
-
 // clock returns the time of the current event.
 func (s *Stream) clock() time.Time {
 	if s.now.IsZero() {
@@ -179,85 +108,6 @@ func (s *Stream) HoldUntilAdmitted() Action {
 		return Continue
 	}
 	return Pause
-}
-
-// overCapacity returns the first limit of the request's tier that the
-// cost cannot fit, and that tier, or limit -1; when Redis picks the tier,
-// every tier's limits.
-func overCapacity(rule *config.Rule, tier int, cost int64) (int, int) {
-	if rule.Tiers == nil || tier >= 0 {
-		limits := rule.TierLimits(max(tier, 0))
-		for li := range limits {
-			if limits[li].Limit.CheckCost(cost) != nil {
-				return max(tier, 0), li
-			}
-		}
-		return 0, -1
-	}
-	for lt := range rule.Tiers.Levels {
-		if _, li := overCapacity(rule, lt, cost); li >= 0 {
-			return lt, li
-		}
-	}
-	return 0, -1
-}
-
-// cost reads the request's cost: the configured header when it holds a
-// non-negative integer, raised to cost.min, the default otherwise. A
-// response_cost rule's
-// cost is its reservation; a reservation of 0 checks only, decided as a
-// cost of 1 (so its denials are cached as cost 1).
-func (s *Stream) cost(rule *config.Rule) (cost int64, checkOnly bool) {
-	header, body, def := rule.Cost.Header, "", rule.Cost.Default
-	if rc := rule.Response; rc != nil {
-		header, body, def = rc.Reserve.Header, rc.Reserve.Body, rc.Reserve.Default
-	}
-	cost = def
-	switch {
-	case header != "":
-		if v, ok := s.req.header(header); ok {
-			if n, ok := config.ParseCost(v); ok {
-				cost = n
-			}
-		}
-		if rule.Response == nil {
-			cost = max(cost, rule.Cost.Min) // a client may not lower its charge
-		}
-	case body != "":
-		if n, ok := bodyInteger(s.body, body); ok {
-			cost = n
-		}
-	}
-	if rule.Response != nil && cost == 0 {
-		return 1, true
-	}
-	return cost, false
-}
-
-// matches reports whether r meets m: each condition m sets.
-func matches(m *config.Match, r *request) bool {
-	if m.Path != "" && r.path() != m.Path {
-		return false
-	}
-	if m.PathPrefix != "" && !strings.HasPrefix(r.path(), m.PathPrefix) {
-		return false
-	}
-	if len(m.Methods) > 0 && !contains(m.Methods, r.method()) {
-		return false
-	}
-	if len(m.Hosts) > 0 && !contains(m.Hosts, r.host()) {
-		return false
-	}
-	return headersMatch(m.Headers, r)
-}
-
-func contains(list []string, v string) bool {
-	for _, x := range list {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // callDone records one call's outcome; the last one decides the stream.

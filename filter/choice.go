@@ -2,72 +2,21 @@ package filter
 
 import (
 	"strconv"
-	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
+// A rule's tiers and overrides as the script's choices: the tier a
+// request names, the choice a call carries, the picks its reply reports,
+// and the key and limit each result is about (call.target).
+
 // Tier values beside a tier's index.
 const (
 	tierOverride = -1 // an operator's override decided
 	tierAny      = -2 // a deny cache lookup before Redis picked: any tier
 )
-
-// ruleHeaders are a rule's header pieces, rendered once per tier: the
-// RateLimit-Policy value, and per limit the quoted name and the quota.
-type ruleHeaders struct {
-	levels []levelHeaders
-	// positions are the quoted names of an override's limits:
-	// "<rule>.override", or "<rule>.override.<i>" when the rule keeps
-	// more than one state per key.
-	positions []string
-	// choices: the rule's tiers as a Choice sends them; with tiers from a
-	// header or key part, one single-tier slice per tier.
-	choices    []algorithms.Tier
-	levelTiers [][]algorithms.Tier
-}
-
-type levelHeaders struct {
-	policy        string
-	names, quotas []string
-}
-
-func newRuleHeaders(r *config.Rule) ruleHeaders {
-	var h ruleHeaders
-	for _, level := range r.Levels() {
-		var lh levelHeaders
-		var policy []string
-		for _, l := range level.Limits {
-			name := `"` + l.Name + `"`
-			policy = append(policy, policyItem(name, l.Limit))
-			q, _ := l.Limit.Policy()
-			lh.names, lh.quotas = append(lh.names, name), append(lh.quotas, strconv.FormatInt(q, 10))
-		}
-		lh.policy = strings.Join(policy, ", ")
-		h.levels = append(h.levels, lh)
-	}
-	h.choices = r.ScriptTiers()
-	for _, t := range h.choices {
-		h.levelTiers = append(h.levelTiers, []algorithms.Tier{t})
-	}
-	for _, name := range r.OverrideNames() {
-		h.positions = append(h.positions, `"`+name+`"`)
-	}
-	return h
-}
-
-// policyItem is one limit's RateLimit-Policy item: "name";q=10;w=60, or
-// for a concurrency limit "name";q=10;qu="concurrent-requests", the
-// draft's quota unit for requests in flight, with no window.
-func policyItem(quotedName string, l algorithms.Limit) string {
-	q, w := l.Policy()
-	if l.Algorithm == algorithms.Concurrency {
-		return quotedName + ";q=" + strconv.FormatInt(q, 10) + `;qu="concurrent-requests"`
-	}
-	return quotedName + ";q=" + strconv.FormatInt(q, 10) + ";w=" + strconv.FormatInt(ceilSeconds(w), 10)
-}
 
 // localTier returns the tier a request names in a header or key part
 // (the default when it names none or an unknown one); 0 for a rule
@@ -175,32 +124,6 @@ func (c *call) notePicks() {
 			o.tier = pick
 		} // else the request named its tier, the one tier sent
 	}
-}
-
-// limitName is the quoted name the headers give v's limit.
-func (p *policy) limitName(v *verdict) string {
-	h := &p.headers[v.rule]
-	if v.tier == tierOverride {
-		return h.positions[v.limit]
-	}
-	return h.levels[v.tier].names[v.limit]
-}
-
-// limitQuota is v's limit's quota, as X-RateLimit-Limit shows it.
-func (p *policy) limitQuota(v *verdict) string {
-	if v.tier == tierOverride {
-		q, _ := v.lim.Policy()
-		return strconv.FormatInt(q, 10)
-	}
-	return p.headers[v.rule].levels[v.tier].quotas[v.limit]
-}
-
-// rulePolicy is the RateLimit-Policy value of an enforced rule.
-func (p *policy) rulePolicy(e enforcedRule) string {
-	if e.tier == tierOverride {
-		return e.policy
-	}
-	return p.headers[e.rule].levels[max(e.tier, 0)].policy
 }
 
 // target returns the key and limit of c.owners[i], and whether it checked
