@@ -1,4 +1,5 @@
--- Concurrency: requests in flight. a = L, the slots; b = D, the most a
+-- concurrency: requests in flight. Defines conc_check and conc_commit,
+-- and for settle.lua conc_trim. a = L, the slots; b = D, the most a
 -- slot is held (max_duration), in us. The key is a sorted set of the
 -- slots held: member = the slot id the caller chose (its cost field, an
 -- integer below 2^53), score = the slot's expiry, acquired at + D. A slot
