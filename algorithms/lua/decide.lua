@@ -13,9 +13,11 @@
 -- and overrides are only read. Needs Redis >= 5, where scripts replicate
 -- their effects, so TIME may precede writes.
 --
--- Two phases: every limit is checked without charging (a check may trim
--- entries that left the window), then, only if all allow, each is
--- charged. If any limit denies, nothing is charged.
+-- One plain limit, and a lone throttled funnel, take short paths
+-- (short.lua). Every other call takes two phases: every limit is checked
+-- without charging (a check may trim entries that left the window), then,
+-- only if all allow, each is charged. If any limit denies, nothing is
+-- charged.
 
 -- check_limit is phase one for limit i: its verdict as of now, or as of
 -- at for a late funnel (throttle.lua). It returns an error reply, or nil.
@@ -53,6 +55,9 @@ local function decide(KEYS, ARGV, peek)
     local pttl = redis.call('PTTL', KEYS[i])
     if pttl ~= -2 then return {now, pttl, i} end
   end
+  local path = short_path(KEYS, ARGV, grouped, nb)
+  if path == 'one' then return decide_one(KEYS, ARGV, nb, now, peek) end
+  if path == 'throttle' then return decide_lone_throttle(KEYS, ARGV, nb, now, peek) end
 
   local limits, choices, at = {}, nil, now
   if grouped then

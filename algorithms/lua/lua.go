@@ -22,7 +22,7 @@ var files embed.FS
 // Library registers the entry points, Script dispatches to them.
 var parts = []string{"args.lua", "roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
 	"concurrency.lua", "settle.lua", "epoch.lua", "limits.lua", "choice.lua", "throttle.lua", "lease.lua",
-	"decide.lua"}
+	"short.lua", "decide.lua"}
 
 // Library is the Functions library: one function per operation, defined
 // at load, so a call pays nothing to define them. Its name carries a
