@@ -23,8 +23,10 @@
 //
 // One call of the library's decide (AppendCall) decides any mix of limits
 // and choices for one request, all-or-nothing: if any limit denies,
-// nothing is charged. Every shape of call takes the same path through the
-// Lua; what each shape sends is pinned by TestEachShapeOfCallHasOneLayout.
+// nothing is charged. One plain limit, and a throttled funnel alone in its
+// call, take short paths in the Lua (lua/short.lua), which pay for
+// themselves; TestEachShapeOfCallTakesItsPath pins what each shape of
+// call sends and which path it takes.
 // Time comes from Redis TIME inside the call, so every proxy shares one
 // clock, and the reply carries that time so a test can replay the same
 // sequence through the Model.
