@@ -122,15 +122,15 @@ local function read_choices(limits, choices, KEYS, ARGV, j, k)
 end
 
 -- append_choices appends each choice's part of the reply; all is the
--- call's verdict, at - now its delay.
+-- call's verdict, proceed_at - now its delay.
 local unused = {1, 0, 0, -1, 0, 0, 0} -- a position's reply when unused
 
-local function append_choices(reply, limits, choices, all, at, now)
+local function append_choices(reply, limits, choices, all, proceed_at, now)
   for ci = 1, #choices do
     local c = choices[ci]
     reply[#reply + 1] = c.pick
     if c.most then reply[#reply + 1] = c.grant or 0 end
-    if c.max_delay then reply[#reply + 1] = all and at - now or 0 end
+    if c.max_delay then reply[#reply + 1] = all and proceed_at - now or 0 end
     for p = 1, c.positions do
       local r = #reply
       if p <= c.count then

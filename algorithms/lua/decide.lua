@@ -20,21 +20,23 @@
 -- charged.
 
 -- check_limit is phase one for limit i: its verdict as of now, or as of
--- at for a late funnel (throttle.lua). It returns an error reply, or nil.
-local function check_limit(l, i, now, at, peek)
+-- proceed_at for a late funnel (throttle.lua). It returns an error reply,
+-- or nil.
+local function check_limit(l, i, now, proceed_at, peek)
   local check, a, b, cost = checks[l.algorithm], l.a, l.b, l.cost
   if not is_state(l.key) then return bad('limit ' .. i .. ' is not a state key') end
   if not check or not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
     return bad('bad arguments for limit ' .. i)
   end
-  local as_of = l.late and at or now
+  local as_of = l.late and proceed_at or now
   local allowed, remaining, retry, reset, state1, state2 = check(l.key, a, b, as_of, cost == -1 and 1 or cost)
   reset = reset + as_of - now
   if allowed and cost == -1 then
     allowed, remaining, retry, reset = check(l.key, a, b, now, 0)
-  elseif allowed and at > now and l.algorithm == 'f' and cost > 0 and not l.late then
-    -- Admitted now, it goes on at at: charged as a request arriving then.
-    local _, _, _, _, tat = check(l.key, a, b, at, cost)
+  elseif allowed and proceed_at > now and l.algorithm == 'f' and cost > 0 and not l.late then
+    -- Admitted now, it goes on at proceed_at: charged as a request
+    -- arriving then.
+    local _, _, _, _, tat = check(l.key, a, b, proceed_at, cost)
     state1 = tat
   end
   l.allowed, l.remaining, l.retry, l.reset, l.state1, l.state2 = allowed, remaining, retry, reset, state1, state2
@@ -59,7 +61,7 @@ local function decide(KEYS, ARGV, peek)
   if path == 'one' then return decide_one(KEYS, ARGV, nb, now, peek) end
   if path == 'throttle' then return decide_lone_throttle(KEYS, ARGV, nb, now, peek) end
 
-  local limits, choices, at = {}, nil, now
+  local limits, choices, proceed_at = {}, nil, now
   if grouped then
     if not np or np < 0 or nb + np > #KEYS then
       return bad('bad plain limit count')
@@ -68,7 +70,7 @@ local function decide(KEYS, ARGV, peek)
     choices = {}
     local err = read_choices(limits, choices, KEYS, ARGV, 4 * np + 4, nb + np + 1)
     if err then return err end
-    at = throttle_time(limits, choices, now)
+    proceed_at = throttle_time(limits, choices, now)
   else
     read_limits(limits, KEYS, ARGV, nb, np, 2)
   end
@@ -76,11 +78,11 @@ local function decide(KEYS, ARGV, peek)
   local n, all = #limits, true
   for i = 1, n do
     local l = limits[i]
-    local err = check_limit(l, i, now, at, peek)
+    local err = check_limit(l, i, now, proceed_at, peek)
     if err then return err end
     if not l.allowed then all = false end
   end
-  if all and choices then grant_leases(limits, choices, now, at) end
+  if all and choices then grant_leases(limits, choices, now, proceed_at) end
   for i = 1, n do
     local l = limits[i]
     if all then
@@ -96,6 +98,6 @@ local function decide(KEYS, ARGV, peek)
     local l, r = limits[i], 5 * i - 2
     reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = l.allowed and 1 or 0, l.a, l.remaining, l.retry, l.reset
   end
-  if choices then append_choices(reply, limits, choices, all, at, now) end
+  if choices then append_choices(reply, limits, choices, all, proceed_at, now) end
   return reply
 end

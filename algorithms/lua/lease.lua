@@ -5,12 +5,12 @@
 
 -- grant_leases sets each lease's grant, and checks each of its limits
 -- again at the larger cost, which then fits, for the commit.
-local function grant_leases(limits, choices, now, at)
+local function grant_leases(limits, choices, now, proceed_at)
   for ci = 1, #choices do
     local c = choices[ci]
     if c.most then
       local last = c.first + c.count - 1
-      local extra = at > now and 0 or c.most - c.cost -- a held call takes no batch
+      local extra = proceed_at > now and 0 or c.most - c.cost -- a held call takes no batch
       for i = c.first, last do
         local l = limits[i]
         if l.algorithm == 'k' then extra = 0 end

@@ -58,7 +58,7 @@ end
 -- beyond it is a new entry at now.
 local function log_settle(key, limit, window, now, at, reserved, cost)
   local total, weighted = log_trim(key, window, now)
-  local d, found, w = cost - reserved, nil, 0
+  local d, found, weight = cost - reserved, nil, 0
   if reserved > 0 and d ~= 0 and at > now - window then
     local same = redis.call('ZRANGEBYSCORE', key, at, at)
     for i = 1, #same do
@@ -67,16 +67,16 @@ local function log_settle(key, limit, window, now, at, reserved, cost)
   end
   if found then
     redis.call('ZREM', key, found)
-    w = cost
-    if w > 0 then log_add(key, at, w) end
+    weight = cost
+    if weight > 0 then log_add(key, at, weight) end
   elseif d > 0 then
-    w = d
-    log_add(key, now, w)
+    weight = d
+    log_add(key, now, weight)
     log_expire(key, window)
   else
     d = 0
   end
-  if weighted or w > 1 then redis.call('ZADD', key, -(total + d), 's') end
+  if weighted or weight > 1 then redis.call('ZADD', key, -(total + d), 's') end
   return d, limit - total - d
 end
 

@@ -40,8 +40,8 @@ local function decide_one(KEYS, ARGV, nb, now, peek)
 end
 
 -- decide_lone_throttle decides a lone throttled funnel (short_path's
--- layout): charged as of the time it conforms, at, when that is within
--- its max delay (throttle.lua).
+-- layout): charged as of the time it conforms, proceed_at, when that is
+-- within its max delay (throttle.lua).
 local function decide_lone_throttle(KEYS, ARGV, nb, now, peek)
   local key, cost, max_delay, a, b = KEYS[nb + 1], tonumber(ARGV[7]), tonumber(ARGV[9]), tonumber(ARGV[13]), tonumber(ARGV[14])
   if not is_state(key) then return role_error(nb + 1) end
@@ -50,10 +50,11 @@ local function decide_lone_throttle(KEYS, ARGV, nb, now, peek)
     return bad('bad throttle')
   end
   local tat = tonumber(redis.call('GET', key)) or now
-  local at = math.max(now, math.max(tat, now) + (cost - a) * b)
-  if at - now > max_delay then at = now end
-  local allowed, remaining, retry, reset, new_tat = funnel_check(key, a, b, at, cost)
+  local proceed_at = math.max(now, math.max(tat, now) + (cost - a) * b)
+  if proceed_at - now > max_delay then proceed_at = now end
+  local allowed, remaining, retry, reset, new_tat = funnel_check(key, a, b, proceed_at, cost)
   if allowed then funnel_commit(key, a, b, now, cost, new_tat) end
   -- The choice's reply: pick 1, the delay, then its one position.
-  return {now, -2, 1, allowed and at - now or 0, allowed and 1 or 0, a, remaining, retry, reset + at - now, 3, b}
+  local delay = proceed_at - now
+  return {now, -2, 1, allowed and delay or 0, allowed and 1 or 0, a, remaining, retry, reset + delay, 3, b}
 end

@@ -2,15 +2,16 @@
 -- throttle_time.
 -- A throttle's funnels decide as of the time the request conforms to all
 -- of them (as a request arriving then would), when that is within its max
--- delay: at, the latest such time of the call's throttles. Each funnel is
--- then charged as of at, and the request is to wait until at. A throttle
--- whose time is beyond its max delay decides now, and denies. The call's
--- other funnels decide now, and are charged as of at too (decide.lua).
+-- delay: proceed_at, the latest such time of the call's throttles. Each
+-- funnel is then charged as of proceed_at, and the request is to wait
+-- until then. A throttle whose time is beyond its max delay decides now,
+-- and denies. The call's other funnels decide now, and are charged as of
+-- proceed_at too (decide.lua).
 
--- throttle_time returns at (now when no throttle holds the call), and
--- marks late the funnels that decide as of at.
+-- throttle_time returns proceed_at (now when no throttle holds the
+-- call), and marks late the funnels that decide as of proceed_at.
 local function throttle_time(limits, choices, now)
-  local at = now
+  local proceed_at = now
   for ci = 1, #choices do
     local c = choices[ci]
     if c.max_delay then
@@ -24,10 +25,10 @@ local function throttle_time(limits, choices, now)
         end
       end
       if conform - now <= c.max_delay then
-        at = math.max(at, conform)
+        proceed_at = math.max(proceed_at, conform)
         for i = c.first, last do limits[i].late = limits[i].algorithm == 'f' end
       end
     end
   end
-  return at
+  return proceed_at
 end
