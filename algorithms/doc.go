@@ -1,5 +1,6 @@
-// Package algorithms holds the rate-limit algorithms as one atomic Redis
-// script, the Go code that builds its arguments and parses its reply, and a
+// Package algorithms builds the calls of the rate limiter's Lua (package
+// lua: a Redis Functions library, one function per operation, and the
+// same code as one script for EVALSHA), parses their replies, and holds a
 // pure Go reference model of every algorithm.
 //
 // Three rate-limit algorithms are offered:
@@ -20,15 +21,20 @@
 //     limit's maximum duration, so a proxy that dies leaks nothing for
 //     long.
 //
-// One EVALSHA decides any mix of limits for one request, all-or-nothing: if
-// any limit denies, nothing is charged. Time comes from Redis TIME inside the
-// script, so every proxy shares one clock, and the reply carries that time so
-// a test can replay the same sequence through the Model.
+// One call of the library's decide (AppendCall) decides any mix of limits
+// and choices for one request, all-or-nothing: if any limit denies,
+// nothing is charged. One plain limit, and a throttled funnel alone in its
+// call, take short paths in the Lua (lua/short.lua), which pay for
+// themselves; TestEachShapeOfCallTakesItsPath pins what each shape of
+// call sends and which path it takes.
+// Time comes from Redis TIME inside the call, so every proxy shares one
+// clock, and the reply carries that time so a test can replay the same
+// sequence through the Model.
 //
 // Costs known only once the response ends (LLM tokens) take two calls. At
 // admission each limit either reserves an estimate (Check.Cost) or checks
 // only (Check.CheckOnly: decided as a cost of 1, charged nothing). Once the
-// real cost is known, one more call of the same script settles every limit
+// real cost is known, one call of the library's settle settles every limit
 // (Settle, AppendSettle): it charges what the reservation missed or refunds
 // what it overcharged. A settle never denies and may overdraw: the debt
 // denies later requests until it clears, and decisions report it as no

@@ -1,4 +1,5 @@
--- Concurrency: requests in flight. a = L, the slots; b = D, the most a
+-- concurrency: requests in flight. Defines conc_check and conc_commit,
+-- and for settle.lua conc_trim. a = L, the slots; b = D, the most a
 -- slot is held (max_duration), in us. The key is a sorted set of the
 -- slots held: member = the slot id the caller chose (its cost field, an
 -- integer below 2^53), score = the slot's expiry, acquired at + D. A slot
@@ -18,15 +19,15 @@ end
 -- allows a slot, it also returns the last expiry for conc_commit.
 local function conc_check(key, limit, d, now, n)
   local used = conc_trim(key, now)
-  local w = n > 0 and 1 or 0
+  local taken = n > 0 and 1 or 0
   local last = 0
   if used > 0 then last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
   local reset = used > 0 and last - now or 0
-  if used + w <= limit then
-    if w == 1 then return true, limit - used - 1, -1, math.max(reset, d), last end
+  if used + taken <= limit then
+    if taken == 1 then return true, limit - used - 1, -1, math.max(reset, d), last end
     return true, limit - used, -1, reset
   end
-  local k = used + w - limit - 1
+  local k = used + taken - limit - 1
   local e = redis.call('ZRANGE', key, k, k, 'WITHSCORES')
   return false, math.max(0, limit - used), tonumber(e[2]) - now, reset
 end

@@ -1,76 +1,103 @@
--- decide: every limit of one request, all-or-nothing, on one Redis clock.
+-- decide: the entry point that decides every limit of one request,
+-- all-or-nothing, on one Redis clock.
 -- ARGV[1] = nb, the number of block keys; KEYS[1..nb] are block keys and
 -- KEYS[nb+i] is the key of limit i. ARGV then holds four values per limit:
 -- algorithm ('l', 'c', 'f' or 'k'), a, b, cost. A cost of 0 peeks; a cost
 -- of -1 checks only: decided as a cost of 1, reported as a peek when it
--- fits, never charged. A concurrency limit ('k') takes one slot whatever
--- the request's cost: its cost field carries the slot id instead (> 0).
+-- fits, never charged. A concurrency limit takes a slot (limits.lua).
+-- ARGV[1] = 'g' is a call with choices: see choice.lua.
 -- Reply: {now_us, -2, then per limit: allowed, limit, remaining,
 -- retry_after_us, reset_after_us}, or {now_us, block_pttl_ms, block_index}
--- when a block key exists. ARGV[1] = 'g' is a call with choices: see
--- choice.lua. A peek (peek set) must check only: every cost is -1.
--- Needs Redis >= 5, where scripts replicate their effects, so TIME may
--- precede writes.
+-- when a block key exists. A peek (peek set) must check only: every cost
+-- is -1. Every key it writes is a state key (roles.lua): blocks, tiers
+-- and overrides are only read. Needs Redis >= 5, where scripts replicate
+-- their effects, so TIME may precede writes.
 --
--- Each algorithm has check(key, a, b, now, n), which decides a request of
--- cost n without charging it and returns allowed, remaining, retry and
--- reset (us), then up to two values for its commit(key, a, b, now, n, ...),
--- which charges it.
---
--- decide is this file, choice.lua and decide_all.lua, which closes it.
--- Every key it writes is a state key (roles.lua): blocks, tiers and
--- overrides are only read.
+-- One plain limit, and a lone throttled funnel, take short paths
+-- (short.lua). Every other call takes two phases: every limit is checked
+-- without charging (a check may trim entries that left the window), then,
+-- only if all allow, each is charged. If any limit denies, nothing is
+-- charged.
+
+-- check_limit is phase one for limit i: its verdict as of now, or as of
+-- proceed_at for a late funnel (throttle.lua). It returns an error reply,
+-- or nil.
+local function check_limit(l, i, now, proceed_at, peek)
+  local check, a, b, cost = checks[l.algorithm], l.a, l.b, l.cost
+  if not is_state(l.key) then return bad('limit ' .. i .. ' is not a state key') end
+  if not check or not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
+    return bad('bad arguments for limit ' .. i)
+  end
+  local as_of = l.late and proceed_at or now
+  local allowed, remaining, retry, reset, state1, state2 = check(l.key, a, b, as_of, cost == -1 and 1 or cost)
+  reset = reset + as_of - now
+  if allowed and cost == -1 then
+    allowed, remaining, retry, reset = check(l.key, a, b, now, 0)
+  elseif allowed and proceed_at > now and l.algorithm == 'f' and cost > 0 and not l.late then
+    -- Admitted now, it goes on at proceed_at: charged as a request
+    -- arriving then.
+    local _, _, _, _, tat = check(l.key, a, b, proceed_at, cost)
+    state1 = tat
+  end
+  l.allowed, l.remaining, l.retry, l.reset, l.state1, l.state2 = allowed, remaining, retry, reset, state1, state2
+end
 
 local function decide(KEYS, ARGV, peek)
-if #KEYS > max_keys then return redis.error_reply('ERR ratelimit: too many keys') end
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local grouped = ARGV[1] == 'g'
-local nb = tonumber(ARGV[grouped and 2 or 1])
-if not nb or nb < 0 or nb > #KEYS then
-  return redis.error_reply('ERR ratelimit: bad block key count')
-end
-for i = 1, nb do
-  if not has_role(KEYS[i], ':block') then return role_error(i) end
-  local blocked = redis.call('PTTL', KEYS[i])
-  if blocked ~= -2 then return {now, blocked, i} end
-end
-
--- One funnel: check, then charge if it allows. (decide_all.lua decides
--- one limit of another algorithm alike; a shared function would cost a
--- closure.)
-if #KEYS == nb + 1 and ARGV[2] == 'f' and not grouped then
-  local key, a, b, cost = KEYS[nb + 1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-  if not is_state(key) then return role_error(nb + 1) end
-  if not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
-    return redis.error_reply('ERR ratelimit: bad arguments for limit 1')
+  local grouped = ARGV[1] == 'g' -- a call with choices
+  local nb = tonumber(ARGV[grouped and 2 or 1]) -- its block keys
+  local np -- its plain limits: with choices ARGV[3], else every other key
+  if grouped then np = tonumber(ARGV[3]) elseif nb then np = #KEYS - nb end
+  if #KEYS > max_keys then return bad('too many keys') end
+  local now = clock_us()
+  if not nb or nb < 0 or nb > #KEYS then
+    return bad('bad block key count')
   end
-  local allowed, remaining, retry, reset, tat = funnel_check(key, a, b, now, cost == -1 and 1 or cost)
-  if allowed and cost == -1 then
-    allowed, remaining, retry, reset = funnel_check(key, a, b, now, 0)
-  elseif allowed and cost ~= 0 then
-    funnel_commit(key, a, b, now, cost, tat)
+  for i = 1, nb do
+    if not has_role(KEYS[i], ':block') then return role_error(i) end
+    local pttl = redis.call('PTTL', KEYS[i])
+    if pttl ~= -2 then return {now, pttl, i} end
   end
-  return {now, -2, allowed and 1 or 0, a, remaining, retry, reset}
-end
+  local path = short_path(KEYS, ARGV, grouped, nb)
+  if path == 'one' then return decide_one(KEYS, ARGV, nb, now, peek) end
+  if path == 'throttle' then return decide_lone_throttle(KEYS, ARGV, nb, now, peek) end
 
--- One throttled funnel, as choice.lua and decide_all.lua would decide it
--- (a choice of flags 16, one tier of one funnel, no plain limit): charged
--- as of the time it conforms when that is within its max delay.
--- ARGV: 'g', nb, 0, 'x', 16, 1, cost, 1, max delay, name, 1, 'f', a, b.
-if grouped and #KEYS == nb + 1 and #ARGV == 14 and ARGV[3] == '0' and ARGV[5] == '16' and ARGV[6] == '1'
-    and ARGV[8] == '1' and ARGV[11] == '1' and ARGV[12] == 'f' then
-  local key, cost, wait, a, b = KEYS[nb + 1], tonumber(ARGV[7]), tonumber(ARGV[9]), tonumber(ARGV[13]), tonumber(ARGV[14])
-  if not is_state(key) then return role_error(nb + 1) end
-  if peek or ARGV[4] ~= 'x' or not cost or cost < 1 or not wait or wait < 0 or not a or not b or a < 1 or b < 1
-      or not bounded(a, b, cost) then
-    return redis.error_reply('ERR ratelimit: bad throttle')
+  local limits, choices, proceed_at = {}, nil, now
+  if grouped then
+    if not np or np < 0 or nb + np > #KEYS then
+      return bad('bad plain limit count')
+    end
+    read_limits(limits, KEYS, ARGV, nb, np, 4)
+    choices = {}
+    local err = read_choices(limits, choices, KEYS, ARGV, 4 * np + 4, nb + np + 1)
+    if err then return err end
+    proceed_at = throttle_time(limits, choices, now)
+  else
+    read_limits(limits, KEYS, ARGV, nb, np, 2)
   end
-  local tat = tonumber(redis.call('GET', key)) or now
-  local at = math.max(now, math.max(tat, now) + (cost - a) * b)
-  if at - now > wait then at = now end
-  local allowed, remaining, retry, reset, new_tat = funnel_check(key, a, b, at, cost)
-  if allowed then funnel_commit(key, a, b, now, cost, new_tat) end
-  return {now, -2, 1, allowed and at - now or 0, allowed and 1 or 0, a, remaining, retry, reset + at - now, 3, b}
-end
 
+  local n, all = #limits, true
+  for i = 1, n do
+    local l = limits[i]
+    local err = check_limit(l, i, now, proceed_at, peek)
+    if err then return err end
+    if not l.allowed then all = false end
+  end
+  if all and choices then grant_leases(limits, choices, now, proceed_at) end
+  for i = 1, n do
+    local l = limits[i]
+    if all then
+      if l.cost > 0 then commits[l.algorithm](l.key, l.a, l.b, now, l.cost, l.state1, l.state2) end
+    elseif l.allowed then
+      -- Another limit denied: report what this one has left, uncharged.
+      l.allowed, l.remaining, l.retry, l.reset = checks[l.algorithm](l.key, l.a, l.b, now, 0)
+    end
+  end
+
+  local reply = {now, -2}
+  for i = 1, np do
+    local l, r = limits[i], 5 * i - 2
+    reply[r], reply[r + 1], reply[r + 2], reply[r + 3], reply[r + 4] = l.allowed and 1 or 0, l.a, l.remaining, l.retry, l.reset
+  end
+  if choices then append_choices(reply, limits, choices, all, proceed_at, now) end
+  return reply
+end

@@ -14,12 +14,15 @@ import (
 //go:embed *.lua
 var files embed.FS
 
-// The code, in order: what each key is (roles.lua), the algorithms, the
-// settle, and the decide (decide.lua, choice.lua and decide_all.lua, which
-// closes it). It defines functions only: Library registers them, Script
-// dispatches to them.
-var parts = []string{"roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
-	"concurrency.lua", "settle.lua", "decide.lua", "choice.lua", "decide_all.lua"}
+// The code, in order: what every entry point shares (args.lua) and what
+// each key is (roles.lua); the algorithms; settle.lua and epoch.lua, each
+// an entry point; the limits of a decide call (limits.lua, choice.lua,
+// throttle.lua, lease.lua); and decide.lua, the decide entry point. Each
+// file defines local functions that later files use, and nothing else:
+// Library registers the entry points, Script dispatches to them.
+var parts = []string{"args.lua", "roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
+	"concurrency.lua", "settle.lua", "epoch.lua", "limits.lua", "choice.lua", "throttle.lua", "lease.lua",
+	"short.lua", "decide.lua"}
 
 // Library is the Functions library: one function per operation, defined
 // at load, so a call pays nothing to define them. Its name carries a

@@ -1,10 +1,11 @@
--- settle: adjusts what admitted requests were charged, once their real
--- costs are known. ARGV[1] = 's'; KEYS[i] is the key of settle i, and ARGV
--- then holds six values per settle: algorithm, a, b, at (the admission's
--- Redis time, us), reserved (what it charged; 0 for none) and cost (the
--- real cost, >= 0). Reply: {now_us, then per settle: applied, remaining}:
--- applied is the signed change made (> 0 charged, < 0 refunded), remaining
--- what is left after it, negative in debt.
+-- settle: the entry point that adjusts what admitted requests were
+-- charged, once their real costs are known; and each algorithm's settle.
+-- ARGV[1] = 's'; KEYS[i] is the key of settle i, and ARGV then holds six
+-- values per settle: algorithm, a, b, at (the admission's Redis time, us),
+-- reserved (what it charged; 0 for none) and cost (the real cost, >= 0).
+-- Reply: {now_us, then per settle: applied, remaining}: applied is the
+-- signed change made (> 0 charged, < 0 refunded), remaining what is left
+-- after it, negative in debt.
 -- One rule for every algorithm, with d = cost - reserved: a settle adjusts
 -- the admission's own record while it still counts; a charge beyond it,
 -- once it no longer counts, is charged now; a refund of a record that no
@@ -16,18 +17,18 @@
 
 -- The TAT moves by d * T, never below now. Applied is the change in
 -- units left, so a refund that empties the funnel counts whole units.
-local function funnel_settle(key, burst, t, now, _, reserved, cost)
-  local tau = burst * t
+local function funnel_settle(key, burst, interval, now, _, reserved, cost)
+  local tau = burst * interval
   local tat = tonumber(redis.call('GET', key)) or now
   if tat < now then tat = now end
-  local new_tat = math.max(now, tat + (cost - reserved) * t)
+  local new_tat = math.max(now, tat + (cost - reserved) * interval)
   if new_tat > now and new_tat ~= tat then
     redis.call('SET', key, new_tat, 'PX', math.ceil((new_tat - now) / 1000))
   elseif new_tat ~= tat then
     redis.call('DEL', key)
   end
-  local left = math.floor((now - new_tat + tau) / t)
-  return math.floor((now - tat + tau) / t) - left, left
+  local left = math.floor((now - new_tat + tau) / interval)
+  return math.floor((now - tat + tau) / interval) - left, left
 end
 
 -- The count of the admission's window, current or previous, moves by d,
@@ -57,7 +58,7 @@ end
 -- beyond it is a new entry at now.
 local function log_settle(key, limit, window, now, at, reserved, cost)
   local total, weighted = log_trim(key, window, now)
-  local d, found, w = cost - reserved, nil, 0
+  local d, found, weight = cost - reserved, nil, 0
   if reserved > 0 and d ~= 0 and at > now - window then
     local same = redis.call('ZRANGEBYSCORE', key, at, at)
     for i = 1, #same do
@@ -66,16 +67,16 @@ local function log_settle(key, limit, window, now, at, reserved, cost)
   end
   if found then
     redis.call('ZREM', key, found)
-    w = cost
-    if w > 0 then log_add(key, at, w) end
+    weight = cost
+    if weight > 0 then log_add(key, at, weight) end
   elseif d > 0 then
-    w = d
-    log_add(key, now, w)
+    weight = d
+    log_add(key, now, weight)
     log_expire(key, window)
   else
     d = 0
   end
-  if weighted or w > 1 then redis.call('ZADD', key, -(total + d), 's') end
+  if weighted or weight > 1 then redis.call('ZADD', key, -(total + d), 's') end
   return d, limit - total - d
 end
 
@@ -86,33 +87,35 @@ local function conc_settle(key, limit, _, now, _, slot)
   return -gone, limit - used + gone
 end
 
-local settles = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle}
+local settle_by = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle}
 
 -- settle applies one call's settles. Every key is a state key (roles.lua).
 local function settle(KEYS, ARGV)
-if ARGV[1] ~= 's' or #ARGV ~= 1 + 6 * #KEYS or #KEYS > max_keys then
-  return redis.error_reply('ERR ratelimit: bad settle argument count')
-end
--- Every settle is read before any is applied: a bad one writes nothing.
-local args = {}
-for i = 1, #KEYS do
-  local j = 6 * i - 4
-  local a, b, at, reserved, cost = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
-  if not settles[ARGV[j]] or not a or not b or not at or not reserved or not cost or a < 1 or b < 1 or reserved < 0 or cost < 0 then
-    return redis.error_reply('ERR ratelimit: bad arguments for settle ' .. i)
+  local mode, count = ARGV[1], #KEYS
+  if mode ~= 's' or #ARGV ~= 1 + 6 * count or count > max_keys then
+    return bad('bad settle argument count')
   end
-  if not is_state(KEYS[i]) then return role_error(i) end
-  if not bounded(a, b, reserved) or not bounded(at, cost, 0) then
-    return redis.error_reply('ERR ratelimit: bad arguments for settle ' .. i)
+  -- Every settle is read before any is applied: a bad one writes nothing.
+  local settles = {}
+  for i = 1, count do
+    local j = 6 * i - 4
+    local algorithm, a, b, at, reserved, cost = ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]),
+      tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
+    if not settle_by[algorithm] or not a or not b or not at or not reserved or not cost
+        or a < 1 or b < 1 or reserved < 0 or cost < 0 then
+      return bad('bad arguments for settle ' .. i)
+    end
+    if not is_state(KEYS[i]) then return role_error(i) end
+    if not bounded(a, b, reserved) or not bounded(at, cost, 0) then
+      return bad('bad arguments for settle ' .. i)
+    end
+    settles[i] = {algorithm = algorithm, a = a, b = b, at = at, reserved = reserved, cost = cost}
   end
-  args[i] = {a, b, at, reserved, cost}
-end
-local t = redis.call('TIME')
-local now = t[1] * 1000000 + t[2]
-local reply = {now}
-for i = 1, #KEYS do
-  local s = args[i]
-  reply[2 * i], reply[2 * i + 1] = settles[ARGV[6 * i - 4]](KEYS[i], s[1], s[2], now, s[3], s[4], s[5])
-end
-return reply
+  local now = clock_us()
+  local reply = {now}
+  for i = 1, count do
+    local s = settles[i]
+    reply[2 * i], reply[2 * i + 1] = settle_by[s.algorithm](KEYS[i], s.a, s.b, now, s.at, s.reserved, s.cost)
+  end
+  return reply
 end

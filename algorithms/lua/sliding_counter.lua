@@ -1,4 +1,6 @@
--- Sliding counter: two fixed windows, weighted; O(1) memory per key.
+-- sliding_counter: two fixed windows, weighted; O(1) memory per key.
+-- Defines counter_check and counter_commit, and for settle.lua
+-- counter_window and counter_counts.
 -- a = L, the requests allowed per window of b = W milliseconds. The
 -- estimate of requests in the last W is prev * (W - e) / W + cur, e = time
 -- into the current window. All arithmetic is scaled by W so it stays in

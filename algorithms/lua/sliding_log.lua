@@ -1,4 +1,6 @@
--- Sliding log: an exact sliding window over a sorted set of admissions.
+-- sliding_log: an exact sliding window over a sorted set of admissions.
+-- Defines log_check and log_commit, and for settle.lua log_weight,
+-- log_trim, log_add and log_expire.
 -- a = L, the units allowed per window of b = W microseconds.
 -- One member per admission: score = its time in us, member '<us>' or
 -- '<us>.<k>' (k keeps it unique), then ':<weight>' unless the weight is 1.
