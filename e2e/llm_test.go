@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -381,12 +382,8 @@ func concurrentHost(t *testing.T, tg llmTarget, up *llmUpstream, headers map[str
 func concurrentNative(t *testing.T, config string, up *llmUpstream, headers map[string]string, n int) int {
 	native := startLLM(t, "native", config, up).(*nativeLLM)
 	lastLLM = native
-	h := map[string]string{}
-	for k, v := range headers {
-		if k != "x-hold" {
-			h[k] = v
-		}
-	}
+	h := maps.Clone(headers)
+	delete(h, "x-hold")
 	// The upstream's answer, fetched once; each admitted stream gets it.
 	resp := native.fetch(t, "/v1/chat/completions", h)
 	pairs := [][2]string{{":method", "POST"}, {":path", "/v1/chat/completions"}, {":authority", "llm"}}
