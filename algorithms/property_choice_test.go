@@ -2,12 +2,10 @@ package algorithms
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -15,12 +13,7 @@ import (
 // operator assigns tiers, sets overrides and clears both at random: every
 // Decision, picks included, must agree exactly.
 func TestScriptMatchesModelWithChoices(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 3))
-	c := dial(t)
-	p := redistest.Prefix(t)
-	model := NewModel()
+	rng, c, model, p := newProperty(t, 3)
 	must := mustLimit(t)
 	// Position i of every tier and override shares one state: one
 	// algorithm, and for the counter one window. A sliding log's key

@@ -13,12 +13,7 @@ import (
 // Settlement must agree exactly, and every grant must be the most the
 // limits admitted, up to the lease's most.
 func TestScriptMatchesModelWithLeases(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 14))
-	c := dial(t)
-	p := NewModel()
-	prefix := fmt.Sprintf("lease%d", seed%1000000)
+	rng, c, p, prefix := newProperty(t, 14)
 	mixes := propertyMixes(t)
 	delete(mixes, "concurrency")
 	names := []string{"sliding_log", "sliding_counter", "funnel", "token_bucket", "mixed"}

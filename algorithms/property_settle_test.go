@@ -6,8 +6,6 @@ import (
 	"reflect"
 	"testing"
 	"time"
-
-	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
 // admission is a limit's share of an admitted request, awaiting its settle.
@@ -41,12 +39,7 @@ func TestScriptMatchesModelWithSettles(t *testing.T) {
 	for name, limits := range mixes {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			seed := uint64(time.Now().UnixNano())
-			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, 2))
-			c := dial(t)
-			p := redistest.Prefix(t)
-			model := NewModel()
+			rng, c, model, p := newProperty(t, 2)
 			cases := settleCases{}
 			var pending []admission
 			var slots slotIDs

@@ -10,18 +10,23 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
+// newProperty starts a property test: a random source from a fresh seed,
+// logged so that a failure can be replayed (stream tells the tests apart),
+// a conn to the test Redis, a new Model and the test's key prefix.
+func newProperty(t *testing.T, stream uint64) (*rand.Rand, *conn, *Model, string) {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	return rand.New(rand.NewPCG(seed, stream)), dial(t), NewModel(), redistest.Prefix(t)
+}
+
 // Random sequences of costs go through the real script and through the
 // Model at the time the script reported; every Decision must agree exactly.
 func TestScriptMatchesModel(t *testing.T) {
 	mixes := propertyMixes(t)
 	for name, limits := range mixes {
 		t.Run(name, func(t *testing.T) {
-			seed := uint64(time.Now().UnixNano())
-			t.Logf("seed %d", seed)
-			rng := rand.New(rand.NewPCG(seed, 1))
-			c := dial(t)
-			p := redistest.Prefix(t)
-			model := NewModel()
+			rng, c, model, p := newProperty(t, 1)
 			checks := make([]Check, len(limits))
 			allowed, denied := 0, 0
 			var slots slotIDs

@@ -3,7 +3,6 @@ package algorithms
 import (
 	"cmp"
 	"fmt"
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -18,12 +17,7 @@ import (
 // a throttle included: a throttle never lets a request through before its
 // time.
 func TestScriptMatchesModelWithThrottles(t *testing.T) {
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 15))
-	c := dial(t)
-	p := NewModel()
-	prefix := fmt.Sprintf("throttle%d", seed%1000000)
+	rng, c, p, prefix := newProperty(t, 15)
 	must := mustLimit(t)
 	mixes := map[string][]Limit{
 		"funnel":         {must(NewFunnel(5, 3, 20*time.Millisecond))},

@@ -76,9 +76,9 @@ func TestACLShippedUsersDecide(t *testing.T) {
 	t.Parallel()
 	srv, _ := aclRedis(t)
 	config := fmt.Sprintf(`{"redis":{"cluster":"redis","timeout":"2s"},%s}`, aclRules)
-	higress := startWasm(t, strings.Replace(config, `"timeout"`,
+	higress := startBuild(t, "higress", wasmhost.Config{}, strings.Replace(config, `"timeout"`,
 		fmt.Sprintf(`"username":"ratelimit-filter","password":%q,"timeout"`, filterPassword), 1), srv.Addr)
-	stock := startStockGateway(t, config, redistest.StartWebdisAuth(t, srv.Addr, webdisPassword))
+	stock := startBuild(t, "webdis", wasmhost.Config{}, config, redistest.StartWebdisAuth(t, srv.Addr, webdisPassword))
 	for name, tg := range map[string]target{"higress": higress, "stock": stock} {
 		req := map[string]string{"x-user": name}
 		for i, want := range []int{200, 200, 429} {
@@ -227,7 +227,7 @@ func TestACLWrongUserOnHigressLink(t *testing.T) {
 		}
 	}
 	config := fmt.Sprintf(`{"failure_mode":"deny","redis":{"cluster":"redis","username":"ratelimit-filter","password":"wrong","timeout":"2s"},%s}`, aclRules)
-	tg := startWasm(t, config, srv.Addr).(*wasmTarget)
+	tg := startBuild(t, "higress", wasmhost.Config{}, config, srv.Addr)
 	req := map[string]string{"x-user": "alice"}
 	// Each VM's first call may go out before its WHOAMI's reply: send
 	// until both VMs have found the wrong user.

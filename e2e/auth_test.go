@@ -40,7 +40,7 @@ func TestACLUser(t *testing.T) {
 	// second: timed.
 	timed(t, time.Second, func(t *attempt) {
 		prefix := redistest.Prefix(t)
-		tg := startWasm(t.T, authConfig(prefix, "deny", "ratelimit", "pw"), srv.Addr)
+		tg := startBuild(t.T, "higress", wasmhost.Config{}, authConfig(prefix, "deny", "ratelimit", "pw"), srv.Addr)
 		expect(t, tg.send(t, nil), 200, "ratelimit", `"api";r=1;t=60`)
 		expect(t, tg.send(t, nil), 200, "ratelimit", `"api";r=0;t=60`)
 		expect(t, tg.send(t, nil), 429, "retry-after", "60")
@@ -74,7 +74,7 @@ func TestACLFailures(t *testing.T) {
 		for _, mode := range []string{"allow", "deny"} {
 			t.Run(tc.name+"/"+mode, func(t *testing.T) {
 				t.Parallel()
-				tg := startWasm(t, authConfig(redistest.Prefix(t), mode, tc.username, tc.password), srv.Addr).(*wasmTarget)
+				tg := startBuild(t, "higress", wasmhost.Config{}, authConfig(redistest.Prefix(t), mode, tc.username, tc.password), srv.Addr)
 				const n = 3 // below the circuit breaker's default of 5
 				want := map[string]int{"allow": 200, "deny": 503}[mode]
 				for range n {

@@ -21,18 +21,12 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
-// connManager is the part of an HTTP connection manager's configuration
-// that decides the client address.
-type connManager struct {
-	UseRemoteAddress  bool
-	XffNumTrustedHops int
-	SkipXffAppend     bool
-}
-
-// shippedConnManager reads the settings of the one HTTP connection manager
-// in the repository's envoy.yaml (deploy/envoy_test.go checks that file
-// against Envoy's own API). Fields the host does not model fail the test.
-func shippedConnManager(t *testing.T) connManager {
+// shippedConnManager reads the settings that decide the client address
+// (UseRemoteAddress, XffNumTrustedHops, SkipXffAppend) of the one HTTP
+// connection manager in the repository's envoy.yaml (deploy/envoy_test.go
+// checks that file against Envoy's own API). Fields the host does not
+// model fail the test.
+func shippedConnManager(t *testing.T) wasmhost.Config {
 	t.Helper()
 	doc, err := deploy.ReadYAMLOne("../" + deploy.EnvoyBootstrap)
 	if err != nil {
@@ -76,7 +70,7 @@ func shippedConnManager(t *testing.T) connManager {
 			t.Fatalf("envoy.yaml sets %s, which wasmhost does not model", f)
 		}
 	}
-	var c connManager
+	var c wasmhost.Config
 	c.UseRemoteAddress, _ = field("use_remote_address", "useRemoteAddress").(bool)
 	c.SkipXffAppend, _ = field("skip_xff_append", "skipXffAppend").(bool)
 	if n, ok := field("xff_num_trusted_hops", "xffNumTrustedHops").(float64); ok {
@@ -99,25 +93,6 @@ func xffUpstream(t *testing.T) string {
 	}))
 	t.Cleanup(up.Close)
 	return up.URL
-}
-
-// startClientIPHost runs one build (higress: Redis callouts; stock: through
-// a real Webdis) with the connection manager settings cm.
-func startClientIPHost(t *testing.T, build, config string, cm connManager) *wasmhost.Host {
-	t.Helper()
-	cfg := wasmhost.Config{Workers: 2, Upstream: xffUpstream(t), UseRemoteAddress: cm.UseRemoteAddress,
-		XffNumTrustedHops: cm.XffNumTrustedHops, SkipXffAppend: cm.SkipXffAppend}
-	switch build {
-	case "higress":
-		cfg.Module, cfg.RedisClusters = module, map[string]string{"redis": server.Addr}
-	case "stock":
-		config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
-			`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
-			redistest.WebdisUser, redistest.WebdisPassword), 1)
-		cfg.Module, cfg.HTTPClusters = stockModule, map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}
-	}
-	cfg.PluginConfig = []byte(config)
-	return startHostWith(t, cfg)
 }
 
 // clientFrom returns an HTTP client whose connections come from ip (any
@@ -174,10 +149,12 @@ func TestSpoofedXFFCannotChooseTheKey(t *testing.T) {
 	cm := shippedConnManager(t)
 	t.Logf("envoy.yaml: use_remote_address %v, xff_num_trusted_hops %d, skip_xff_append %v",
 		cm.UseRemoteAddress, cm.XffNumTrustedHops, cm.SkipXffAppend)
-	for _, build := range []string{"higress", "stock"} {
+	for _, build := range moduleKinds {
 		t.Run(build, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
-			h := startClientIPHost(t, build, clientIPConfig(prefix, 0), cm)
+			cfg := cm
+			cfg.Upstream = xffUpstream(t)
+			h := startBuild(t, build, cfg, clientIPConfig(prefix, 0), server.Addr).h
 			c := clientFrom(t, "127.0.0.2")
 			for i, xff := range [][]string{
 				nil, {"203.0.113.7"}, {"198.51.100.1"}, {"6.6.6.6, 127.0.0.3"}, {"::1"},
@@ -220,11 +197,11 @@ func TestClientIPBehindOneTrustedProxy(t *testing.T) {
 		{"filter trusts one hop", 0, 1},
 		{"both trust one hop", 1, 1},
 	} {
-		for _, build := range []string{"higress", "stock"} {
+		for _, build := range moduleKinds {
 			t.Run(tc.name+"/"+build, func(t *testing.T) {
 				prefix := redistest.Prefix(t)
-				h := startClientIPHost(t, build, clientIPConfig(prefix, tc.filterHops),
-					connManager{UseRemoteAddress: true, XffNumTrustedHops: tc.proxyHops})
+				h := startBuild(t, build, wasmhost.Config{Upstream: xffUpstream(t), UseRemoteAddress: true, XffNumTrustedHops: tc.proxyHops},
+					clientIPConfig(prefix, tc.filterHops), server.Addr).h
 				lb := clientFrom(t, "127.0.0.2")
 				for i, step := range []struct {
 					xff  string

@@ -43,7 +43,7 @@ func clusterConfig(prefix string, clusterMode bool, failureMode string) string {
 // the host over the cluster's nodes.
 func startCluster(t *testing.T, config string, c *redistest.Cluster) *wasmTarget {
 	return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
-		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}}).(*wasmTarget)
+		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}})
 }
 
 // portableOutcome is what of an outcome must not depend on where Redis runs: all
@@ -77,7 +77,7 @@ func TestCluster(t *testing.T) {
 	t.Run("cluster_mode decides as a single server does", func(t *testing.T) {
 		prefix := redistest.Prefix(t)
 		config := clusterConfig(prefix, true, "allow")
-		single, clustered := startWasm(t, config, server.Addr).(*wasmTarget), startCluster(t, config, cluster)
+		single, clustered := startBuild(t, "higress", wasmhost.Config{}, config, server.Addr), startCluster(t, config, cluster)
 		users := []string{"alice", "bob", "carol", "dave", "erin", "frank", "mallory"}
 		const block = "1"
 		if _, err := server.Do("SET", prefix+"{api|mallory}:block", block, "EX", 300); err != nil {
@@ -145,7 +145,7 @@ func TestCluster(t *testing.T) {
 		}
 		config := clusterConfig(prefix, false, "deny")
 		req := map[string]string{":path": "/api/a", "x-user": "alice"}
-		expect(t, startWasm(t, config, server.Addr).send(t, req), 200)
+		expect(t, startBuild(t, "higress", wasmhost.Config{}, config, server.Addr).send(t, req), 200)
 
 		clustered := startCluster(t, config, cluster)
 		const n = 3

@@ -82,7 +82,7 @@ func TestConcurrencySlotsOutliveADeadVM(t *testing.T) {
 			proxy.SetObserve(rec.observe)
 			up := newSlotUpstream(t)
 			config := slotsConfig(prefix, limit, "2s")
-			dead := startSlotHost(t, kind, config, proxy.Addr, up.URL)
+			dead := startBuild(t, kind, up.host(), config, proxy.Addr).h
 			for range limit {
 				hold(dead, "dead")
 			}
@@ -122,7 +122,7 @@ func TestConcurrencySlotsOutliveADeadVM(t *testing.T) {
 			if now := redisNow(t); now < last {
 				t.Fatalf("the key went at %d, before its last slot's expiry at %d, with no release", now, last)
 			}
-			alive := startSlotHost(t, kind, config, proxy.Addr, up.URL)
+			alive := startBuild(t, kind, up.host(), config, proxy.Addr).h
 			var calls []*heldCall
 			for range limit {
 				calls = append(calls, hold(alive, "alive"))
@@ -155,7 +155,7 @@ func TestConcurrencyRedisRestarts(t *testing.T) {
 			prefix := redistest.Prefix(t)
 			key := slotsKey(prefix)
 			up := newSlotUpstream(t)
-			h := startSlotHost(t, kind, slotsConfig(prefix, limit, "1m"), r.Addr, up.URL)
+			h := startBuild(t, kind, up.host(), slotsConfig(prefix, limit, "1m"), r.Addr).h
 			metric := func(name string) int64 { v, _ := h.Metric(name); return v }
 			before := []*heldCall{hold(h, "before"), hold(h, "before")}
 			waitFor(t, "both slots taken", func() bool { return zcard(rdb, key) == limit })
@@ -236,14 +236,14 @@ func TestConcurrencyResetsRelease(t *testing.T) {
 				key := slotsKey(prefix)
 				up := newSlotUpstream(t)
 				config := slotsConfig(prefix, 2, "1m")
-				h := startResetHost(t, kind, config, up.URL, deferred)
+				h := startBuild(t, kind, wasmhost.Config{Workers: 1, Upstream: up.URL, DeferredLog: deferred}, config, server.Addr).h
 				status(t, h, "x-reset", "1") // a 200 cut short, or an error
 				waitFor(t, "the upstream reset's release", func() bool { return zcard(server.Client, key) == 0 })
 				c := hold(h, "never")
 				waitFor(t, "the held request at the upstream", func() bool { return up.inFlight.Load() == 1 })
 				c.cancel()
 				waitFor(t, "the client reset's release", func() bool { return zcard(server.Client, key) == 0 })
-				gone := startResetHost(t, kind, config, refusedURL(t), deferred)
+				gone := startBuild(t, kind, wasmhost.Config{Workers: 1, Upstream: refusedURL(t), DeferredLog: deferred}, config, server.Addr).h
 				if s := status(t, gone); s != 503 {
 					t.Fatalf("with the upstream refusing: %d, want the proxy's 503", s)
 				}
@@ -263,20 +263,6 @@ func TestConcurrencyResetsRelease(t *testing.T) {
 			t.Fatalf("%d slots after the reset", n)
 		}
 	})
-}
-
-// startResetHost starts a host of one VM on the shared Redis.
-func startResetHost(t *testing.T, kind, config, upstream string, deferred bool) *wasmhost.Host {
-	t.Helper()
-	cfg := wasmhost.Config{Module: module, Workers: 1, Upstream: upstream, DeferredLog: deferred,
-		RedisClusters: map[string]string{"redis": server.Addr}}
-	if kind == "stock" {
-		config = webdisConfig(t, config)
-		cfg = wasmhost.Config{Module: stockModule, Workers: 1, Upstream: upstream, DeferredLog: deferred,
-			HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}}
-	}
-	cfg.PluginConfig = []byte(config)
-	return startHostWith(t, cfg)
 }
 
 func refusedURL(t *testing.T) string { return "http://" + refused(t) }

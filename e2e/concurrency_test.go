@@ -44,6 +44,11 @@ type slotUpstream struct {
 	gates                  map[string]chan struct{}
 }
 
+// host is the host config of two VMs in front of u.
+func (u *slotUpstream) host() wasmhost.Config {
+	return wasmhost.Config{Upstream: u.URL, UpstreamTimeout: time.Minute} // held requests wait on the test, however busy the machine
+}
+
 func newSlotUpstream(t *testing.T) *slotUpstream {
 	u := &slotUpstream{gates: map[string]chan struct{}{}}
 	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
@@ -262,7 +267,7 @@ func (r *slotRecord) check(t *testing.T, limit int) int {
 // by the upstream's own count, and every slot released at the end.
 func TestConcurrencyNeverAboveLimit(t *testing.T) {
 	const clients, limit, perClient = 32, 5, 5
-	for _, kind := range llmKinds {
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
 			rec := newSlotRecord(slotsKey(prefix))
@@ -273,8 +278,8 @@ func TestConcurrencyNeverAboveLimit(t *testing.T) {
 			if kind == "native" {
 				admitted, denied = nativeConcurrency(t, slotsConfig(prefix, limit, "1m"), proxy.Addr, limit, 3*clients*perClient)
 			} else {
-				hosts := []*wasmhost.Host{startSlotHost(t, kind, slotsConfig(prefix, limit, "1m"), proxy.Addr, up.URL),
-					startSlotHost(t, kind, slotsConfig(prefix, limit, "1m"), proxy.Addr, up.URL)}
+				hosts := []*wasmhost.Host{startBuild(t, kind, up.host(), slotsConfig(prefix, limit, "1m"), proxy.Addr).h,
+					startBuild(t, kind, up.host(), slotsConfig(prefix, limit, "1m"), proxy.Addr).h}
 				admitted, denied = slotClients(t, hosts, clients, perClient)
 				if peak := up.peak.Load(); peak > limit || up.served.Load() != admitted {
 					t.Errorf("the upstream served %d requests, %d at once; %d were admitted, limit %d", up.served.Load(), peak, admitted, limit)
@@ -295,21 +300,6 @@ func TestConcurrencyNeverAboveLimit(t *testing.T) {
 			}
 		})
 	}
-}
-
-// startSlotHost starts a host of two VMs of kind ("higress" or "stock")
-// reaching the Redis at redisAddr, in front of upstream.
-func startSlotHost(t *testing.T, kind, config, redisAddr, upstream string) *wasmhost.Host {
-	t.Helper()
-	cfg := wasmhost.Config{Module: module, Workers: 2, Upstream: upstream, RedisClusters: map[string]string{"redis": redisAddr}}
-	if kind == "stock" {
-		config = webdisConfig(t, config)
-		cfg = wasmhost.Config{Module: stockModule, Workers: 2, Upstream: upstream,
-			HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, redisAddr)}}
-	}
-	cfg.PluginConfig = []byte(config)
-	cfg.UpstreamTimeout = time.Minute // held requests wait on the test, however busy the machine
-	return startHostWith(t, cfg)
 }
 
 // slotClients runs clients, each sending requests in turn through the

@@ -13,6 +13,7 @@ import (
 	"container/heap"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sort"
@@ -53,21 +54,13 @@ func newRecorder(t *testing.T) *recorder {
 func (r *recorder) arrivals() map[string]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int64, len(r.at))
-	for k, v := range r.at {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.at)
 }
 
 func (r *recorder) users() map[string]int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make(map[string]int, len(r.byUser))
-	for k, v := range r.byUser {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(r.byUser)
 }
 
 // sent is one request as its client saw it.

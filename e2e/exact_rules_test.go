@@ -22,11 +22,9 @@ import (
 func TestRulesChargeOnlyWhenAllAdmit(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	rec := newRecorder(t)
-	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: rec.URL, PauseTimeout: exactPauseGuard,
-		RedisClusters: map[string]string{"redis": server.Addr},
-		PluginConfig: []byte(exactConfig(prefix, `[
+	h := startBuild(t, "higress", wasmhost.Config{Workers: 4, Upstream: rec.URL, PauseTimeout: exactPauseGuard}, exactConfig(prefix, `[
 			{"name":"user","key":[{"source":"query","name":"u"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1m"}]},
-			{"name":"global","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":30,"window":"1m"}]}]`))})
+			{"name":"global","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":30,"window":"1m"}]}]`), server.Addr).h
 	zcard := func(tag string) int {
 		n, err := server.Client.Int("ZCARD", prefix+"{"+tag+"}:0")
 		if err != nil {

@@ -48,7 +48,7 @@ func refused(t *testing.T) string {
 // after the timeout.
 func TestRedisDownFailureModes(t *testing.T) {
 	const timeout = 150 * time.Millisecond
-	for name, start := range targets {
+	for _, name := range kinds {
 		for _, down := range []struct {
 			name string
 			addr func(*testing.T) string
@@ -57,7 +57,7 @@ func TestRedisDownFailureModes(t *testing.T) {
 				t.Run(name+"/"+down.name+"/"+mode, func(t *testing.T) {
 					s := scenario{top: fmt.Sprintf(`"failure_mode":%q,`, mode),
 						rules: `[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]`}
-					tg := start(t, configFor(s, redistest.Prefix(t), timeout.String()), down.addr(t))
+					tg := startTarget(t, name, configFor(s, redistest.Prefix(t), timeout.String()), down.addr(t))
 					for range 3 {
 						began := time.Now()
 						o := tg.send(t, nil)
@@ -121,7 +121,7 @@ func TestPasswordAndDatabase(t *testing.T) {
 	config := func(password string) string {
 		return fmt.Sprintf(`{"redis":{"cluster":"redis","password":%q,"database":3,"timeout":"5s"},"rules":%s}`, password, rules)
 	}
-	tg := startWasm(t, config("s3cret"), secured.Addr)
+	tg := startBuild(t, "higress", wasmhost.Config{}, config("s3cret"), secured.Addr)
 	expect(t, tg.send(t, nil), 200, "ratelimit", `"api";r=0;t=60`)
 	expect(t, tg.send(t, nil), 429)
 	db3 := redistest.NewClient(secured.Addr, redistest.Options{Password: "s3cret", DB: 3})
@@ -130,7 +130,7 @@ func TestPasswordAndDatabase(t *testing.T) {
 		t.Fatalf("key in database 3: %d, %v", n, err)
 	}
 
-	wrong := startWasm(t, config("wrong"), secured.Addr)
+	wrong := startBuild(t, "higress", wasmhost.Config{}, config("wrong"), secured.Addr)
 	expect(t, wrong.send(t, nil), 200) // fails open, by default
 	if wrong.metric("ratelimit.redis.errors") != 1 {
 		t.Fatal("a wrong password was not counted as a Redis error")
@@ -160,7 +160,7 @@ func TestWebdisGatewayDown(t *testing.T) {
 					config = strings.Replace(config, `"redis":{"cluster":"redis",`,
 						`"redis":{"transport":"webdis","cluster":"webdis","username":"ratelimit","password":"wrong",`, 1)
 				}
-				tg := startStockGateway(t, config, down.addr(t)).(*wasmTarget)
+				tg := startBuild(t, "webdis", wasmhost.Config{}, config, down.addr(t))
 				want := map[string]int{"allow": 200, "deny": 503}[mode]
 				for range 2 {
 					expect(t, tg.send(t, nil), want)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // faultKillRestart kills redis-server (SIGKILL) mid-traffic and starts a
@@ -81,7 +82,7 @@ func faultScriptFlush(t *testing.T, mode string) int64 {
 	const flushes = 10
 	r := redistest.Start(t)
 	cfg := strings.Replace(faultConfig(t, mode, "", faultTimeout), `"redis":{`, `"redis":{"command":"evalsha",`, 1)
-	l := &faultLoad{t: t, tg: startWasm(t, cfg, r.Addr).(*wasmTarget), mode: mode, timeout: faultTimeout}
+	l := &faultLoad{t: t, tg: startBuild(t, "higress", wasmhost.Config{}, cfg, r.Addr), mode: mode, timeout: faultTimeout}
 	l.run(func() {
 		for range flushes {
 			l.waitMore("decisions before a flush", &l.decisions)

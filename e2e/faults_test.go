@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 const (
@@ -70,7 +71,7 @@ type faultLoad struct {
 // newFaultLoad starts the Higress build with faultConfig against redisAddr.
 func newFaultLoad(t *testing.T, mode, breaker, redisAddr string, timeout time.Duration) *faultLoad {
 	t.Helper()
-	tg := startWasm(t, faultConfig(t, mode, breaker, timeout), redisAddr).(*wasmTarget)
+	tg := startBuild(t, "higress", wasmhost.Config{}, faultConfig(t, mode, breaker, timeout), redisAddr)
 	return &faultLoad{t: t, tg: tg, mode: mode, timeout: timeout}
 }
 

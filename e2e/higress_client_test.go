@@ -18,13 +18,6 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
-// startOneVM runs the Higress build on one VM, so that every call shares
-// one Redis connection.
-func startOneVM(t *testing.T, config string, redis map[string]string) *wasmTarget {
-	return &wasmTarget{h: startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
-		Workers: 1, Upstream: upstream(t).URL, RedisClusters: redis})}
-}
-
 func oneLimit(prefix, redis, top string) string {
 	return fmt.Sprintf(`{%s"redis":{"cluster":"redis","timeout":"5s","key_prefix":%q%s},
 		"rules":[{"name":"api","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":2,"window":"1m"}]}]}`,
@@ -53,7 +46,8 @@ func decided(t *testing.T, tg *wasmTarget, user string) outcome {
 // retried init succeeds and limits apply.
 func TestRedisInitBeforeTheClusterExists(t *testing.T) {
 	t.Parallel()
-	tg := startOneVM(t, oneLimit(redistest.Prefix(t), "", `"failure_mode":"deny",`), nil)
+	// One VM in each test here, so that every call shares one Redis connection.
+	tg := startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(oneLimit(redistest.Prefix(t), "", `"failure_mode":"deny",`)), Workers: 1})
 	for range 3 {
 		o := tg.send(t, user("alice"))
 		expect(t, o, 503)
@@ -84,7 +78,7 @@ func TestNoAuthRecovers(t *testing.T) {
 	srv := redistest.Start(t, "--requirepass", "old")
 	admin := redistest.NewClient(srv.Addr, redistest.Options{Password: "old"})
 	defer admin.Close()
-	tg := startOneVM(t, oneLimit(redistest.Prefix(t), `,"password":"new"`, ""), map[string]string{"redis": srv.Addr})
+	tg := startBuild(t, "higress", wasmhost.Config{Workers: 1}, oneLimit(redistest.Prefix(t), `,"password":"new"`, ""), srv.Addr)
 	for range 3 {
 		o := tg.send(t, user("alice"))
 		expect(t, o, 200)
@@ -130,7 +124,7 @@ func TestSlowRedisDoesNotOpenTheBreaker(t *testing.T) {
 	timed(t, 2*timeout, func(t *attempt) {
 		p := redistest.StartProxy(t.T, server.Addr)
 		config := strings.Replace(oneLimit(redistest.Prefix(t), "", `"circuit_breaker":{"failures":3},`), `"timeout":"5s"`, `"timeout":"1s"`, 1)
-		tg := startOneVM(t.T, config, map[string]string{"redis": p.Addr})
+		tg := startBuild(t.T, "higress", wasmhost.Config{Workers: 1}, config, p.Addr)
 		expect(t, tg.send(t, user("warm")), 200, "ratelimit", `"api";r=1;t=60`) // connected
 		p.SetStall(true)
 		const n = 6
@@ -172,8 +166,8 @@ func TestClusterModeAgainstARawCluster(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.StartCluster(t, 3)
 	prefix := redistest.Prefix(t)
-	tg := startOneVM(t, oneLimit(prefix, `,"cluster_mode":true`, `"failure_mode":"deny","circuit_breaker":{"failures":0},`),
-		map[string]string{"redis": cluster.Nodes[0].Addr})
+	tg := startBuild(t, "higress", wasmhost.Config{Workers: 1}, oneLimit(prefix, `,"cluster_mode":true`, `"failure_mode":"deny","circuit_breaker":{"failures":0},`),
+		cluster.Nodes[0].Addr)
 	moved := 0
 	for i := range 12 {
 		u := fmt.Sprint("user", i)

@@ -11,10 +11,10 @@ import (
 // denied, through both builds in the host with real Redis and natively.
 // Only cost.min: 0 opts in to peeks.
 func TestCostHeaderCannotPassSpentLimit(t *testing.T) {
-	for name, start := range targets {
+	for _, name := range kinds {
 		t.Run(name, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
-			tg := start(t, `{"redis":{"cluster":"redis","timeout":"2s","key_prefix":"`+prefix+`"},"rules":[{"name":"hourly",
+			tg := startTarget(t, name, `{"redis":{"cluster":"redis","timeout":"2s","key_prefix":"`+prefix+`"},"rules":[{"name":"hourly",
 				"key":[{"source":"header","name":"x-user"}],"cost":{"header":"x-cost","default":1},
 				"limits":[{"algorithm":"sliding_log","limit":5,"window":"1h"}]}]}`, server.Addr)
 			for range 5 {

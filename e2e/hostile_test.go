@@ -83,8 +83,7 @@ func TestHostileInput(t *testing.T) {
 	// Istio and Higress gateways do (use_remote_address); the peer is
 	// 127.0.0.2, which Envoy appends as it is (it appends its own address
 	// for 127.0.0.1 only).
-	tg := startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(hostileConfig(prefix)),
-		RedisClusters: map[string]string{"redis": p.Addr}, UseRemoteAddress: true}).(*wasmTarget)
+	tg := startBuild(t, "higress", wasmhost.Config{UseRemoteAddress: true}, hostileConfig(prefix), p.Addr)
 	client := clientFrom(t, "127.0.0.2")
 	sent := 0
 	send := func(path string, h http.Header) int {

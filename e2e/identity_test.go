@@ -54,25 +54,6 @@ func fakeJWTAuthn(t *testing.T) func(r *http.Request) wasmhost.StreamInfo {
 	}
 }
 
-// startIdentityHost runs one build (higress: Redis callouts; stock:
-// through a real Webdis) with config and info standing for the filters in
-// front.
-func startIdentityHost(t *testing.T, build, config string, info func(*http.Request) wasmhost.StreamInfo) *wasmhost.Host {
-	t.Helper()
-	cfg := wasmhost.Config{Workers: 2, Upstream: upstream(t).URL, StreamInfo: info, UseRemoteAddress: true}
-	switch build {
-	case "higress":
-		cfg.Module, cfg.RedisClusters = module, map[string]string{"redis": server.Addr}
-	case "stock":
-		config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
-			`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
-			redistest.WebdisUser, redistest.WebdisPassword), 1)
-		cfg.Module, cfg.HTTPClusters = stockModule, map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}
-	}
-	cfg.PluginConfig = []byte(config)
-	return startHostWith(t, cfg)
-}
-
 // oneRule is a configuration with one rule allowing 2 requests a minute
 // per key; extra goes into the rule (a "match", say).
 func oneRule(prefix, name, key, extra string) string {
@@ -141,14 +122,14 @@ func runSteps(t *testing.T, c *http.Client, h *wasmhost.Host, steps []step) {
 func TestJWTClaimKeys(t *testing.T) {
 	alice, bob := token(`{"sub":"alice","org":{"id":"acme"}}`, "good"), token(`{"sub":"bob"}`, "good")
 	carol := token(`{"sub":"carol","uid":12345}`, "unsigned")
-	for _, build := range []string{"higress", "stock"} {
+	for _, build := range moduleKinds {
 		t.Run(build, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
 			config := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q},"rules":[
 				{"name":"per-sub","key":[{"source":"jwt_claim","name":"sub"}],"limits":[{"algorithm":"sliding_log","limit":2,"window":"1m"}]},
 				{"name":"per-org","key":[{"source":"jwt_claim","name":"org.id"}],"limits":[{"algorithm":"sliding_log","limit":3,"window":"1m"}]},
 				{"name":"per-uid","key":[{"source":"jwt_claim","name":"uid"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1m"}]}]}`, prefix)
-			h := startIdentityHost(t, build, config, fakeJWTAuthn(t))
+			h := startBuild(t, build, wasmhost.Config{StreamInfo: fakeJWTAuthn(t), UseRemoteAddress: true}, config, server.Addr).h
 			c := http.DefaultClient
 			runSteps(t, c, h, []step{
 				{"alice 1", []string{"Authorization", "Bearer " + alice}, 200},
@@ -179,7 +160,8 @@ func TestJWTClaimMetadataWinsOverBearer(t *testing.T) {
 			"envoy.filters.http.jwt_authn": {"payload": map[string]any{"sub": "alice"}},
 		}}
 	}
-	h := startIdentityHost(t, "higress", oneRule(prefix, "per-sub", `[{"source":"jwt_claim","name":"sub","payload_in_metadata":"payload"}]`, ""), verified)
+	h := startBuild(t, "higress", wasmhost.Config{StreamInfo: verified, UseRemoteAddress: true},
+		oneRule(prefix, "per-sub", `[{"source":"jwt_claim","name":"sub","payload_in_metadata":"payload"}]`, ""), server.Addr).h
 	mallory := "Bearer " + token(`{"sub":"mallory"}`, "forged")
 	runSteps(t, http.DefaultClient, h, []step{
 		{"1", []string{"Authorization", mallory}, 200},
@@ -206,7 +188,8 @@ func TestPeerCertificateKeys(t *testing.T) {
 		return wasmhost.StreamInfo{TLS: &wasmhost.TLSInfo{Version: "TLSv1.3", Peer: &wasmhost.PeerCertificate{
 			URISANs: []string{"spiffe://cluster.local/ns/default/sa/" + sa}}}}
 	}
-	h := startIdentityHost(t, "higress", oneRule(prefix, "per-workload", `[{"source":"property","path":"connection.uri_san_peer_certificate"}]`, ""), mtls)
+	h := startBuild(t, "higress", wasmhost.Config{StreamInfo: mtls, UseRemoteAddress: true},
+		oneRule(prefix, "per-workload", `[{"source":"property","path":"connection.uri_san_peer_certificate"}]`, ""), server.Addr).h
 	runSteps(t, http.DefaultClient, h, []step{
 		{"web 1", []string{"x-test-workload", "web"}, 200},
 		{"web 2", []string{"x-test-workload", "web"}, 200},
@@ -226,10 +209,11 @@ func TestPeerCertificateKeys(t *testing.T) {
 // With ipv4_prefix_len 24, two clients of one /24 share a limit; a client
 // of another /24 has its own.
 func TestClientNetworkKeys(t *testing.T) {
-	for _, build := range []string{"higress", "stock"} {
+	for _, build := range moduleKinds {
 		t.Run(build, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
-			h := startIdentityHost(t, build, oneRule(prefix, "per-net", `[{"source":"client_ip","ipv4_prefix_len":24,"ipv6_prefix_len":64}]`, ""), nil)
+			h := startBuild(t, build, wasmhost.Config{UseRemoteAddress: true},
+				oneRule(prefix, "per-net", `[{"source":"client_ip","ipv4_prefix_len":24,"ipv6_prefix_len":64}]`, ""), server.Addr).h
 			a, b, other := clientFrom(t, "127.0.0.2"), clientFrom(t, "127.0.0.3"), clientFrom(t, "127.0.1.2")
 			runSteps(t, a, h, []step{{"127.0.0.2", nil, 200}})
 			runSteps(t, b, h, []step{{"127.0.0.3, same /24", nil, 200}})
@@ -247,8 +231,8 @@ func TestClientNetworkKeys(t *testing.T) {
 // all hold: x-plan exactly "free" and no x-debug.
 func TestHeaderMatchRule(t *testing.T) {
 	prefix := redistest.Prefix(t)
-	h := startIdentityHost(t, "higress", oneRule(prefix, "free-plan", `[{"source":"constant","value":"all"}]`,
-		`"match":{"headers":[{"name":"X-Plan","exact":"free"},{"name":"x-debug","absent":true}]},`), nil)
+	h := startBuild(t, "higress", wasmhost.Config{UseRemoteAddress: true}, oneRule(prefix, "free-plan", `[{"source":"constant","value":"all"}]`,
+		`"match":{"headers":[{"name":"X-Plan","exact":"free"},{"name":"x-debug","absent":true}]},`), server.Addr).h
 	c := http.DefaultClient
 	runSteps(t, c, h, []step{
 		{"free 1", []string{"x-plan", "free"}, 200},

@@ -65,8 +65,7 @@ func logUnitsBy(t *testing.T, do func(args ...any) (any, error), key string) int
 func startLeased(t *testing.T) (*localHost, string, int64) {
 	t.Helper()
 	prefix := redistest.Prefix(t)
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(leaseConfig(prefix)), Workers: leaseVMs,
-		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
+	h := startBuild(t, "higress", wasmhost.Config{Workers: leaseVMs}, leaseConfig(prefix), server.Addr).h
 	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
 	key := prefix + "{hot|k}:0"
 	if admitted := l.count("/?k=k", leaseVMs); sum(admitted) != leaseVMs {
@@ -134,7 +133,7 @@ func TestLeaseUnspentUnitsGoBack(t *testing.T) {
 // same way: their settles go out from the root context.
 func TestLeaseStockBuild(t *testing.T) {
 	prefix := redistest.Prefix(t)
-	w := startStock(t, leaseConfig(prefix), server.Addr).(*wasmTarget)
+	w := startBuild(t, "stock", wasmhost.Config{}, leaseConfig(prefix), server.Addr)
 	key := prefix + "{hot|k}:0"
 	for i := range 10 {
 		if o := w.send(t, map[string]string{":path": "/?k=k"}); o.status != 200 {
@@ -181,8 +180,7 @@ func TestLeaseRedisCluster(t *testing.T) {
 func TestLeaseEndsAfterMaxHold(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	config := strings.Replace(leaseConfig(prefix), `"max_hold":"1h"`, `"max_hold":"1s"`, 1)
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: leaseVMs,
-		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
+	h := startBuild(t, "higress", wasmhost.Config{Workers: leaseVMs}, config, server.Addr).h
 	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
 	key := prefix + "{hot|k}:0"
 	admitted := int64(sum(l.count("/?k=k", leaseVMs)))

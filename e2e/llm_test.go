@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -38,20 +39,10 @@ func llmConfig(prefix, rules string) string {
 // startLLM starts a target of the given kind in front of up.
 func startLLM(t *testing.T, kind, config string, up *llmUpstream) llmTarget {
 	t.Helper()
-	switch kind {
-	case "native":
+	if kind == "native" {
 		return &nativeLLM{n: startNative(t, config, server.Addr).(*nativeTarget), up: up}
-	case "stock":
-		config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
-			`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
-			redistest.WebdisUser, redistest.WebdisPassword), 1)
-		h := startHostWith(t, wasmhost.Config{Module: stockModule, PluginConfig: []byte(config), Workers: 2, Upstream: up.URL,
-			HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}})
-		return &hostLLM{h: h}
 	}
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: 2, Upstream: up.URL,
-		RedisClusters: map[string]string{"redis": server.Addr}})
-	return &hostLLM{h: h}
+	return &hostLLM{h: startBuild(t, kind, wasmhost.Config{Upstream: up.URL}, config, server.Addr).h}
 }
 
 type hostLLM struct{ h *wasmhost.Host }
@@ -171,13 +162,11 @@ func (o *openStream) done() {
 
 func (n *nativeLLM) metric(name string) int64 { return n.n.metric(name) }
 
-var llmKinds = []string{"higress", "stock", "native"}
-
 // Tokens per minute, checked only at the request and charged at the
 // response: requests pass while anything is left, the last one may
 // overdraw, and the next is denied. Each API, as JSON and as SSE.
 func TestLLMTokensPerMinute(t *testing.T) {
-	for _, kind := range llmKinds {
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			up := newLLMUpstream(t)
 			prefix := redistest.Prefix(t)
@@ -230,7 +219,7 @@ func waitMetric(t *testing.T, tg llmTarget, name string, want int64) {
 // RateLimit header of the next response shows what is left after its own
 // reservation.
 func TestLLMReservationRefund(t *testing.T) {
-	for _, kind := range llmKinds {
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			up := newLLMUpstream(t)
 			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+
@@ -255,7 +244,7 @@ func TestLLMReservationRefund(t *testing.T) {
 // A stream reset mid-way charges what on_reset says: here a default of 200
 // against a reservation of 500, so 300 come back.
 func TestLLMResetMidStream(t *testing.T) {
-	for _, kind := range llmKinds {
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			up := newLLMUpstream(t)
 			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+
@@ -281,7 +270,7 @@ func TestLLMResetMidStream(t *testing.T) {
 // A status-only rule counts failed logins: 401s are charged, 200s are not,
 // and after three failures the key is denied.
 func TestLLMStatusOnlyFailedLogins(t *testing.T) {
-	for _, kind := range llmKinds {
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			up := newLLMUpstream(t)
 			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"logins","match":{"path":"/login"},"key":[{"source":"header","name":"x-user"}],`+
@@ -312,7 +301,7 @@ func TestLLMStatusOnlyFailedLogins(t *testing.T) {
 // overshoot is 32 × 150 - 1000 = 3800.
 func TestLLMReservationBoundsConcurrentOvershoot(t *testing.T) {
 	const streams, limit, reserve, used = 32, 1000, 100, 150
-	for _, kind := range llmKinds {
+	for _, kind := range kinds {
 		for _, reserved := range []bool{true, false} {
 			name := kind + "/check_only"
 			if reserved {
@@ -393,12 +382,8 @@ func concurrentHost(t *testing.T, tg llmTarget, up *llmUpstream, headers map[str
 func concurrentNative(t *testing.T, config string, up *llmUpstream, headers map[string]string, n int) int {
 	native := startLLM(t, "native", config, up).(*nativeLLM)
 	lastLLM = native
-	h := map[string]string{}
-	for k, v := range headers {
-		if k != "x-hold" {
-			h[k] = v
-		}
-	}
+	h := maps.Clone(headers)
+	delete(h, "x-hold")
 	// The upstream's answer, fetched once; each admitted stream gets it.
 	resp := native.fetch(t, "/v1/chat/completions", h)
 	pairs := [][2]string{{":method", "POST"}, {":path", "/v1/chat/completions"}, {":authority", "llm"}}
@@ -425,7 +410,7 @@ func concurrentNative(t *testing.T, config string, up *llmUpstream, headers map[
 // allow_on_headers_stop_iteration, so the filter decides after bodyWait
 // with the estimate's default, and the request is never left paused.
 func TestLLMReserveFromBodyWithoutBodyDelivery(t *testing.T) {
-	for _, kind := range []string{"higress", "stock"} {
+	for _, kind := range moduleKinds {
 		t.Run(kind, func(t *testing.T) {
 			up := newLLMUpstream(t)
 			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+

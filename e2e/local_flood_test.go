@@ -31,14 +31,7 @@ func TestLocalFloodKeepsDenialE2E(t *testing.T) {
 			config := fmt.Sprintf(`{"redis":{"cluster":"redis","timeout":"500ms","key_prefix":%q},"failure_mode":"local",
 				"local_fallback":{"share":1,"max_keys":%d},"circuit_breaker":{"failures":1,"backoff":"10m"},"rules":%s}`,
 				redistest.Prefix(t), maxKeys, floodRules)
-			cfg := wasmhost.Config{Module: module, Workers: 1, RedisClusters: map[string]string{"redis": r.Addr}}
-			if kind == "stock" {
-				config = webdisConfig(t, config)
-				cfg = wasmhost.Config{Module: stockModule, Workers: 1,
-					HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, r.Addr)}}
-			}
-			cfg.PluginConfig, cfg.Upstream = []byte(config), upstream(t).URL
-			w := &wasmTarget{h: startHostWith(t, cfg)}
+			w := startBuild(t, kind, wasmhost.Config{Workers: 1}, config, r.Addr)
 			get := func(path string) outcome { return w.send(t, map[string]string{":path": path}) }
 			if o := get("/two?k=up"); o.status != 200 || w.metric("ratelimit.failure_mode.local_allowed") != 0 {
 				t.Fatalf("Redis up decides: %+v", o)

@@ -129,8 +129,7 @@ func TestLocalFallbackBound(t *testing.T) {
 	r.Start()
 	config := fmt.Sprintf(`{"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},"failure_mode":"local",
 		"local_fallback":{"share":%s},"circuit_breaker":{"failures":0},"rules":%s}`, redistest.Prefix(t), localShare, localRules)
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: localVMs,
-		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": r.Addr}})
+	h := startBuild(t, "higress", wasmhost.Config{Workers: localVMs}, config, r.Addr).h
 	l := &localHost{t: t, h: h, w: &wasmTarget{h: h}}
 	if o, _ := l.send("/log?k=up"); o.status != 200 || o.headers["ratelimit"] != `"log";r=19;t=3600` || l.local() != 0 {
 		t.Fatalf("Redis up decides: %+v, local decisions %d", o, l.local())
@@ -196,7 +195,7 @@ func TestLocalFallbackBound(t *testing.T) {
 func TestLocalFallbackStockBuild(t *testing.T) {
 	config := fmt.Sprintf(`{"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},"failure_mode":"local",
 		"local_fallback":{"share":0.5},"rules":%s}`, redistest.Prefix(t), localRules)
-	tg := startStockGateway(t, config, refused(t)).(*wasmTarget)
+	tg := startBuild(t, "webdis", wasmhost.Config{}, config, refused(t))
 	admitted := 0
 	for range 40 {
 		switch o := tg.send(t, map[string]string{":path": "/log?k=s"}); o.status {

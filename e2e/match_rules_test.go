@@ -41,8 +41,7 @@ func matchRulesConfig(prefix string) string {
 func TestMatchRulesLimitPerRouteDomainService(t *testing.T) {
 	starts := map[string]func(t *testing.T, config string) target{
 		"higress": func(t *testing.T, config string) target {
-			return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
-				RedisClusters: map[string]string{"redis": server.Addr}, Routes: matchRoutes})
+			return startBuild(t, "higress", wasmhost.Config{Routes: matchRoutes}, config, server.Addr)
 		},
 		"native": func(t *testing.T, config string) target {
 			tg := startNative(t, config, server.Addr)
@@ -105,8 +104,7 @@ func TestMatchRulesFallBackToDefaultConfig(t *testing.T) {
 		"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}],
 		"_rules_":[{"_match_route_":["default/api"],%s,"rules":[{"name":"api","key":[{"source":"constant","value":"all"}],
 		"limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]}]}`, redis, redis)
-	tg := startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
-		RedisClusters: map[string]string{"redis": server.Addr}, Routes: matchRoutes})
+	tg := startBuild(t, "higress", wasmhost.Config{Routes: matchRoutes}, config, server.Addr)
 	// The entry does not inherit headers: legacy; it sends the default, draft 10.
 	expect(t, tg.send(t, map[string]string{":path": "/api/a"}), 200, "ratelimit", `"api";r=0;t=60`, "x-ratelimit-limit", "")
 	expect(t, tg.send(t, map[string]string{":path": "/api/a"}), 429)

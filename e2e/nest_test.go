@@ -73,17 +73,7 @@ func TestDeepJSON(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			up := newNestUpstream(t)
 			config := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q,"timeout":"2s"},"rules":%s}`, redistest.Prefix(t), nestRules)
-			cfg := wasmhost.Config{Workers: 1, Upstream: up.URL, MaxBodyBytes: 2 << 20, Module: module,
-				RedisClusters: map[string]string{"redis": server.Addr}}
-			if kind == "stock" {
-				config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
-					`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
-					redistest.WebdisUser, redistest.WebdisPassword), 1)
-				cfg.Module, cfg.RedisClusters = stockModule, nil
-				cfg.HTTPClusters = map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}
-			}
-			cfg.PluginConfig = []byte(config)
-			h := startHostWith(t, cfg)
+			h := startBuild(t, kind, wasmhost.Config{Workers: 1, Upstream: up.URL, MaxBodyBytes: 2 << 20}, config, server.Addr).h
 			slowest := map[string]time.Duration{}
 			user := 0
 			// do sends one request and checks its status and RateLimit.

@@ -205,7 +205,7 @@ func startRecorded(t *testing.T, prefix, upstreamURL, rules string) (*wasmhost.H
 	t.Helper()
 	p := redistest.StartProxy(t, server.Addr)
 	calls := recordScripts(p)
-	h := startHostWith(t, wasmhost.Config{Module: module, Workers: 4, Upstream: upstreamURL, PauseTimeout: exactPauseGuard,
-		RedisClusters: map[string]string{"redis": p.Addr}, PluginConfig: []byte(exactConfig(prefix, rules))})
-	return h, calls
+	tg := startBuild(t, "higress", wasmhost.Config{Workers: 4, Upstream: upstreamURL, PauseTimeout: exactPauseGuard},
+		exactConfig(prefix, rules), p.Addr)
+	return tg.h, calls
 }

@@ -54,8 +54,7 @@ func TestStreamsReleasedWithoutOnLog(t *testing.T) {
 func TestAbandonedStreamReleased(t *testing.T) {
 	config := `{"redis":{"cluster":"redis","timeout":"3s","key_prefix":"` + redistest.Prefix(t) + `"},"circuit_breaker":{"failures":0},
 		"rules":[{"name":"api","key":[{"source":"constant","value":"all"}],"limits":[{"algorithm":"sliding_log","limit":5,"window":"1s"}]}]}`
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: 1, Upstream: upstream(t).URL,
-		DeferredLog: true, RedisClusters: map[string]string{"redis": blackhole(t)}})
+	h := startBuild(t, "higress", wasmhost.Config{Workers: 1, DeferredLog: true}, config, blackhole(t)).h
 	client := &http.Client{Timeout: 200 * time.Millisecond}
 	if _, err := client.Get(h.URL() + "/"); err == nil {
 		t.Fatal("the request was answered although Redis never replies")

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
@@ -136,53 +135,18 @@ type ctlListed struct {
 	Cursor string `json:"cursor"`
 }
 
-// webdisConfig turns a configuration written for the Redis ABI (its redis
-// section starting `"redis":{"cluster":"redis",`) into the stock build's,
-// through Webdis cluster "webdis" with the test credentials.
-func webdisConfig(t *testing.T, config string) string {
-	t.Helper()
-	out := strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
-		`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
-		redistest.WebdisUser, redistest.WebdisPassword), 1)
-	if out == config {
-		t.Fatalf("config has no redis section to turn to webdis: %s", config)
-	}
-	return out
-}
-
-// moduleKinds are the builds the run-time tests go through: Higress's
-// with its Redis callout, and stock Envoy's through a real Webdis.
-var moduleKinds = []string{"higress", "stock"}
-
 // startVMs starts n hosts of one VM each on the shared Redis, for kind,
 // and returns them with the configuration as the filter loaded it.
 // wasmhost sums a metric over a host's VMs, as Envoy does; with one VM per
 // host, a host's metric is its VM's.
 func startVMs(t *testing.T, kind, config string, n int) ([]*wasmTarget, string) {
 	t.Helper()
-	cfg := wasmhost.Config{Module: module, Workers: 1, RedisClusters: map[string]string{"redis": server.Addr}}
-	if kind == "stock" {
-		config = webdisConfig(t, config)
-		cfg = wasmhost.Config{Module: stockModule, Workers: 1,
-			HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}}
-	}
-	cfg.PluginConfig, cfg.Upstream = []byte(config), upstream(t).URL
+	cfg, config := hostConfig(t, kind, wasmhost.Config{Workers: 1, Upstream: upstream(t).URL}, config, server.Addr)
 	var hosts []*wasmTarget
 	for range n {
-		hosts = append(hosts, &wasmTarget{h: startHostWith(t, cfg)})
+		hosts = append(hosts, startHost(t, cfg))
 	}
 	return hosts, config
-}
-
-// startKind starts one host of two VMs for kind on the shared Redis.
-func startKind(t *testing.T, kind, config string) (*wasmTarget, string) {
-	t.Helper()
-	if kind == "stock" {
-		config = webdisConfig(t, config)
-		return startHost(t, wasmhost.Config{Module: stockModule, PluginConfig: []byte(config),
-			HTTPClusters: map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}}).(*wasmTarget), config
-	}
-	return startWasm(t, config, server.Addr).(*wasmTarget), config
 }
 
 // untilAdmitted sends req until it is admitted, every answer before a 429

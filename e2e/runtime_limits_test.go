@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
 // agreeRules: rule enc keys on one header, a request without it sharing
@@ -59,8 +60,9 @@ func TestCtlAndFilterAgreeOnKeys(t *testing.T) {
 	for _, kind := range moduleKinds {
 		t.Run(kind, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
-			tg, config := startKind(t, kind, fmt.Sprintf(
-				`{"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},"rules":%s}`, prefix, agreeRules))
+			cfg, config := hostConfig(t, kind, wasmhost.Config{}, fmt.Sprintf(
+				`{"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},"rules":%s}`, prefix, agreeRules), server.Addr)
+			tg := startHost(t, cfg)
 			c := newCtl(t, config, "--redis", server.Addr)
 			keys := []*sentKey{
 				{rule: "enc", parts: []string{"alice smith"}, n: 1},

@@ -190,13 +190,13 @@ var scenarios = []scenario{
 }
 
 func TestScenarios(t *testing.T) {
-	for name, start := range targets {
+	for _, name := range kinds {
 		t.Run(name, func(t *testing.T) {
 			for _, s := range scenarios {
 				t.Run(s.name, func(t *testing.T) {
 					timed(t, time.Second, func(t *attempt) {
 						prefix := redistest.Prefix(t)
-						s.run(t, start(t.T, configFor(s, prefix, "1s"), server.Addr), prefix)
+						s.run(t, startTarget(t.T, name, configFor(s, prefix, "1s"), server.Addr), prefix)
 					})
 				})
 			}

@@ -70,8 +70,7 @@ func TestSoak(t *testing.T) {
 	const clients, users, hotUsers, workers = 64, 50_000, 20, 2
 	r := redistest.Start(t) // its own server, so DBSIZE counts only this test's keys
 	config := fmt.Sprintf(`{"failure_mode":"deny","redis":{"cluster":"redis","timeout":"1s","key_prefix":"soak:"},"rules":%s}`, soakRules)
-	h := startHostWith(t, wasmhost.Config{Module: module, Workers: workers, Upstream: upstream(t).URL,
-		PluginConfig: []byte(config), RedisClusters: map[string]string{"redis": r.Addr}})
+	h := startBuild(t, "higress", wasmhost.Config{Workers: workers}, config, r.Addr).h
 
 	snap := func(label string, requests int64) soakSnapshot {
 		s := soakSnapshot{label: label, requests: requests, vmMemory: h.MemoryPerVM()}

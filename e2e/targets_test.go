@@ -31,11 +31,12 @@ type target interface {
 	metric(name string) int64
 }
 
-// startFunc starts a target with a config whose "redis" section names the
-// cluster "redis"; redisAddr is where that cluster points.
-type startFunc func(t *testing.T, config, redisAddr string) target
-
-var targets = map[string]startFunc{"higress": startWasm, "stock": startStock, "native": startNative}
+// kinds are where the scenarios run: both builds in the host, and the
+// filter package natively; moduleKinds are the builds alone.
+var (
+	kinds       = []string{"higress", "stock", "native"}
+	moduleKinds = []string{"higress", "stock"}
+)
 
 // upstream answers every admitted request with 200 and its path.
 func upstream(t *testing.T) *httptest.Server {
@@ -51,37 +52,89 @@ type wasmTarget struct {
 	h *wasmhost.Host
 }
 
-// startWasm runs the Higress build, with the Redis callout ABI.
-func startWasm(t *testing.T, config, redisAddr string) target {
-	return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
-		RedisClusters: map[string]string{"redis": redisAddr}})
-}
-
-// startStock runs the stock-Envoy build, through a real Webdis in front of
-// redisAddr.
-func startStock(t *testing.T, config, redisAddr string) target {
-	return startStockGateway(t, config, redistest.StartWebdis(t, redisAddr))
-}
-
-// startStockGateway runs the stock build with webdisAddr as the gateway; a
-// config written for the Redis ABI is turned to webdis with the test
-// credentials.
-func startStockGateway(t *testing.T, config, webdisAddr string) target {
+// startTarget starts a target of kind (one of kinds) with a config whose
+// "redis" section names the cluster "redis"; redisAddr is where that
+// cluster points.
+func startTarget(t *testing.T, kind, config, redisAddr string) target {
 	t.Helper()
-	config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
-		`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
-		redistest.WebdisUser, redistest.WebdisPassword), 1)
-	if !strings.Contains(config, `"transport":"webdis"`) || strings.Count(config, `"password"`) != 1 {
-		t.Fatalf("config has no redis section to turn to webdis: %s", config)
+	if kind == "native" {
+		return startNative(t, config, redisAddr)
 	}
-	return startHost(t, wasmhost.Config{Module: stockModule, PluginConfig: []byte(config),
-		HTTPClusters: map[string]string{"webdis": webdisAddr}})
+	return startBuild(t, kind, wasmhost.Config{}, config, redisAddr)
 }
 
-func startHost(t *testing.T, cfg wasmhost.Config) target {
+// hostConfig is cfg with the module of the build kind, its way to Redis,
+// and config as that build loads it (also returned). config's "redis"
+// section starts `"redis":{"cluster":"redis",`.
+//   - "higress": the Higress build, calling the Redis at redisAddr as
+//     cluster "redis".
+//   - "stock": the stock-Envoy build, through a real Webdis started in front
+//     of redisAddr.
+//   - "webdis": the stock build with redisAddr the Webdis gateway itself.
+//
+// For the stock build the redis section is turned to the Webdis cluster
+// "webdis" with the test credentials, unless it names it already.
+func hostConfig(t *testing.T, kind string, cfg wasmhost.Config, config, redisAddr string) (wasmhost.Config, string) {
 	t.Helper()
-	cfg.Workers, cfg.Upstream, cfg.PauseTimeout = 2, upstream(t).URL, 10*time.Second
-	h := startHostWith(t, cfg)
+	switch kind {
+	case "higress":
+		cfg.Module, cfg.RedisClusters = module, map[string]string{"redis": redisAddr}
+	case "stock":
+		return hostConfig(t, "webdis", cfg, config, redistest.StartWebdis(t, redisAddr))
+	case "webdis":
+		config = strings.Replace(config, `"redis":{"cluster":"redis",`, fmt.Sprintf(
+			`"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,`,
+			redistest.WebdisUser, redistest.WebdisPassword), 1)
+		if !strings.Contains(config, `"transport":"webdis"`) || strings.Count(config, `"password"`) != 1 {
+			t.Fatalf("config has no redis section to turn to webdis: %s", config)
+		}
+		cfg.Module, cfg.HTTPClusters = stockModule, map[string]string{"webdis": redisAddr}
+	default:
+		t.Fatalf("no build %q", kind)
+	}
+	cfg.PluginConfig = []byte(config)
+	return cfg, config
+}
+
+// startBuild starts a host of hostConfig(t, kind, cfg, config, redisAddr).
+func startBuild(t *testing.T, kind string, cfg wasmhost.Config, config, redisAddr string) *wasmTarget {
+	t.Helper()
+	cfg, _ = hostConfig(t, kind, cfg, config, redisAddr)
+	return startHost(t, cfg)
+}
+
+// startHost starts a host of cfg, with 2 workers, upstream(t) and a pause
+// timeout of 10s unless cfg sets them, failing the test on stuck streams or
+// traps at its end.
+func startHost(t *testing.T, cfg wasmhost.Config) *wasmTarget {
+	t.Helper()
+	if cfg.Workers == 0 {
+		cfg.Workers = 2
+	}
+	if cfg.Upstream == "" {
+		cfg.Upstream = upstream(t).URL
+	}
+	if cfg.PauseTimeout == 0 {
+		cfg.PauseTimeout = 10 * time.Second
+	}
+	h, err := wasmhost.Start(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, l := range h.Logs() {
+				t.Log(l.String())
+			}
+		}
+		if n := h.StuckStreams(); n != 0 {
+			t.Errorf("%d streams left paused", n)
+		}
+		if n := h.Traps(); n != 0 {
+			t.Errorf("%d guest traps", n)
+		}
+		h.Close()
+	})
 	return &wasmTarget{h: h}
 }
 
@@ -190,32 +243,4 @@ func (n *nativeTarget) exchange(t tester, headers map[string]string, resp *filte
 		o.Body = "upstream " + strings.SplitN(path, "?", 2)[0]
 	}
 	return outcome{status: o.Status, headers: o.Headers, body: o.Body}
-}
-
-// startHostWith starts a host with cfg as given (Workers and Upstream
-// included), failing the test on stuck streams or traps at its end.
-func startHostWith(t *testing.T, cfg wasmhost.Config) *wasmhost.Host {
-	t.Helper()
-	if cfg.PauseTimeout == 0 {
-		cfg.PauseTimeout = 10 * time.Second
-	}
-	h, err := wasmhost.Start(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			for _, l := range h.Logs() {
-				t.Log(l.String())
-			}
-		}
-		if n := h.StuckStreams(); n != 0 {
-			t.Errorf("%d streams left paused", n)
-		}
-		if n := h.Traps(); n != 0 {
-			t.Errorf("%d guest traps", n)
-		}
-		h.Close()
-	})
-	return h
 }

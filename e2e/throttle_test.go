@@ -63,19 +63,12 @@ func (a *arrivals) serve(t *testing.T) *httptest.Server {
 }
 
 func TestThrottleReleasesNoEarlierThanRedisAdmits(t *testing.T) {
-	for _, build := range []string{"higress", "stock"} {
+	for _, build := range moduleKinds {
 		t.Run(build, func(t *testing.T) {
 			prefix := redistest.Prefix(t)
 			var up arrivals
-			cfg := wasmhost.Config{Module: module, PluginConfig: []byte(throttleConfig(prefix)), Workers: 2,
-				Upstream: up.serve(t).URL, RedisClusters: map[string]string{"redis": server.Addr}}
-			if build == "stock" {
-				cfg.Module, cfg.RedisClusters = stockModule, nil
-				cfg.PluginConfig = []byte(webdisConfig(t, throttleConfig(prefix)))
-				cfg.HTTPClusters = map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}
-			}
-			h := startHostWith(t, cfg)
-			w := &wasmTarget{h: h}
+			w := startBuild(t, build, wasmhost.Config{Upstream: up.serve(t).URL}, throttleConfig(prefix), server.Addr)
+			h := w.h
 			// A first request, so that each VM has read the script before
 			// the burst.
 			if o := w.send(t, map[string]string{":path": "/?k=warm"}); o.status != 200 {
@@ -164,9 +157,8 @@ func TestThrottleClientLeavingWhileHeld(t *testing.T) {
 	"key":[{"source":"query","name":"k"}],
 	"limits":[{"algorithm":"funnel","capacity":1,"rate":1,"period":"2s"}],
 	"throttle":{"max_delay":"5s"}}]}`, prefix)
-	h := startHostWith(t, wasmhost.Config{Module: module, PluginConfig: []byte(config), Workers: 1,
-		Upstream: upstream(t).URL, RedisClusters: map[string]string{"redis": server.Addr}})
-	w := &wasmTarget{h: h}
+	w := startBuild(t, "higress", wasmhost.Config{Workers: 1}, config, server.Addr)
+	h := w.h
 	t0 := redisNow(t)
 	if o := w.send(t, map[string]string{":path": "/?k=a"}); o.status != 200 {
 		t.Fatalf("first request: %d", o.status)

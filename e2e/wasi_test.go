@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
@@ -28,25 +27,10 @@ func TestModulesNeverPollUnderEnvoy138WASI(t *testing.T) {
 	   "limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1m"}]},
 	  {"name":"shadow","shadow":true,"key":[{"source":"constant","value":"all"}],
 	   "limits":[{"algorithm":"sliding_log","limit":10,"window":"1m"}]}]`
-	for _, tc := range []struct {
-		name  string
-		wasm  []byte
-		start func(t *testing.T, cfg wasmhost.Config, prefix string) wasmhost.Config
-	}{
-		{"higress", higressWasm, func(t *testing.T, cfg wasmhost.Config, prefix string) wasmhost.Config {
-			cfg.PluginConfig = fmt.Appendf(nil, `{"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},"rules":%s}`, prefix, rules)
-			cfg.RedisClusters = map[string]string{"redis": server.Addr}
-			return cfg
-		}},
-		{"stock", stockWasm, func(t *testing.T, cfg wasmhost.Config, prefix string) wasmhost.Config {
-			cfg.PluginConfig = fmt.Appendf(nil, `{"redis":{"transport":"webdis","cluster":"webdis","username":%q,"password":%q,"timeout":"2s","key_prefix":%q},"rules":%s}`,
-				redistest.WebdisUser, redistest.WebdisPassword, prefix, rules)
-			cfg.HTTPClusters = map[string]string{"webdis": redistest.StartWebdis(t, server.Addr)}
-			return cfg
-		}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			mod, calls, err := wasmhost.CompileCounting(context.Background(), tc.wasm,
+	for _, kind := range moduleKinds {
+		t.Run(kind, func(t *testing.T) {
+			wasm := map[string][]byte{"higress": higressWasm, "stock": stockWasm}[kind]
+			mod, calls, err := wasmhost.CompileCounting(context.Background(), wasm,
 				"runtime.gcStart", "runtime.netpollGenericInit")
 			if err != nil {
 				t.Fatal(err)
@@ -54,9 +38,11 @@ func TestModulesNeverPollUnderEnvoy138WASI(t *testing.T) {
 			t.Cleanup(func() { mod.Close(context.Background()) }) // after the host's
 			// GOGC=5 (through vm_config.environment_variables) makes the
 			// guests collect more often.
-			cfg := tc.start(t, wasmhost.Config{Module: mod, Workers: 2, Upstream: upstream(t).URL,
-				CppHost: wasmhost.CppHostBefore94091cd, Env: map[string]string{"GOGC": "5"}}, "rl:wasi:"+tc.name+":")
-			h := startHostWith(t, cfg)
+			cfg, _ := hostConfig(t, kind, wasmhost.Config{Workers: 2, Upstream: upstream(t).URL,
+				CppHost: wasmhost.CppHostBefore94091cd, Env: map[string]string{"GOGC": "5"}},
+				fmt.Sprintf(`{"redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},"rules":%s}`, "rl:wasi:"+kind+":", rules), server.Addr)
+			cfg.Module = mod
+			h := startHost(t, cfg).h
 
 			// Half the requests come from new users (allowed, through
 			// Redis), half from 16 users on 4 paths (denied by Redis once

@@ -1,12 +1,9 @@
 package v8
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -189,48 +186,28 @@ func baselineModules(mods []benchModule) []benchModule {
 // runBench runs bench.mjs in node with Envoy's V8 flags.
 func runBench(t testing.TB, s benchSpec, timeout time.Duration) benchResults {
 	t.Helper()
-	node, err := exec.LookPath("node")
+	stdout, stderr, err := runNode(t, "bench.mjs", s, timeout)
 	if err != nil {
-		t.Fatalf("node not found on PATH: install nodejs (apt-get install -y nodejs; .ci/run does): %v", err)
-	}
-	file := filepath.Join(t.TempDir(), "bench.json")
-	b, _ := json.Marshal(s)
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append(v8Flags, "bench.mjs", file)...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("bench.mjs: %v\n%s", err, tail(stderr.String(), 40))
+		t.Fatalf("bench.mjs: %v\n%s", err, tail(stderr, 40))
 	}
 	var r benchResults
-	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
-		t.Fatalf("bench.mjs output: %v\n%s", err, stdout.String())
+	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+		t.Fatalf("bench.mjs output: %v\n%s", err, stdout)
 	}
 	for name, m := range r.Modules {
 		s.StartupOnly = name
-		m.Startup = runStartup(t, node, s, timeout)
+		m.Startup = runStartup(t, s, timeout)
 	}
 	return r
 }
 
 // runStartup times a module's start-up in a node process of its own.
-func runStartup(t testing.TB, node string, s benchSpec, timeout time.Duration) startupResult {
+func runStartup(t testing.TB, s benchSpec, timeout time.Duration) startupResult {
 	t.Helper()
-	file := filepath.Join(t.TempDir(), "startup.json")
-	b, _ := json.Marshal(s)
-	if err := os.WriteFile(file, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, node, append(v8Flags, "bench.mjs", file)...).Output()
+	out, _, err := runNode(t, "bench.mjs", s, timeout)
 	var r struct{ Startup startupResult }
 	if err == nil {
-		err = json.Unmarshal(out, &r)
+		err = json.Unmarshal([]byte(out), &r)
 	}
 	if err != nil {
 		t.Fatalf("bench.mjs start-up of %s: %v\n%s", s.StartupOnly, err, out)

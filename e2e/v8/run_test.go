@@ -113,29 +113,38 @@ type run struct {
 	err       error // the process's exit error, if any
 }
 
-// runHost runs host.mjs on s in node with Envoy's V8 flags.
-func runHost(t *testing.T, s spec) run {
+// runNode runs script in node with Envoy's V8 flags, its one argument a
+// file holding spec as JSON, and returns its standard output and error and
+// its exit error (which says so when the run passed timeout).
+func runNode(t testing.TB, script string, spec any, timeout time.Duration) (stdout, stderr string, err error) {
 	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node not found on PATH: install nodejs (apt-get install -y nodejs; .ci/run does): %v", err)
 	}
 	file := filepath.Join(t.TempDir(), "spec.json")
-	b, _ := json.Marshal(s)
+	b, _ := json.Marshal(spec)
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), hostTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append(v8Flags, "host.mjs", file)...)
+	cmd := exec.CommandContext(ctx, node, append(v8Flags, script, file)...)
 	cmd.WaitDelay = 5 * time.Second
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	r := run{err: cmd.Run(), stderr: stderr.String()}
-	if ctx.Err() != nil {
-		r.err = fmt.Errorf("node host did not finish within %v: %w", hostTimeout, r.err)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err = cmd.Run(); ctx.Err() != nil {
+		err = fmt.Errorf("node %s did not finish within %v: %w", script, timeout, err)
 	}
-	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+	return out.String(), errOut.String(), err
+}
+
+// runHost runs host.mjs on s.
+func runHost(t *testing.T, s spec) run {
+	t.Helper()
+	stdout, stderr, err := runNode(t, "host.mjs", s, hostTimeout)
+	r := run{err: err, stderr: stderr}
+	for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
 		if line == "" {
 			continue
 		}
