@@ -17,19 +17,19 @@ type call struct {
 	shadow   bool
 	blocks   []string
 	checks   []algorithms.Check
-	owners   []owner // per result: its rule and limit
-	blockers []owner // per block key: its rule
+	origins  []origin // per result: its rule and limit
+	blockers []origin // per block key: its rule
 	// choices are the rule keys whose limits Redis picks; their positions'
-	// owners follow the checks' in owners once sealed.
-	choices      []algorithms.Choice
-	choiceOwners []owner
-	choiceAt     []choiceAt
-	choiceKeys   []string
-	leases       []leaseAsk // the choices that ask for a batch
-	keys         []byte     // every key of the call, back to back
-	eval         bool       // -NOSCRIPT was seen; send the whole script
-	local        bool       // decided in the VM (failure_mode: local), not by Redis
-	buf          []byte
+	// origins follow the checks' in origins once sealed.
+	choices       []algorithms.Choice
+	choiceOrigins []origin
+	choiceAt      []choiceAt
+	choiceKeys    []string
+	leases        []leaseAsk // the choices that ask for a batch
+	keys          []byte     // every key of the call, back to back
+	eval          bool       // -NOSCRIPT was seen; send the whole script
+	inVM          bool       // decided in the VM (failure_mode: local), not by Redis
+	buf           []byte
 
 	calloutID uint32
 	inFlight  bool
@@ -48,10 +48,10 @@ type call struct {
 	detached           *policy
 }
 
-// owner ties a check or block key to its rule. Until the call is sent,
+// origin ties a check or block key to its rule. Until the call is sent,
 // the key and the rule's key are offsets into call.keys; then the key is
 // in call.checks or call.blocks, and ruleKey is set.
-type owner struct {
+type origin struct {
 	rule, limit          int
 	tier                 int              // the tier, tierOverride, or tierAny until Redis picks
 	choice               int              // for a choice's position: the index of its choice
@@ -64,8 +64,8 @@ type owner struct {
 
 func (c *call) reset(s *Stream, shadow bool) {
 	c.stream, c.shadow, c.eval, c.err, c.inFlight = s, shadow, false, nil, false
-	c.blocks, c.checks, c.owners, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.owners[:0], c.blockers[:0], c.keys[:0]
-	c.choices, c.choiceOwners, c.choiceAt, c.leases = c.choices[:0], c.choiceOwners[:0], c.choiceAt[:0], c.leases[:0]
+	c.blocks, c.checks, c.origins, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.origins[:0], c.blockers[:0], c.keys[:0]
+	c.choices, c.choiceOrigins, c.choiceAt, c.leases = c.choices[:0], c.choiceOrigins[:0], c.choiceAt[:0], c.leases[:0]
 	c.slot, c.acquired, c.released, c.replied = 0, false, false, false
 	c.decision.Granted = c.decision.Granted[:0]
 }
@@ -78,8 +78,8 @@ func (c *call) seal() {
 		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
 		c.blocks = append(c.blocks, all[o.keyAt:o.at])
 	}
-	for i := range c.owners {
-		o := &c.owners[i]
+	for i := range c.origins {
+		o := &c.origins[i]
 		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
 		c.checks[i].Key = all[o.keyAt:o.at]
 	}
@@ -117,7 +117,7 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 			chk.Cost, chk.CheckOnly, c.slot = s.slotID(), false, s.slotID()
 		}
 		c.checks = append(c.checks, chk)
-		c.owners = append(c.owners, owner{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+		c.origins = append(c.origins, origin{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
 }
 
@@ -152,7 +152,7 @@ func (s *Stream) addBlockKey(c *call, ri int, cost int64) int {
 	if s.pol.cfg.Rules[ri].ManualBlock {
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ":block"...)
-		c.blockers = append(c.blockers, owner{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+		c.blockers = append(c.blockers, origin{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
 	}
 	return ruleKeyAt
 }

@@ -12,7 +12,7 @@ import (
 // dispatch sends c's command and registers it; on failure the call fails at
 // once, so no stream waits for a reply that will never come.
 func (p *policy) dispatch(c *call) {
-	c.sentAt, c.local = c.stream.clock(), false
+	c.sentAt, c.inVM = c.stream.clock(), false
 	if c.sentAt.Before(p.breaker.openUntil) {
 		p.metrics.skipped.Increment(1)
 		c.stream.callDone(c, errBreakerOpen)

@@ -45,7 +45,7 @@ func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 	if rule.HasConcurrency() {
 		ch.Slot, c.slot = s.slotID(), s.slotID()
 	}
-	at := choiceAt{first: len(c.choiceOwners), base: len(c.keys)}
+	at := choiceAt{first: len(c.choiceOrigins), base: len(c.keys)}
 	key := func(suffix string) (int, int) {
 		from := len(c.keys)
 		c.keys = append(append(c.keys, s.ruleKey...), suffix...)
@@ -63,7 +63,7 @@ func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 		from := len(c.keys)
 		c.keys = append(append(c.keys, s.ruleKey...), ':')
 		c.keys = strconv.AppendInt(c.keys, int64(i), 10)
-		c.choiceOwners = append(c.choiceOwners, owner{rule: ri, limit: i, tier: tier, cost: cost, choice: len(c.choices),
+		c.choiceOrigins = append(c.choiceOrigins, origin{rule: ri, limit: i, tier: tier, cost: cost, choice: len(c.choices),
 			keyAt: from, at: len(c.keys), ruleKeyAt: at.base, ruleKeyLen: len(s.ruleKey)})
 	}
 	c.choices, c.choiceAt = append(c.choices, ch), append(c.choiceAt, at)
@@ -71,21 +71,21 @@ func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 
 // choiceAt locates a choice's keys in call.keys until seal: its tier and
 // override keys (ends 0 when not sent), and its rule key's start; its
-// positions' owners start at choiceOwners[first].
+// positions' origins start at choiceOrigins[first].
 type choiceAt struct {
 	tier, over  [2]int
 	base, first int
 }
 
 // sealChoices sets the choices' keys from all, the call's keys as one
-// string, and puts their owners after the checks'.
+// string, and puts their origins after the checks'.
 func (c *call) sealChoices(all string) {
-	if cap(c.choiceKeys) < len(c.choiceOwners) {
-		c.choiceKeys = make([]string, 0, len(c.choiceOwners))
+	if cap(c.choiceKeys) < len(c.choiceOrigins) {
+		c.choiceKeys = make([]string, 0, len(c.choiceOrigins))
 	}
 	c.choiceKeys = c.choiceKeys[:0]
-	for i := range c.choiceOwners {
-		o := &c.choiceOwners[i]
+	for i := range c.choiceOrigins {
+		o := &c.choiceOrigins[i]
 		o.ruleKey = all[o.ruleKeyAt : o.ruleKeyAt+o.ruleKeyLen]
 		c.choiceKeys = append(c.choiceKeys, all[o.keyAt:o.at])
 	}
@@ -97,25 +97,25 @@ func (c *call) sealChoices(all string) {
 		if at.over[1] > 0 {
 			ch.OverrideKey = all[at.over[0]:at.over[1]]
 		}
-		end := len(c.choiceOwners)
+		end := len(c.choiceOrigins)
 		if i+1 < len(c.choiceAt) {
 			end = c.choiceAt[i+1].first
 		}
 		ch.Keys = c.choiceKeys[at.first:end]
 	}
-	c.owners = append(c.owners, c.choiceOwners...)
+	c.origins = append(c.origins, c.choiceOrigins...)
 }
 
 // notePicks records, once the reply is in, what each choice picked: the
-// tier of its owners and, for an override, the limit each decided.
+// tier of its origins and, for an override, the limit each decided.
 func (c *call) notePicks() {
 	d := &c.decision
 	if len(c.choices) == 0 || d.Blocked || len(d.Picks) != len(c.choices) {
 		return
 	}
 	n := len(c.checks)
-	for i := n; i < len(c.owners) && i < len(d.Results); i++ {
-		o := &c.owners[i]
+	for i := n; i < len(c.origins) && i < len(d.Results); i++ {
+		o := &c.origins[i]
 		o.picked = d.Picked[i-n]
 		switch pick := d.Picks[o.choice]; {
 		case pick == algorithms.PickOverride:
@@ -126,7 +126,7 @@ func (c *call) notePicks() {
 	}
 }
 
-// target returns the key and limit of c.owners[i], and whether it checked
+// target returns the key and limit of c.origins[i], and whether it checked
 // only; ok is false for a choice's position left unused. A call that
 // failed (admitted by the failure mode) picked nothing: its choices'
 // positions are taken as the request's tier, or the default.
@@ -135,7 +135,7 @@ func (c *call) target(i int, cfg *config.Config) (key string, l algorithms.Limit
 		chk := &c.checks[i]
 		return chk.Key, chk.Limit, chk.CheckOnly, true
 	}
-	o, ch := &c.owners[i], &c.choices[c.owners[i].choice]
+	o, ch := &c.origins[i], &c.choices[c.origins[i].choice]
 	l = o.picked
 	if c.err != nil {
 		limits := cfg.Rules[o.rule].TierLimits(max(o.tier, 0))

@@ -62,12 +62,12 @@ func (s *Stream) holdsSlots() bool {
 	return false
 }
 
-// Holding reports whether the stream holds what its end must settle or
+// MustEnd reports whether the stream holds what its end must settle or
 // release: an admitted request with a response cost or concurrency slots,
 // or slots a denied request's calls took. The proxy must end it (OnDone,
 // or Abandon once its context is gone) for them to be freed before the
 // slots' max_duration.
-func (s *Stream) Holding() bool {
+func (s *Stream) MustEnd() bool {
 	return s.allowed && s.charged || s.holdsSlots()
 }
 
@@ -77,13 +77,13 @@ func (c *call) noteAcquired() {
 	c.acquired = c.slot != 0 && !c.decision.Blocked && c.decision.Allowed()
 }
 
-// isSlot reports whether c.owners[i] decided a concurrency limit: for a
+// isSlot reports whether c.origins[i] decided a concurrency limit: for a
 // choice's position, the limit Redis picked.
 func (c *call) isSlot(i int) bool {
 	if i < len(c.checks) {
 		return c.checks[i].Limit.Algorithm == algorithms.Concurrency
 	}
-	return c.owners[i].picked.Algorithm == algorithms.Concurrency
+	return c.origins[i].picked.Algorithm == algorithms.Concurrency
 }
 
 // appendReleases adds to sc, new when nil, the release of every slot c
@@ -93,7 +93,7 @@ func (p *policy) appendReleases(sc *settleCall, c *call) *settleCall {
 		return sc
 	}
 	c.released = true
-	for i := range c.owners {
+	for i := range c.origins {
 		if !c.isSlot(i) {
 			continue
 		}
@@ -105,7 +105,7 @@ func (p *policy) appendReleases(sc *settleCall, c *call) *settleCall {
 			sc = p.newSettleCall()
 		}
 		sc.settles = append(sc.settles, algorithms.Release(key, limit, c.slot))
-		sc.rules = append(sc.rules, c.owners[i].rule)
+		sc.rules = append(sc.rules, c.origins[i].rule)
 	}
 	return sc
 }
@@ -151,8 +151,8 @@ func (p *policy) sweepDetached(c *call, now time.Time) {
 	if c.slot == 0 {
 		return
 	}
-	for i := len(c.checks); i < len(c.owners); i++ {
-		o := &c.owners[i]
+	for i := len(c.checks); i < len(c.origins); i++ {
+		o := &c.origins[i]
 		o.picked = algorithms.Limit{}
 		for _, level := range p.cfg.Rules[o.rule].Levels() {
 			if o.limit < len(level.Limits) && level.Limits[o.limit].Limit.Algorithm == algorithms.Concurrency {

@@ -64,7 +64,7 @@ func (s *Stream) decide() {
 	local, over := s.decideLocally()
 	if over.reason != 0 {
 		s.pol.metrics.rules[over.rule].denied.Increment(1)
-		s.pol.local.count(true)
+		s.pol.fallback.count(true)
 		s.reject(&over)
 		return
 	}
@@ -84,7 +84,7 @@ func (s *Stream) decide() {
 	}
 	deny, denied := s.denial(&out)
 	if local {
-		s.pol.local.count(denied)
+		s.pol.fallback.count(denied)
 	}
 	s.fillLeases(!denied)
 	if denied {
@@ -92,8 +92,8 @@ func (s *Stream) decide() {
 		return
 	}
 	s.allowed = true
-	if delay := s.delay(); delay > 0 {
-		s.hold(delay)
+	if delay := s.throttleDelay(); delay > 0 {
+		s.delay(delay)
 		return
 	}
 	if !s.inHeaders {
@@ -101,12 +101,12 @@ func (s *Stream) decide() {
 	}
 }
 
-// delay is the longest a throttle of the request's calls holds it: the
+// throttleDelay is the longest a throttle of the request's calls holds it: the
 // Redis calls' decision, as a local one never delays.
-func (s *Stream) delay() time.Duration {
+func (s *Stream) throttleDelay() time.Duration {
 	var d time.Duration
 	for _, c := range s.calls {
-		if c.err == nil && !c.local && !c.shadow {
+		if c.err == nil && !c.inVM && !c.shadow {
 			d = max(d, c.decision.Delay)
 		}
 	}
@@ -132,12 +132,12 @@ func (s *Stream) noteBlock(c *call, out *callsOutcome) {
 // countRules counts each rule of a decided call once, by outcome: allowed
 // when all its limits allowed, else denied, or would_deny for a shadow
 // rule. An enforced rule joins s.enforced, whose policies the headers list.
-// The owners of one rule's limits are adjacent.
+// The origins of one rule's limits are adjacent.
 func (s *Stream) countRules(c *call) {
 	results := c.decision.Results
-	for start := 0; start < len(c.owners); {
-		ri, end, ruleAllowed := c.owners[start].rule, start, true
-		for ; end < len(c.owners) && c.owners[end].rule == ri; end++ {
+	for start := 0; start < len(c.origins); {
+		ri, end, ruleAllowed := c.origins[start].rule, start, true
+		for ; end < len(c.origins) && c.origins[end].rule == ri; end++ {
 			ruleAllowed = ruleAllowed && results[end].Allowed
 		}
 		m := &s.pol.metrics.rules[ri]
@@ -161,11 +161,11 @@ func (s *Stream) countRules(c *call) {
 // Retry-After.
 func (s *Stream) noteResults(c *call) {
 	granted := c.decision.Granted
-	for i := range c.owners {
-		o, r := &c.owners[i], c.decision.Results[i]
+	for i := range c.origins {
+		o, r := &c.origins[i], c.decision.Results[i]
 		cost := o.cost
 		if i >= len(c.checks) && c.choices[o.choice].Lease > 0 {
-			if !c.local && o.choice < len(granted) && granted[o.choice] > 0 {
+			if !c.inVM && o.choice < len(granted) && granted[o.choice] > 0 {
 				continue // the lease's verdict: see fillLeases
 			}
 			cost = c.choices[o.choice].Cost // what Redis denied
@@ -184,7 +184,7 @@ func (s *Stream) noteResults(c *call) {
 		if t := s.pol.cfg.Rules[o.rule].Throttle; t != nil && s.vm.throttle.throttling() {
 			retry -= t.MaxDelay
 		}
-		if !r.Allowed && retry > 0 && !c.local && !c.isSlot(i) {
+		if !r.Allowed && retry > 0 && !c.inVM && !c.isSlot(i) {
 			s.pol.denyCache.store(o.ruleKey, cost, s.clock().Add(retry), v)
 		}
 	}

@@ -153,9 +153,9 @@ type enforcedRule struct {
 	policy     string
 }
 
-// enforcedRule describes the rule of c.owners[start:end].
+// enforcedRule describes the rule of c.origins[start:end].
 func (s *Stream) enforcedRule(c *call, start, end int) enforcedRule {
-	o := &c.owners[start]
+	o := &c.origins[start]
 	e := enforcedRule{rule: o.rule, tier: o.tier}
 	if e.tier != tierOverride {
 		return e
@@ -168,7 +168,7 @@ func (s *Stream) enforcedRule(c *call, start, end int) enforcedRule {
 		if b.Len() > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(policyItem(s.pol.headers[o.rule].positions[c.owners[i].limit], c.owners[i].picked))
+		b.WriteString(policyItem(s.pol.headers[o.rule].positions[c.origins[i].limit], c.origins[i].picked))
 	}
 	e.policy = b.String()
 	return e

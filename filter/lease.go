@@ -167,11 +167,11 @@ func (s *Stream) addLeased(e *leaseEntry, ri, tier int, cost int64) {
 	c := s.callFor(&s.pol.cfg.Rules[ri])
 	s.addBlockKey(c, ri, cost)
 	ch := len(c.choices)
-	from := len(c.choiceOwners)
+	from := len(c.choiceOrigins)
 	s.addChoice(c, ri, tier, least, false)
 	c.choices[ch].Lease = most
-	for i := from; i < len(c.choiceOwners); i++ {
-		c.choiceOwners[i].cost = cost
+	for i := from; i < len(c.choiceOrigins); i++ {
+		c.choiceOrigins[i].cost = cost
 	}
 	c.leases = append(c.leases, leaseAsk{choice: ch, tier: tier, cost: cost, e: e})
 	e.pending = true
@@ -247,7 +247,7 @@ func (p *policy) fillLease(c *call, a leaseAsk, admitted bool, now time.Time) (v
 	e := a.e
 	e.pending = false
 	d := &c.decision
-	if !c.replied || c.err != nil || c.local || d.Blocked || a.choice >= len(d.Granted) {
+	if !c.replied || c.err != nil || c.inVM || d.Blocked || a.choice >= len(d.Granted) {
 		return verdict{}, false
 	}
 	g := d.Granted[a.choice]
@@ -304,8 +304,8 @@ func (e *leaseEntry) holdAfterBatch(v verdict, most int64, now time.Time) {
 func (p *policy) grantVerdict(c *call, choice int) (verdict, bool) {
 	var v verdict
 	found, denied := false, false
-	for i := len(c.checks); i < len(c.owners); i++ {
-		o, r := &c.owners[i], c.decision.Results[i]
+	for i := len(c.checks); i < len(c.origins); i++ {
+		o, r := &c.origins[i], c.decision.Results[i]
 		if o.choice != choice || r.Unused() {
 			continue
 		}

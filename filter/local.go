@@ -47,7 +47,7 @@ func newLocalLimiter(cfg *config.Config, h PluginHost) *localLimiter {
 // reports whether any was, and a denial when a request costs more than a
 // limit's local capacity (reason cost_exceeds_capacity).
 func (s *Stream) decideLocally() (local bool, over verdict) {
-	l := s.pol.local
+	l := s.pol.fallback
 	if l == nil {
 		return false, verdict{}
 	}
@@ -69,8 +69,8 @@ func (s *Stream) decideLocally() (local bool, over verdict) {
 // operator's tier and override are in Redis.
 func (l *localLimiter) decide(c *call, cfg *config.Config, now time.Time) verdict {
 	l.checks, l.at = l.checks[:0], l.at[:0]
-	for i := range c.owners {
-		o := &c.owners[i]
+	for i := range c.origins {
+		o := &c.origins[i]
 		key, lim, checkOnly, ok := c.target(i, cfg)
 		if !ok || lim.Algorithm == algorithms.Concurrency {
 			// Unused, or in flight elsewhere: slots are Redis's to count,
@@ -101,7 +101,7 @@ func (l *localLimiter) decide(c *call, cfg *config.Config, now time.Time) verdic
 		}
 		c.decision.Results = append(c.decision.Results, d.Results[i])
 	}
-	c.err, c.local = nil, true
+	c.err, c.inVM = nil, true
 	return verdict{}
 }
 
@@ -147,7 +147,7 @@ func (l *localLimiter) rankAfter(chk algorithms.Check, remaining int64, retry ti
 func (l *localLimiter) keep(key string, rank, idle, now int64) {
 	i, held := l.table.index[key]
 	if held {
-		if old := l.table.slots[i].rank; deniesAt(old, now) {
+		if old := l.table.entries[i].rank; deniesAt(old, now) {
 			rank = max(rank, old)
 		}
 		l.table.update(i, rank, idle)
@@ -177,7 +177,7 @@ func (l *localLimiter) keep(key string, rank, idle, now int64) {
 func (l *localLimiter) sweep(now time.Time) {
 	us := now.UnixMicro()
 	for i := l.table.len() - 1; i >= 0; i-- { // remove moves the last slot, already seen, to i
-		if st := l.table.slots[i]; st.idle <= us {
+		if st := l.table.entries[i]; st.idle <= us {
 			l.model.Forget(st.key)
 			l.table.remove(i)
 			l.states.Add(-1)
@@ -201,7 +201,7 @@ func (l *localLimiter) count(denied bool) {
 // local state, with the limits scaled as at the decision: nothing was
 // reserved in Redis, so nothing is settled there.
 func (p *policy) settleLocally(sc *settleCall) {
-	l := p.local
+	l := p.fallback
 	us := p.vm.host.Now().UnixMicro()
 	l.idles = l.idles[:0]
 	for i := range sc.settles {
@@ -233,7 +233,7 @@ func (l *localLimiter) settledIdle(key string, lim algorithms.Limit, d, now int6
 	}
 	from := now
 	if i, ok := l.table.index[key]; ok {
-		from = max(from, l.table.slots[i].idle)
+		from = max(from, l.table.entries[i].idle)
 	}
 	t := (w + lim.Rate/2) / lim.Rate // the emission interval, as Limit rounds it
 	return from + d*t

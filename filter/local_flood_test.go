@@ -55,7 +55,7 @@ func TestLocalFloodKeepsDenial(t *testing.T) {
 					if o := h.send(fmt.Sprintf("x-user=f%d", k)); o.status != 200 {
 						t.Fatalf("f%d: %+v", k, o)
 					}
-					if n := h.plugin.top().local.size(); n > maxKeys {
+					if n := h.plugin.top().fallback.size(); n > maxKeys {
 						t.Fatalf("%d states held, max_keys %d", n, maxKeys)
 					}
 				}
@@ -66,9 +66,9 @@ func TestLocalFloodKeepsDenial(t *testing.T) {
 			}
 			m := h.Counters
 			if m["ratelimit.failure_mode.local_evicted"] != c.evicted || m["ratelimit.failure_mode.local_unheld"] != c.unheld ||
-				h.plugin.top().local.size() != c.statesAfterFlood || m["ratelimit.failure_mode.local_states"] != uint64(c.statesAfterFlood) {
+				h.plugin.top().fallback.size() != c.statesAfterFlood || m["ratelimit.failure_mode.local_states"] != uint64(c.statesAfterFlood) {
 				t.Fatalf("evicted %d, unheld %d, states %d (gauge %d); want %d, %d, %d", m["ratelimit.failure_mode.local_evicted"],
-					m["ratelimit.failure_mode.local_unheld"], h.plugin.top().local.size(), m["ratelimit.failure_mode.local_states"],
+					m["ratelimit.failure_mode.local_unheld"], h.plugin.top().fallback.size(), m["ratelimit.failure_mode.local_states"],
 					c.evicted, c.unheld, c.statesAfterFlood)
 			}
 			h.Clock = t0.Add(time.Minute - time.Millisecond)
@@ -143,7 +143,7 @@ func denialsHold(t *testing.T, config string, maxKeys int, seed uint64) {
 		case o.status != 200:
 			t.Fatalf("seed %d step %d: %+v", seed, step, o)
 		}
-		if n := h.plugin.top().local.size(); n > maxKeys {
+		if n := h.plugin.top().fallback.size(); n > maxKeys {
 			t.Fatalf("seed %d step %d: %d states held, max_keys %d", seed, step, n, maxKeys)
 		}
 		if rng.IntN(2) == 0 {
@@ -168,13 +168,13 @@ func TestLocalPeeksLeaveNoState(t *testing.T) {
 			t.Fatalf("peek %d: %+v", i, o)
 		}
 	}
-	if n, states := h.plugin.top().local.model.Len(), h.plugin.top().local.size(); n != 0 || states != 0 {
+	if n, states := h.plugin.top().fallback.model.Len(), h.plugin.top().fallback.size(); n != 0 || states != 0 {
 		t.Fatalf("after 50 peeks: %d keys in the model, %d states; want 0, 0", n, states)
 	}
 	for _, u := range []string{"a", "b", "c", "d", "e", "f"} {
 		h.send("x-user="+u, "x-cost=1")
 	}
-	if n, states := h.plugin.top().local.model.Len(), h.plugin.top().local.size(); n != states || states != 4 {
+	if n, states := h.plugin.top().fallback.model.Len(), h.plugin.top().fallback.size(); n != states || states != 4 {
 		t.Fatalf("after 6 keys charged: %d keys in the model, %d states; want 4, 4", n, states)
 	}
 }

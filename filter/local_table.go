@@ -17,10 +17,10 @@ package filter
 //
 // States back to full capacity (idle) are dropped at every tick.
 type localTable struct {
-	max   int
-	slots []localState   // dense; a removal moves the last slot into the hole
-	index map[string]int // key -> slot
-	heap  []int          // slot indices; rank(heap[i]) <= rank of its children
+	max     int
+	entries []localState   // dense; a removal moves the last slot into the hole
+	index   map[string]int // key -> slot
+	heap    []int          // slot indices; rank(heap[i]) <= rank of its children
 	// serial marks the states one call touched (pinned): the call's own
 	// keys are not pushed out by its other keys.
 	serial uint64
@@ -59,14 +59,14 @@ func newLocalTable(max int) *localTable {
 	return &localTable{max: max, index: map[string]int{}}
 }
 
-func (t *localTable) len() int { return len(t.slots) }
+func (t *localTable) len() int { return len(t.entries) }
 
 // pin starts a call: the states it touches from now on are pinned.
 func (t *localTable) pin() { t.serial++ }
 
 // update sets slot i's rank, and its idle to at least idle.
 func (t *localTable) update(i int, rank, idle int64) {
-	st := &t.slots[i]
+	st := &t.entries[i]
 	st.rank, st.idle, st.serial = rank, max(st.idle, idle), t.serial
 	t.fix(st.pos)
 }
@@ -75,13 +75,13 @@ func (t *localTable) update(i int, rank, idle int64) {
 // lowest-ranked state that no longer denies at now and the current call
 // did not touch; it reports that state, if any, and whether key is held.
 func (t *localTable) add(key string, rank, idle, now int64) (victim localState, pushed, ok bool) {
-	if len(t.slots) >= t.max {
+	if len(t.entries) >= t.max {
 		if victim, pushed = t.victim(now); !pushed {
 			return localState{}, false, false
 		}
 	}
-	i := len(t.slots)
-	t.slots = append(t.slots, localState{key: key, idle: idle, rank: rank, pos: len(t.heap), serial: t.serial})
+	i := len(t.entries)
+	t.entries = append(t.entries, localState{key: key, idle: idle, rank: rank, pos: len(t.heap), serial: t.serial})
 	t.index[key] = i
 	t.heap = append(t.heap, i)
 	t.up(len(t.heap) - 1)
@@ -97,18 +97,18 @@ func (t *localTable) victim(now int64) (localState, bool) {
 	found := false
 	for len(t.heap) > 0 {
 		i := t.heap[0]
-		if t.slots[i].serial == t.serial {
+		if t.entries[i].serial == t.serial {
 			t.aside = append(t.aside, i)
 			t.popTop()
 			continue
 		}
-		if !deniesAt(t.slots[i].rank, now) {
-			st, found = t.slots[i], true
+		if !deniesAt(t.entries[i].rank, now) {
+			st, found = t.entries[i], true
 		}
 		break
 	}
 	for _, i := range t.aside {
-		t.slots[i].pos = len(t.heap)
+		t.entries[i].pos = len(t.heap)
 		t.heap = append(t.heap, i)
 		t.up(len(t.heap) - 1)
 	}
@@ -120,7 +120,7 @@ func (t *localTable) victim(now int64) (localState, bool) {
 
 // remove drops slot i.
 func (t *localTable) remove(i int) {
-	st := t.slots[i]
+	st := t.entries[i]
 	delete(t.index, st.key)
 	last := len(t.heap) - 1
 	if st.pos != last {
@@ -130,15 +130,15 @@ func (t *localTable) remove(i int) {
 	} else {
 		t.heap = t.heap[:last]
 	}
-	end := len(t.slots) - 1
+	end := len(t.entries) - 1
 	if i != end {
-		moved := t.slots[end]
-		t.slots[i] = moved
+		moved := t.entries[end]
+		t.entries[i] = moved
 		t.index[moved.key] = i
 		t.heap[moved.pos] = i
 	}
-	t.slots[end] = localState{}
-	t.slots = t.slots[:end]
+	t.entries[end] = localState{}
+	t.entries = t.entries[:end]
 }
 
 // popTop takes the heap's root off the heap, keeping its slot.
@@ -152,12 +152,12 @@ func (t *localTable) popTop() {
 }
 
 func (t *localTable) less(a, b int) bool {
-	return t.slots[t.heap[a]].rank < t.slots[t.heap[b]].rank
+	return t.entries[t.heap[a]].rank < t.entries[t.heap[b]].rank
 }
 
 func (t *localTable) swap(a, b int) {
 	t.heap[a], t.heap[b] = t.heap[b], t.heap[a]
-	t.slots[t.heap[a]].pos, t.slots[t.heap[b]].pos = a, b
+	t.entries[t.heap[a]].pos, t.entries[t.heap[b]].pos = a, b
 }
 
 func (t *localTable) fix(j int) {

@@ -13,12 +13,12 @@ import (
 // checkTable fails unless t's heap, positions and index agree.
 func checkTable(tb testing.TB, t *localTable) {
 	tb.Helper()
-	if len(t.heap) != len(t.slots) || len(t.index) != len(t.slots) || len(t.slots) > t.max {
-		tb.Fatalf("heap %d, index %d, slots %d, max %d", len(t.heap), len(t.index), len(t.slots), t.max)
+	if len(t.heap) != len(t.entries) || len(t.index) != len(t.entries) || len(t.entries) > t.max {
+		tb.Fatalf("heap %d, index %d, slots %d, max %d", len(t.heap), len(t.index), len(t.entries), t.max)
 	}
 	for j, i := range t.heap {
-		if t.slots[i].pos != j || t.index[t.slots[i].key] != i {
-			tb.Fatalf("heap[%d] = slot %d at pos %d, index %d", j, i, t.slots[i].pos, t.index[t.slots[i].key])
+		if t.entries[i].pos != j || t.index[t.entries[i].key] != i {
+			tb.Fatalf("heap[%d] = slot %d at pos %d, index %d", j, i, t.entries[i].pos, t.index[t.entries[i].key])
 		}
 		if j > 0 && t.less(j, (j-1)/2) {
 			tb.Fatalf("heap[%d] ranks below its parent", j)
@@ -49,7 +49,7 @@ func TestLocalTableInvariants(t *testing.T) {
 			tb.update(i, rank, now+10)
 		default:
 			lowest := int64(-1)
-			for _, st := range tb.slots {
+			for _, st := range tb.entries {
 				if st.serial != tb.serial && !deniesAt(st.rank, now) && (lowest < 0 || st.rank < lowest) {
 					lowest = st.rank
 				}

@@ -57,12 +57,12 @@ func TestLocalDecidesWhileRedisIsDown(t *testing.T) {
 	if o := h.send("x-user=a"); o.status != 200 || o.headers["ratelimit"] != `"per-user";r=3;t=60` {
 		t.Fatalf("Redis back: its own decision, not the VM's: %+v", o)
 	}
-	if h.Counters["ratelimit.failure_mode.local_allowed"] != 3 || h.plugin.top().local.size() != 2 {
-		t.Fatalf("after recovery: local allowed %d, states %d", h.Counters["ratelimit.failure_mode.local_allowed"], h.plugin.top().local.size())
+	if h.Counters["ratelimit.failure_mode.local_allowed"] != 3 || h.plugin.top().fallback.size() != 2 {
+		t.Fatalf("after recovery: local allowed %d, states %d", h.Counters["ratelimit.failure_mode.local_allowed"], h.plugin.top().fallback.size())
 	}
 	h.Clock = h.Clock.Add(time.Minute)
 	h.plugin.OnTick()
-	if n := h.plugin.top().local.size(); n != 0 {
+	if n := h.plugin.top().fallback.size(); n != 0 {
 		t.Fatalf("%d local states kept after they drained", n)
 	}
 }
@@ -150,8 +150,8 @@ func TestLocalStateIsBounded(t *testing.T) {
 			t.Fatalf("%s: %+v", u, o)
 		}
 	}
-	if h.plugin.top().local.size() != 2 || h.Counters["ratelimit.failure_mode.local_evicted"] != 1 {
-		t.Fatalf("states %d, evicted %d", h.plugin.top().local.size(), h.Counters["ratelimit.failure_mode.local_evicted"])
+	if h.plugin.top().fallback.size() != 2 || h.Counters["ratelimit.failure_mode.local_evicted"] != 1 {
+		t.Fatalf("states %d, evicted %d", h.plugin.top().fallback.size(), h.Counters["ratelimit.failure_mode.local_evicted"])
 	}
 	if o := h.send("x-user=a", "x-cost=2"); o.status != 429 {
 		t.Fatalf("a, the most used, is still held: %+v", o)
@@ -163,18 +163,18 @@ func TestLocalStateIsBounded(t *testing.T) {
 	if o := h.send("x-user=d", "x-cost=4"); o.status != 200 || h.Counters["ratelimit.failure_mode.local_unheld"] != 1 {
 		t.Fatalf("d: %+v, unheld %d", o, h.Counters["ratelimit.failure_mode.local_unheld"])
 	}
-	if o := h.send("x-user=d", "x-cost=4"); o.status != 200 || h.plugin.top().local.size() != 2 {
-		t.Fatalf("d again, decided afresh: %+v, states %d", o, h.plugin.top().local.size())
+	if o := h.send("x-user=d", "x-cost=4"); o.status != 200 || h.plugin.top().fallback.size() != 2 {
+		t.Fatalf("d again, decided afresh: %+v, states %d", o, h.plugin.top().fallback.size())
 	}
 	h.Clock = h.Clock.Add(30 * time.Second)
 	h.plugin.OnTick()
-	if h.plugin.top().local.size() != 2 {
+	if h.plugin.top().fallback.size() != 2 {
 		t.Fatal("states that still matter were swept")
 	}
 	h.Clock = h.Clock.Add(time.Minute)
 	h.plugin.OnTick()
-	if h.plugin.top().local.size() != 0 || h.Counters["ratelimit.failure_mode.local_states"] != 0 {
-		t.Fatalf("%d states kept once they drained (gauge %d)", h.plugin.top().local.size(), h.Counters["ratelimit.failure_mode.local_states"])
+	if h.plugin.top().fallback.size() != 0 || h.Counters["ratelimit.failure_mode.local_states"] != 0 {
+		t.Fatalf("%d states kept once they drained (gauge %d)", h.plugin.top().fallback.size(), h.Counters["ratelimit.failure_mode.local_states"])
 	}
 	if o := h.send("x-user=a", "x-cost=4"); o.status != 200 {
 		t.Fatalf("a after its window: %+v", o)

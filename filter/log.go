@@ -5,15 +5,15 @@ import (
 	"time"
 )
 
-// throttledLog logs at most one line per period, counting the rest.
-type throttledLog struct {
+// quietLog logs at most one line per period, counting the rest.
+type quietLog struct {
 	host       PluginHost
 	every      time.Duration
 	last       time.Time
 	suppressed int
 }
 
-func (l *throttledLog) log(level LogLevel, msg string) {
+func (l *quietLog) log(level LogLevel, msg string) {
 	now := l.host.Now()
 	if !l.last.IsZero() && now.Sub(l.last) < l.every {
 		l.suppressed++

@@ -95,7 +95,7 @@ func (p *Plugin) Pending() int { return p.callouts.calls }
 // periodic work ran, which the proxy's own per-tick work follows.
 func (p *Plugin) OnTick() bool {
 	now := p.host.Now()
-	defer p.releaseHeld(now) // last: a resumed stream's context is then the effective one
+	defer p.releaseDelayed(now) // last: a resumed stream's context is then the effective one
 	if !p.workDue(now) {
 		return false
 	}

@@ -18,13 +18,13 @@ type policy struct {
 	// the top level.
 	route   *config.MatchRule
 	metrics metrics
-	errLog  throttledLog
+	errLog  quietLog
 	breaker breaker
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache
-	// local decides while Redis cannot (failure_mode: local); else nil.
-	local *localLimiter
+	// fallback decides while Redis cannot (failure_mode: fallback); else nil.
+	fallback *localLimiter
 	// bodyRules: a rule reserves from the request body.
 	bodyRules bool
 	// headers are the header pieces of each rule, rendered once.
@@ -49,9 +49,9 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	host := vm.host
 	p := &policy{vm: vm, cfg: cfg, route: route}
 	p.metrics = newMetrics(cfg, host)
-	p.errLog = throttledLog{host: host, every: 10 * time.Second}
+	p.errLog = quietLog{host: host, every: 10 * time.Second}
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
-	p.local = newLocalLimiter(cfg, host)
+	p.fallback = newLocalLimiter(cfg, host)
 	p.leases = newLeaseTables(cfg)
 	if p.leases != nil {
 		p.leaseMetrics = newLeaseMetrics(host)
@@ -66,8 +66,8 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 // sweep, on each slow tick, forgets the local states that no longer
 // matter, ends or forgets leases, and drops expired deny cache entries.
 func (p *policy) sweep(now time.Time) {
-	if p.local != nil {
-		p.local.sweep(now)
+	if p.fallback != nil {
+		p.fallback.sweep(now)
 	}
 	p.sweepLeases(now)
 	p.denyCache.sweep(now)

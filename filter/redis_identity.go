@@ -35,7 +35,7 @@ type redisIdentity struct {
 	sentAt    time.Time // the last WHOAMI
 	wrongUser Counter   // ratelimit.redis.wrong_user
 	missing   Counter   // ratelimit.redis.library_missing
-	log       throttledLog
+	log       quietLog
 }
 
 // checkIdentity sends ACL WHOAMI on the proxy's Redis connection; one

@@ -49,7 +49,7 @@ type redisLink struct {
 	identity redisIdentity // redis_identity.go
 	// Each kind of news has its own throttled log, so that one cannot
 	// hide another.
-	initLog, authLog, clusterLog throttledLog
+	initLog, authLog, clusterLog quietLog
 
 	initFailures  Counter // ratelimit.redis.init_failures
 	uninitialized Counter // ratelimit.redis.uninitialized: calls not sent, no init yet
@@ -62,15 +62,15 @@ type redisLink struct {
 func newRedisLink(cfg *config.Config, host PluginHost, send func([]byte) (uint32, error), t *callouts) *redisLink {
 	every := 10 * time.Second
 	l := &redisLink{cfg: &cfg.Redis, ready: true, send: send, callouts: t,
-		initLog:       throttledLog{host: host, every: every},
-		authLog:       throttledLog{host: host, every: every},
-		clusterLog:    throttledLog{host: host, every: every},
+		initLog:       quietLog{host: host, every: every},
+		authLog:       quietLog{host: host, every: every},
+		clusterLog:    quietLog{host: host, every: every},
 		initFailures:  host.Counter("ratelimit.redis.init_failures"),
 		uninitialized: host.Counter("ratelimit.redis.uninitialized"),
 		reinits:       host.Counter("ratelimit.redis.reinits"),
 		redirected:    host.Counter("ratelimit.redis.redirected"),
 	}
-	l.identity = redisIdentity{log: throttledLog{host: host, every: every},
+	l.identity = redisIdentity{log: quietLog{host: host, every: every},
 		wrongUser: host.Counter("ratelimit.redis.wrong_user"),
 		missing:   host.Counter("ratelimit.redis.library_missing")}
 	if ri, ok := host.(RedisInitializer); ok && cfg.Redis.Transport == config.TransportRedisABI {

@@ -92,8 +92,8 @@ func (s *Stream) followRules() bool {
 	r.started = true
 	r.rules, r.scanners = r.rules[:0], r.scanners[:0]
 	for _, c := range s.calls {
-		for i := range c.owners {
-			ri := c.owners[i].rule
+		for i := range c.origins {
+			ri := c.origins[i].rule
 			if cfg.Rules[ri].Response == nil || r.has(ri) {
 				continue
 			}
@@ -178,12 +178,12 @@ func fallbackCost(f config.Fallback, rc *config.ResponseCost) int64 {
 // limits whose cost differs from what was reserved, and the release of
 // the slots it acquired.
 func (s *Stream) settleCall(c *call) {
-	if c.err == nil && (c.decision.Blocked || len(c.decision.Results) != len(c.owners) || !c.decision.Allowed()) {
+	if c.err == nil && (c.decision.Blocked || len(c.decision.Results) != len(c.origins) || !c.decision.Allowed()) {
 		return // nothing was charged at admission, and nothing will be
 	}
 	var sc *settleCall
-	for i := range c.owners {
-		o := &c.owners[i]
+	for i := range c.origins {
+		o := &c.origins[i]
 		x := s.resp.find(o.rule)
 		if x == nil {
 			continue
@@ -214,7 +214,7 @@ func (s *Stream) settleCall(c *call) {
 	}
 	sc = s.pol.appendReleases(sc, c)
 	switch {
-	case sc != nil && c.local: // decided in the VM: settled there too
+	case sc != nil && c.inVM: // decided in the VM: settled there too
 		s.pol.settleLocally(sc)
 	case sc != nil:
 		s.vm.settle(sc)

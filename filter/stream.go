@@ -50,9 +50,9 @@ type Stream struct {
 	waitingBody  bool
 	waitingSince time.Time
 	body         []byte
-	// held is 1 + the stream's place among the requests a throttle holds
-	// until releaseAt (see throttle.go), 0 when not held.
-	held      int
+	// delayedAt is 1 + the stream's place among the requests a throttle holds
+	// until releaseAt (see throttle.go), 0 when not delayedAt.
+	delayedAt int
 	releaseAt time.Time
 }
 
@@ -104,7 +104,7 @@ func (s *Stream) clock() time.Time {
 // once it is admitted. Continue while pending would release the paused
 // request headers undecided.
 func (s *Stream) HoldUntilAdmitted() Action {
-	if s.decided && s.allowed && s.held == 0 {
+	if s.decided && s.allowed && s.delayedAt == 0 {
 		return Continue
 	}
 	return Pause
@@ -139,8 +139,8 @@ func (s *Stream) OnDone() {
 	if s.waitingBody {
 		s.awaitBody(false)
 	}
-	if s.held != 0 {
-		s.unhold()
+	if s.delayedAt != 0 {
+		s.undelay()
 	}
 	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
 	for _, c := range s.calls {

@@ -21,8 +21,8 @@ const slowTick = time.Second
 // throttleState holds the requests a throttle delays, on the top-level
 // Plugin: a heap by release time, and the tick kept fast while any waits.
 type throttleState struct {
-	held heldStreams
-	fast bool
+	queue delayQueue
+	fast  bool
 	// broken: the host refused the fast tick once; from then on nothing
 	// more is held (a held request would wait for the slow tick).
 	broken  bool
@@ -43,13 +43,13 @@ func newThrottleState(host PluginHost) *throttleState {
 		holding: host.Gauge("ratelimit.throttle.held"), delayMS: host.Histogram("ratelimit.throttle.delay_ms")}
 }
 
-// hold keeps an admitted request paused until delay has passed, counted
+// delay keeps an admitted request paused until delay has passed, counted
 // from now: Redis charged it as of then. It goes on at the first tick
 // after that, never before.
-func (s *Stream) hold(delay time.Duration) {
+func (s *Stream) delay(delay time.Duration) {
 	t := s.vm.throttle
 	s.releaseAt = s.vm.host.Now().Add(delay)
-	heap.Push(&t.held, s)
+	heap.Push(&t.queue, s)
 	t.delayed.Increment(1)
 	t.holding.Add(1)
 	t.delayMS.Record(uint64(delay.Milliseconds()))
@@ -65,27 +65,27 @@ func (s *Stream) hold(delay time.Duration) {
 // throttling reports whether a throttle may be sent to Redis.
 func (t *throttleState) throttling() bool { return t != nil && !t.broken }
 
-// unhold drops a stream that ends while held (the client went away): its
+// undelay drops a stream that ends while held (the client went away): its
 // charge stays, as for any admitted request.
-func (s *Stream) unhold() {
+func (s *Stream) undelay() {
 	t := s.vm.throttle
-	heap.Remove(&t.held, s.held-1)
+	heap.Remove(&t.queue, s.delayedAt-1)
 	t.holding.Add(-1)
 }
 
-// releaseHeld lets through the held requests whose time has come, and
+// releaseDelayed lets through the held requests whose time has come, and
 // slows the tick again once none waits.
-func (p *Plugin) releaseHeld(now time.Time) {
+func (p *Plugin) releaseDelayed(now time.Time) {
 	t := p.throttle
 	if t == nil {
 		return
 	}
-	for len(t.held) > 0 && !t.held[0].releaseAt.After(now) {
-		s := heap.Pop(&t.held).(*Stream)
+	for len(t.queue) > 0 && !t.queue[0].releaseAt.After(now) {
+		s := heap.Pop(&t.queue).(*Stream)
 		t.holding.Add(-1)
 		s.host.Resume()
 	}
-	if t.fast && len(t.held) == 0 && t.ticker.SetTickPeriod(slowTick) {
+	if t.fast && len(t.queue) == 0 && t.ticker.SetTickPeriod(slowTick) {
 		t.fast = false
 	}
 }
@@ -108,35 +108,35 @@ func (p *Plugin) workDue(now time.Time) bool {
 // makes the root context effective again after each tick.
 func (p *Plugin) Throttles() bool { return p.throttle != nil }
 
-// Held is how many requests a throttle holds: it returns to zero when
+// Delayed is how many requests a throttle holds: it returns to zero when
 // traffic stops.
-func (p *Plugin) Held() int {
+func (p *Plugin) Delayed() int {
 	if p.throttle == nil {
 		return 0
 	}
-	return len(p.throttle.held)
+	return len(p.throttle.queue)
 }
 
-// heldStreams is a min-heap of streams by release time; each stream knows
-// its place (Stream.held: 1 + its index, 0 when not held).
-type heldStreams []*Stream
+// delayQueue is a min-heap of streams by release time; each stream knows
+// its place (Stream.delayedAt: 1 + its index, 0 when not queued).
+type delayQueue []*Stream
 
-func (h heldStreams) Len() int           { return len(h) }
-func (h heldStreams) Less(i, j int) bool { return h[i].releaseAt.Before(h[j].releaseAt) }
-func (h heldStreams) Swap(i, j int) {
+func (h delayQueue) Len() int           { return len(h) }
+func (h delayQueue) Less(i, j int) bool { return h[i].releaseAt.Before(h[j].releaseAt) }
+func (h delayQueue) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].held, h[j].held = i+1, j+1
+	h[i].delayedAt, h[j].delayedAt = i+1, j+1
 }
-func (h *heldStreams) Push(x any) {
+func (h *delayQueue) Push(x any) {
 	s := x.(*Stream)
 	*h = append(*h, s)
-	s.held = len(*h)
+	s.delayedAt = len(*h)
 }
-func (h *heldStreams) Pop() any {
+func (h *delayQueue) Pop() any {
 	old := *h
 	s := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	s.held = 0
+	s.delayedAt = 0
 	return s
 }

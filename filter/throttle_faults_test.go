@@ -26,8 +26,8 @@ func TestThrottleTickRefused(t *testing.T) {
 	if a := h.open("x-user=dee"); !a.admitted() {
 		t.Fatal("first request denied")
 	}
-	if b := h.open("x-user=dee"); b.fs.Status != 429 || h.plugin.Held() != 0 {
-		t.Fatalf("no tick at all: status %d, held %d", b.fs.Status, h.plugin.Held())
+	if b := h.open("x-user=dee"); b.fs.Status != 429 || h.plugin.Delayed() != 0 {
+		t.Fatalf("no tick at all: status %d, held %d", b.fs.Status, h.plugin.Delayed())
 	}
 
 	h2 := newFakeHost(t, throttled)
@@ -35,11 +35,11 @@ func TestThrottleTickRefused(t *testing.T) {
 	h2.plugin = NewPlugin(h2.plugin.cfg, slowOnly)
 	h2.Clock = time.Unix(1_700_000_000, 0)
 	h2.open("x-user=eve")
-	if b := h2.open("x-user=eve"); b.fs.Status != 0 || h2.plugin.Held() != 1 {
-		t.Fatalf("first hold: status %d, held %d", b.fs.Status, h2.plugin.Held())
+	if b := h2.open("x-user=eve"); b.fs.Status != 0 || h2.plugin.Delayed() != 1 {
+		t.Fatalf("first hold: status %d, held %d", b.fs.Status, h2.plugin.Delayed())
 	}
-	if c := h2.open("x-user=eve"); c.fs.Status != 429 || h2.plugin.Held() != 1 {
-		t.Fatalf("after the fast tick was refused: status %d, held %d", c.fs.Status, h2.plugin.Held())
+	if c := h2.open("x-user=eve"); c.fs.Status != 429 || h2.plugin.Delayed() != 1 {
+		t.Fatalf("after the fast tick was refused: status %d, held %d", c.fs.Status, h2.plugin.Delayed())
 	}
 }
 
@@ -62,14 +62,14 @@ func TestThrottleChargesOtherFunnelsAsOfRelease(t *testing.T) {
 	r2 := h.open("x-user=ann", "x-team=y") // held about 500ms for user ann
 	// Charged as of its arrival, team y (one per 400ms) would admit r3
 	// at r2's release; charged as of then, not for another 400ms.
-	if r2.st.held == 0 {
+	if r2.st.delayedAt == 0 {
 		t.Fatal("r2 not held")
 	}
 	time.Sleep(time.Until(r2.st.releaseAt))
 	h.plugin.OnTick()
 	r3 := h.open("x-user=bob", "x-team=y") // team y: r2 counts from its release
 	if r2.fs.Resumed != 1 || r3.fs.Status != 429 {
-		t.Fatalf("r2 resumed %d; r3 status %d, held %d", r2.fs.Resumed, r3.fs.Status, r3.st.held)
+		t.Fatalf("r2 resumed %d; r3 status %d, held %d", r2.fs.Resumed, r3.fs.Status, r3.st.delayedAt)
 	}
 }
 
@@ -82,12 +82,12 @@ func TestThrottleHeldStreamEndingFreesItsSlot(t *testing.T) {
 	{"name":"slots","key":[{"source":"header","name":"x-user"}],
 	 "limits":[{"algorithm":"concurrency","limit":5,"max_duration":"5m"}]}]}`)
 	a, b := h.open("x-user=ann"), h.open("x-user=ann")
-	if !a.admitted() || b.st.held == 0 || h.inFlight("{slots|ann}:0") != 2 {
-		t.Fatalf("held %d, slots %d", b.st.held, h.inFlight("{slots|ann}:0"))
+	if !a.admitted() || b.st.delayedAt == 0 || h.inFlight("{slots|ann}:0") != 2 {
+		t.Fatalf("held %d, slots %d", b.st.delayedAt, h.inFlight("{slots|ann}:0"))
 	}
 	b.end()
-	if n := h.inFlight("{slots|ann}:0"); n != 1 || h.plugin.Held() != 0 || b.fs.Resumed != 0 || h.Counters["ratelimit.throttle.held"] != 0 {
-		t.Fatalf("after the held client left: slots %d, held %d, resumed %d, metrics %v", n, h.plugin.Held(), b.fs.Resumed, h.Counters)
+	if n := h.inFlight("{slots|ann}:0"); n != 1 || h.plugin.Delayed() != 0 || b.fs.Resumed != 0 || h.Counters["ratelimit.throttle.held"] != 0 {
+		t.Fatalf("after the held client left: slots %d, held %d, resumed %d, metrics %v", n, h.plugin.Delayed(), b.fs.Resumed, h.Counters)
 	}
 }
 
@@ -101,13 +101,13 @@ func TestThrottleInAMatchRulesEntry(t *testing.T) {
 	h.props = map[string]string{"route_name": "r1"}
 	h.Clock = time.Unix(1_700_000_000, 0)
 	a, b := h.open("x-user=ann"), h.open("x-user=ann")
-	if !a.admitted() || b.st.held == 0 || h.plugin.Held() != 1 || b.st.pol == b.st.vm.top() {
-		t.Fatalf("held %d, plugin held %d", b.st.held, h.plugin.Held())
+	if !a.admitted() || b.st.delayedAt == 0 || h.plugin.Delayed() != 1 || b.st.pol == b.st.vm.top() {
+		t.Fatalf("held %d, plugin held %d", b.st.delayedAt, h.plugin.Delayed())
 	}
 	h.Clock = b.st.releaseAt
 	h.plugin.OnTick()
-	if b.fs.Resumed != 1 || h.plugin.Held() != 0 {
-		t.Fatalf("resumed %d held %d", b.fs.Resumed, h.plugin.Held())
+	if b.fs.Resumed != 1 || h.plugin.Delayed() != 0 {
+		t.Fatalf("resumed %d held %d", b.fs.Resumed, h.plugin.Delayed())
 	}
 }
 
@@ -123,7 +123,7 @@ func TestThrottleRefusedTickLoggedOnce(t *testing.T) {
 		h.plugin.NewStream(filtertest.NewStream("192.0.2.7:40000", nil)).OnRequestHeaders(pairs)
 	}
 	h.Pump()
-	if n := strings.Count(strings.Join(h.logs, "\n"), "refused a 10ms tick"); n != 1 || h.plugin.Held() != 2 {
-		t.Fatalf("logged %d times, %d held: %q", n, h.plugin.Held(), h.logs)
+	if n := strings.Count(strings.Join(h.logs, "\n"), "refused a 10ms tick"); n != 1 || h.plugin.Delayed() != 2 {
+		t.Fatalf("logged %d times, %d held: %q", n, h.plugin.Delayed(), h.logs)
 	}
 }

@@ -25,8 +25,8 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 	t0 := time.Unix(1_700_000_000, 0)
 	h.Clock = t0
 	a := h.open("x-user=ann")
-	if !a.admitted() || a.fs.Resumed != 1 || h.plugin.Held() != 0 {
-		t.Fatalf("first request: resumed %d, status %d, held %d", a.fs.Resumed, a.fs.Status, h.plugin.Held())
+	if !a.admitted() || a.fs.Resumed != 1 || h.plugin.Delayed() != 0 {
+		t.Fatalf("first request: resumed %d, status %d, held %d", a.fs.Resumed, a.fs.Status, h.plugin.Delayed())
 	}
 	b, c := h.open("x-user=ann"), h.open("x-user=ann")
 	for i, o := range []*openStream{b, c} {
@@ -35,13 +35,13 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 			t.Fatalf("request %d: resumed %d, status %d, waits %v", i+2, o.fs.Resumed, o.fs.Status, wait)
 		}
 	}
-	if h.plugin.Held() != 2 || h.TickPeriod != config.ThrottleTick || h.Counters["ratelimit.throttle.delayed"] != 2 {
-		t.Fatalf("held %d, tick %v, metrics %v", h.plugin.Held(), h.TickPeriod, h.Counters)
+	if h.plugin.Delayed() != 2 || h.TickPeriod != config.ThrottleTick || h.Counters["ratelimit.throttle.delayed"] != 2 {
+		t.Fatalf("held %d, tick %v, metrics %v", h.plugin.Delayed(), h.TickPeriod, h.Counters)
 	}
 	calls := h.Calls
 	d := h.open("x-user=ann")
-	if d.fs.Status != 429 || d.fs.Headers["retry-after"] == "" || h.plugin.Held() != 2 {
-		t.Fatalf("fourth request: status %d, headers %v, held %d", d.fs.Status, d.fs.Headers, h.plugin.Held())
+	if d.fs.Status != 429 || d.fs.Headers["retry-after"] == "" || h.plugin.Delayed() != 2 {
+		t.Fatalf("fourth request: status %d, headers %v, held %d", d.fs.Status, d.fs.Headers, h.plugin.Delayed())
 	}
 	// Its denial is cached until max_delay before its Retry-After: until
 	// then any request would wait longer than max_delay.
@@ -63,8 +63,8 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 	c.end() // the client leaves while held
 	h.Clock = h.Clock.Add(5 * time.Second)
 	h.plugin.OnTick()
-	if c.fs.Resumed != 0 || h.plugin.Held() != 0 || h.TickPeriod != slowTick || h.Counters["ratelimit.throttle.held"] != 0 {
-		t.Fatalf("after the client left: resumed %d, held %d, tick %v, metrics %v", c.fs.Resumed, h.plugin.Held(), h.TickPeriod, h.Counters)
+	if c.fs.Resumed != 0 || h.plugin.Delayed() != 0 || h.TickPeriod != slowTick || h.Counters["ratelimit.throttle.held"] != 0 {
+		t.Fatalf("after the client left: resumed %d, held %d, tick %v, metrics %v", c.fs.Resumed, h.plugin.Delayed(), h.TickPeriod, h.Counters)
 	}
 	a.respond()
 	b.respond()
@@ -105,8 +105,8 @@ func TestThrottleNeedsATicker(t *testing.T) {
 	if a := h.open("x-user=cy"); !a.admitted() {
 		t.Fatal("first request denied")
 	}
-	if b := h.open("x-user=cy"); b.fs.Status != 429 || h.plugin.Held() != 0 {
-		t.Fatalf("second request: status %d, held %d", b.fs.Status, h.plugin.Held())
+	if b := h.open("x-user=cy"); b.fs.Status != 429 || h.plugin.Delayed() != 0 {
+		t.Fatalf("second request: status %d, held %d", b.fs.Status, h.plugin.Delayed())
 	}
 	if len(h.logs) == 0 || !strings.Contains(strings.Join(h.logs, "\n"), "cannot change the tick period") {
 		t.Fatalf("logs %q", h.logs)

@@ -124,21 +124,21 @@ func (p *pluginContext) OnTick() {
 			proxywasm.SetEffectiveContext(p.id) // a released stream's was
 		}
 		if periodic { // once a second, however fast the tick
-			p.probeHolding()
+			p.probeMustEnd()
 		}
 		p.releaseGone()
 	}
 }
 
-// probeHolding looks, once per tick, for the streams that hold what their
-// end must settle or release (filter.Stream.Holding) and whose context the
+// probeMustEnd looks, once per tick, for the streams that hold what their
+// end must settle or release (filter.Stream.MustEnd) and whose context the
 // proxy deleted without proxy_on_log reaching them, as HTTP/3's deferred
 // logging may: they are released as gone, so their concurrency slots are
 // freed now rather than at max_duration.
-func (p *pluginContext) probeHolding() {
+func (p *pluginContext) probeMustEnd() {
 	probed := false
 	for _, h := range p.live {
-		if h.stream != nil && !h.gone && h.stream.Holding() {
+		if h.stream != nil && !h.gone && h.stream.MustEnd() {
 			h.enter() // queues it in p.gone when its context is deleted
 			probed = true
 		}

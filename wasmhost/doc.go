@@ -1,4 +1,4 @@
-// Package host is a proxy-wasm host built on wazero. It runs a compiled
+// Package wasmhost is a proxy-wasm host built on wazero. It runs a compiled
 // proxy-wasm filter (.wasm) the way Envoy does, so that the filter can be
 // tested end to end on machines that cannot run Envoy.
 //

@@ -55,7 +55,7 @@ const ADMITTED = new Set(["admitted", "tiered", "leased", "held"]);
 // A request a throttle holds (the module set its tick fast) is let through
 // at a tick with the guest's clock moved this far forward: beyond the
 // held scenario's max_delay, so that its time has come.
-const HOLD_ADVANCE_MS = 11;
+const HOLD_ADVANCE_MS = 101;
 const STREAMS = spec.streams ?? {};
 const say = (line) => process.stderr.write(line + "\n");
 
@@ -263,7 +263,7 @@ async function record(vm, transport, scenario, response = null) {
       await new Promise((resolve) => (transport.settled = resolve));
     }
   };
-  for (let i = 0; i < 10; i++) {
+  for (let i = 0; i < 30; i++) {
     transport.replies = {};
     const s = newStream(vm, spec.headers);
     transport.phase = "decide";

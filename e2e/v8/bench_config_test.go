@@ -93,13 +93,14 @@ func leasedConfig(redis, prefix string) string {
 		`"window":"1h"}],"lease":{"max_hold":"1h","max_batch":100,"hot_rate":1}`, 1)
 }
 
-// heldConfig is a throttled funnel of one request per millisecond on
-// x-user, held up to 10ms: the second of two requests in a row is held.
+// heldConfig is a throttled funnel of one request per 100ms on x-user,
+// held up to 100ms: the second of two requests within 100ms is held, a
+// gap even a busy machine keeps between two recorded requests.
 func heldConfig(redis, prefix string) string {
 	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q},
 		"rules":[{"name":"bench","key":[{"source":"header","name":"x-user"}],
-		"limits":[{"name":"per-ms","algorithm":"funnel","capacity":1,"rate":1000,"period":"1s"}],
-		"throttle":{"max_delay":"10ms"}}]}`, redis, prefix)
+		"limits":[{"name":"per-100ms","algorithm":"funnel","capacity":1,"rate":10,"period":"1s"}],
+		"throttle":{"max_delay":"100ms"}}]}`, redis, prefix)
 }
 
 func benchConfigs(redis, prefix string) map[string]string {
