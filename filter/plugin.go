@@ -198,8 +198,10 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 		return
 	}
 	p.untrack(c)
-	c.stream.now = p.host.Now()
-	p.metrics.latency.Record(uint64(c.stream.now.Sub(c.sentAt).Milliseconds()))
+	c.stream.now = time.Time{} // the reply's time: read if needed (clock)
+	if !ok || p.metrics.sampleLatency() {
+		p.metrics.latency.Record(uint64(c.stream.clock().Sub(c.sentAt).Milliseconds()))
+	}
 	if !ok {
 		reason := "redis call failed or timed out"
 		if c.failure != "" {
@@ -216,7 +218,7 @@ func (p *Plugin) onReply(calloutID uint32, ok bool, reply []byte, ints []int64) 
 		return
 	}
 	if err != nil {
-		p.link.onErrorReply(err, c.stream.now)
+		p.link.onErrorReply(err, c.stream.clock())
 		p.fail(c, err)
 		return
 	}
