@@ -105,6 +105,7 @@ func sdkLifecycle(t *attempt, mode, webdis string) {
 	if r := h.GetSentLocalResponse(id); r == nil || r.StatusCode != 429 || !hasHeader(r.Headers, "retry-after", "60") {
 		t.Fatalf("second request: %+v", r)
 	}
+	h.Tick() // the filter's counters reach the host on its tick
 	if n, _ := h.GetCounterMetric("ratelimit.rule.api.denied"); n != 1 {
 		t.Fatalf("denied metric %d", n)
 	}

@@ -61,8 +61,10 @@ func (c *call) overdue(vm *Plugin, now time.Time) {
 // onCallReply reads a call's reply into its decision and completes it.
 func (p *policy) onCallReply(c *call, r scriptReply) {
 	p.vm.untrack(c)
-	c.stream.now = p.vm.host.Now()
-	p.metrics.latency.Record(uint64(c.stream.now.Sub(c.sentAt).Milliseconds()))
+	c.stream.now = time.Time{} // the reply's time: read if needed (clock)
+	if !r.ok || p.metrics.sampleLatency() {
+		p.metrics.latency.Record(uint64(c.stream.clock().Sub(c.sentAt).Milliseconds()))
+	}
 	if !r.ok {
 		reason := "redis call failed or timed out"
 		if r.failure != "" {

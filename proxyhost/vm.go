@@ -22,7 +22,7 @@ func NewVMContext() types.VMContext { return &vmContext{} }
 type vmContext struct{ types.DefaultVMContext }
 
 func (*vmContext) NewPluginContext(id uint32) types.PluginContext {
-	return &pluginContext{id: id, counters: map[string]proxywasm.MetricCounter{}, live: map[uint32]*httpContext{}}
+	return &pluginContext{id: id, live: map[uint32]*httpContext{}}
 }
 
 // plugins maps root context ids to their plugins, for Redis callbacks,
@@ -31,11 +31,11 @@ var plugins = map[uint32]*pluginContext{}
 
 type pluginContext struct {
 	types.DefaultPluginContext
-	id       uint32
-	plugin   *filter.Plugin
-	cluster  string             // the Redis cluster with its options
-	redis    config.RedisConfig // for proxy_redis_init
-	counters map[string]proxywasm.MetricCounter
+	id      uint32
+	plugin  *filter.Plugin
+	cluster string             // the Redis cluster with its options
+	redis   config.RedisConfig // for proxy_redis_init
+	metrics metricBuffer
 	// gone are streams whose context the proxy deleted, to release after
 	// the callback that found out; live are the streams not released.
 	gone []*httpContext
@@ -84,6 +84,7 @@ func (p *pluginContext) InitRedis() error {
 }
 
 func (p *pluginContext) OnPluginDone() bool {
+	p.metrics.flush()
 	delete(plugins, p.id)
 	return true
 }
@@ -125,6 +126,7 @@ func (p *pluginContext) OnTick() {
 		}
 		if periodic { // once a second, however fast the tick
 			p.probeMustEnd()
+			p.metrics.flush()
 		}
 		p.releaseGone()
 	}
@@ -227,35 +229,6 @@ func (p *pluginContext) Log(level filter.LogLevel, msg string) {
 // Now reads the monotonic clock only: the filter measures durations, and
 // compares times it read itself.
 func (p *pluginContext) Now() time.Time { return time.Unix(0, monotonicNanos()) }
-
-func (p *pluginContext) Counter(name string) filter.Counter {
-	c, ok := p.counters[name]
-	if !ok {
-		c = proxywasm.DefineCounterMetric(name)
-		p.counters[name] = c
-	}
-	return counter{c}
-}
-
-func (p *pluginContext) Gauge(name string) filter.Gauge {
-	return gauge{proxywasm.DefineGaugeMetric(name)}
-}
-
-type gauge struct{ m proxywasm.MetricGauge }
-
-func (g gauge) Add(d int64) { g.m.Add(d) }
-
-func (p *pluginContext) Histogram(name string) filter.Histogram {
-	return histogram{proxywasm.DefineHistogramMetric(name)}
-}
-
-type counter struct{ m proxywasm.MetricCounter }
-
-func (c counter) Increment(d uint64) { c.m.Increment(d) }
-
-type histogram struct{ m proxywasm.MetricHistogram }
-
-func (h histogram) Record(v uint64) { h.m.Record(v) }
 
 // LiveStreams is how many streams the VM's plugins have started and not yet
 // released; it returns to zero when traffic stops (for tests).

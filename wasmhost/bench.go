@@ -173,7 +173,10 @@ func (b *BenchVM) RedisCalls() int64 {
 }
 
 // Metric returns one counter or gauge the guest defined.
-func (b *BenchVM) Metric(name string) (int64, bool) { return b.h.Metric(name) }
+func (b *BenchVM) Metric(name string) (int64, bool) {
+	b.v.flushMetrics()
+	return b.h.Metric(name)
+}
 
 // Logs returns the VM's log lines so far.
 func (b *BenchVM) Logs() []LogEntry { return b.h.Logs() }

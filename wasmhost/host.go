@@ -328,16 +328,32 @@ func (h *Host) StreamsPerVM() []int64 {
 }
 
 // Metrics returns the counters and gauges the guest defined, by name.
-func (h *Host) Metrics() map[string]int64 { return h.metrics.snapshot() }
+// A guest that buffers its metrics until its tick (the filter does) is
+// first asked to hand them over, so that they count every request served.
+func (h *Host) Metrics() map[string]int64 {
+	h.flushMetrics()
+	return h.metrics.snapshot()
+}
 
 // Metric returns one counter or gauge, and whether it is defined.
 func (h *Host) Metric(name string) (int64, bool) {
-	v, ok := h.metrics.snapshot()[name]
+	v, ok := h.Metrics()[name]
 	return v, ok
 }
 
 // Histogram returns the values recorded in a histogram, in order.
-func (h *Host) Histogram(name string) []uint64 { return h.metrics.histogram(name) }
+func (h *Host) Histogram(name string) []uint64 {
+	h.flushMetrics()
+	return h.metrics.histogram(name)
+}
+
+// flushMetrics runs each VM's flush on its loop (vm.flushMetrics); a VM
+// that has shut down flushed when its plugin was done.
+func (h *Host) flushMetrics() {
+	for _, v := range h.vms {
+		v.run(func() error { v.flushMetrics(); return nil })
+	}
+}
 
 // SharedData returns a shared data entry and its CAS value.
 func (h *Host) SharedData(key string) (value []byte, cas uint32, ok bool) {

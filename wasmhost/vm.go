@@ -65,6 +65,10 @@ type guestExports struct {
 	responseHeaders, responseBody, responseTrailers api.Function
 	log, done, delete, tick, queueReady             api.Function
 	httpCallResponse, redisCallResponse             api.Function
+	// flushMetrics is the filter's ratelimit_flush_metrics, or nil: the
+	// guest buffers counters and histograms until its tick, and hands
+	// them over at once when called (Host.Metrics).
+	flushMetrics api.Function
 }
 
 func lookupExports(m api.Module) guestExports {
@@ -87,6 +91,7 @@ func lookupExports(m api.Module) guestExports {
 		queueReady:        f("proxy_on_queue_ready"),
 		httpCallResponse:  f("proxy_on_http_call_response"),
 		redisCallResponse: f("proxy_on_redis_call_response"),
+		flushMetrics:      f("ratelimit_flush_metrics"),
 	}
 	if g.malloc == nil {
 		g.malloc = f("malloc")
@@ -349,6 +354,12 @@ func (q *taskQueue) shut() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
+}
+
+// flushMetrics has the guest hand over the metrics it buffers, if it
+// exports ratelimit_flush_metrics. Call it on the VM's loop.
+func (v *vm) flushMetrics() {
+	v.call("ratelimit_flush_metrics", v.fn.flushMetrics, v.rootID)
 }
 
 // setTick starts, changes or (with d <= 0) stops proxy_on_tick calls.

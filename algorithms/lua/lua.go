@@ -5,9 +5,7 @@
 package lua
 
 import (
-	"crypto/sha1"
 	"embed"
-	"encoding/hex"
 	"strings"
 )
 
@@ -62,9 +60,13 @@ func code() string {
 	return b.String()
 }
 
+// The code's digests are constants (digests.go, which TestDigests checks
+// and rewrites with -update), not computed at VM start: SHA-1 over the
+// code took a noticeable part of a VM's start-up in V8, where the first
+// VM compiles each function as it first runs.
+
 func newLibrary(body string) Lib {
-	sum := sha1.Sum([]byte(body))
-	name := "ratelimit_" + hex.EncodeToString(sum[:6])
+	name := "ratelimit_" + libraryDigest
 	l := Lib{Name: name, Decide: name + "_decide", Settle: name + "_settle", Epoch: name + "_epoch", Peek: name + "_peek"}
 	l.Source = "#!lua name=" + name + "\n" + body +
 		"redis.register_function{function_name='" + l.Decide + "', callback=function(keys, args) return decide(keys, args, false) end}\n" +
@@ -74,11 +76,12 @@ func newLibrary(body string) Lib {
 	return l
 }
 
-func newScript(body string) Src {
-	src := body + `if ARGV[1] == 'e' then return epoch(KEYS, ARGV) end
+// scriptTail closes Script: it dispatches on its first argument.
+const scriptTail = `if ARGV[1] == 'e' then return epoch(KEYS, ARGV) end
 if ARGV[1] == 's' then return settle(KEYS, ARGV) end
 return decide(KEYS, ARGV, false)
 `
-	sum := sha1.Sum([]byte(src))
-	return Src{Source: src, SHA: hex.EncodeToString(sum[:])}
+
+func newScript(body string) Src {
+	return Src{Source: body + scriptTail, SHA: scriptSHA}
 }

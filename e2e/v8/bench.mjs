@@ -360,6 +360,7 @@ async function main() {
         const { vm, transport } = run.shared ?? run;
         const statuses = {};
         const [h0, g0, c0] = [vm.hostCalls, vm.guestCalls, transport.calls];
+        const imports0 = Object.entries(vm.importCalls).map(([k, v]) => [k, v.n]);
         const cpu0 = process.cpuUsage();
         const wall0 = performance.now();
         for (let i = 0; i < spec.requests; i++) {
@@ -374,11 +375,12 @@ async function main() {
         samples.get(run).push({
           cpu_us: (cpu.user + cpu.system) / n, wall_us: (wallMs * 1000) / n, host_calls: (vm.hostCalls - h0) / n,
           guest_calls: (vm.guestCalls - g0) / n, redis_calls: (transport.calls - c0) / n, statuses,
+          by_import: Object.fromEntries(imports0.map(([k, v]) => [k, (vm.importCalls[k].n - v) / n]).filter(([, v]) => v > 0)),
         });
       }
     }
   }
-  const metricsOf = (vm) => Object.fromEntries([...vm.metrics.values()].map((x) => [x.name, x.type === 2 ? x.count : x.value]));
+  const metricsOf = (vm) => (vm.flushMetrics(), Object.fromEntries([...vm.metrics.values()].map((x) => [x.name, x.type === 2 ? x.count : x.value])));
   for (const [run, s] of samples) {
     const statuses = {};
     for (const x of s) for (const [k, v] of Object.entries(x.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
@@ -387,7 +389,7 @@ async function main() {
       cpu_us: median(s.map((x) => x.cpu_us)), cpu_us_rounds: s.map((x) => x.cpu_us),
       wall_us: median(s.map((x) => x.wall_us)),
       host_calls: median(s.map((x) => x.host_calls)), guest_calls: median(s.map((x) => x.guest_calls)),
-      redis_calls: median(s.map((x) => x.redis_calls)), statuses,
+      redis_calls: median(s.map((x) => x.redis_calls)), statuses, host_calls_by_import: s[s.length - 1].by_import,
       ...(run.scenario.startsWith("llm") && !run.shared ? { served: own.served, metrics: metricsOf(own.vm) } : {}),
     };
   }

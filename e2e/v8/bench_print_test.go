@@ -3,6 +3,7 @@ package v8
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -65,6 +66,7 @@ func printBench(w io.Writer, r benchResults) {
 		fmt.Fprintf(w, "%s: LLM stream with a settle ÷ admitted: %.2f× CPU, %.1f Redis calls per request against %.1f; the settle alone (llm - llm_exact): %.1f µs, %.0f host calls, %.0f guest calls\n",
 			n, llm.CPUUs/ad.CPUUs, llm.RedisCalls, ad.RedisCalls, llm.CPUUs-exact.CPUUs, llm.HostCalls-exact.HostCalls, llm.GuestCalls-exact.GuestCalls)
 	}
+	printImports(w, r, names)
 	printScan(w, r, names)
 	fmt.Fprintln(w, "\n| module | memory after start | after warm-up | after N requests | start-up per VM: first (compile + start) | next VMs | _initialize | configure |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
@@ -129,5 +131,25 @@ func printScan(w io.Writer, r benchResults, names []string) {
 		fmt.Fprintf(w, "| %s | %d KiB | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f / %.1f |\n", k.module, k.chunk>>10, perMiB,
 			sc.CPUUsPerMiB, p.CPUUsPerMiB, sc.CPUUsPerMiB-p.CPUUsPerMiB, sc.GuestUsPerMiB, p.GuestUsPerMiB,
 			sc.HostCallsPerChunk, p.HostCallsPerChunk)
+	}
+}
+
+// printImports writes, per module and scenario, where the host calls of a
+// request come from: each import and its calls per request.
+func printImports(w io.Writer, r benchResults, names []string) {
+	fmt.Fprintln(w, "\nHost calls per request, by import:")
+	for _, sc := range []string{"admitted", "denied", "cached"} {
+		for _, n := range names {
+			s := r.Modules[n].Scenarios[sc]
+			if s == nil || len(s.HostCallsByImport) == 0 {
+				continue
+			}
+			imports := slices.Sorted(maps.Keys(s.HostCallsByImport))
+			var parts []string
+			for _, k := range imports {
+				parts = append(parts, fmt.Sprintf("%s %.4g", strings.TrimPrefix(k, "env."), s.HostCallsByImport[k]))
+			}
+			fmt.Fprintf(w, "- %s %s: %s\n", n, sc, strings.Join(parts, ", "))
+		}
 	}
 }

@@ -101,14 +101,17 @@ type startupResult struct {
 }
 
 type scenarioResult struct {
-	CPUUs       float64        `json:"cpu_us"`
-	CPUUsRounds []float64      `json:"cpu_us_rounds"`
-	HostCalls   float64        `json:"host_calls"`
-	GuestCalls  float64        `json:"guest_calls"`
-	RedisCalls  float64        `json:"redis_calls"`
-	GuestUs     float64        `json:"guest_us"`
-	InHostUs    float64        `json:"in_host_us"`
-	Statuses    map[string]int `json:"statuses"`
+	CPUUs       float64   `json:"cpu_us"`
+	CPUUsRounds []float64 `json:"cpu_us_rounds"`
+	HostCalls   float64   `json:"host_calls"`
+	// HostCallsByImport: per request, the host calls of each import
+	// ("env.proxy_get_header_map_pairs"), in the last round.
+	HostCallsByImport map[string]float64 `json:"host_calls_by_import"`
+	GuestCalls        float64            `json:"guest_calls"`
+	RedisCalls        float64            `json:"redis_calls"`
+	GuestUs           float64            `json:"guest_us"`
+	InHostUs          float64            `json:"in_host_us"`
+	Statuses          map[string]int     `json:"statuses"`
 	// Streamed scenarios: the requests the VM served in all (recording
 	// aside) and its metrics at the end.
 	Served  int              `json:"served"`

@@ -185,6 +185,7 @@ async function main() {
   // Settles outlive their streams: wait for their replies.
   while (pendingCallouts > 0) await new Promise((resolve) => setTimeout(resolve, 5));
   vm.flushOutput();
+  vm.flushMetrics();
   emit({
     event: "end", requests: requests.length, requests_ms: t3 - t2, gc_cycles: gcCycles,
     poll_oneoff_calls: vm.pollOneoffCalls, memory_bytes: vm.memory.buffer.byteLength,

@@ -51,6 +51,7 @@ export class VM {
     // exports the host called; with opts.timing, the milliseconds spent
     // in each (exports counted at the outermost call only).
     this.hostCalls = 0;
+    this.importCalls = {}; // "module.name" -> { n: calls }
     this.guestCalls = 0;
     this.hostMs = 0;
     this.guestMs = 0;
@@ -86,11 +87,13 @@ export class VM {
         throw new Error(`Failed to load Wasm module due to a missing import: ${name}`);
       }
       const timing = !!this.opts.timing;
+      const count = (this.importCalls[name] = { n: 0 });
       (out[imp.module] ||= {})[imp.name] = (...args) => {
         if (this.allowed && !this.allowed.has(name)) {
           throw new Error(`restricted_callback: ${name} called while only ${[...this.allowed].join(", ")} may be`);
         }
         this.hostCalls++;
+        count.n++;
         if (!timing) return fn(...args);
         const t = performance.now();
         try {
@@ -101,6 +104,13 @@ export class VM {
       };
     }
     return out;
+  }
+
+  // flushMetrics has a module that buffers its metrics until its tick
+  // (the filter) hand them over now, if it exports
+  // ratelimit_flush_metrics; Envoy itself reads what the ticks flushed.
+  flushMetrics() {
+    if (typeof this.exports.ratelimit_flush_metrics === "function") this.call("ratelimit_flush_metrics", this.rootID);
   }
 
   // call runs one export with ctx as the current context, as cpp-host's
