@@ -80,7 +80,7 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 		return
 	}
 	if err != nil {
-		p.vm.link.onErrorReply(err, c.stream.now)
+		p.vm.link.onErrorReply(err, c.stream.clock())
 		p.fail(c, err)
 		return
 	}

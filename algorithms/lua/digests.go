@@ -5,6 +5,6 @@ package lua
 // libraryDigest is the first 12 hex digits of the SHA-1 of the library's
 // code; scriptSHA is the SHA-1 of Script.Source.
 const (
-	libraryDigest = "f4ffcf557859"
-	scriptSHA     = "e3161cb8e21fd6e305c4a1ebdd1badd013a6f720"
+	libraryDigest = "d078a848da30"
+	scriptSHA     = "e2f1b765afaaadebd20f3cd71351a4f853de8510"
 )
