@@ -1,8 +1,9 @@
 // Package filter is the rate-limit filter's request logic, in pure Go: it
 // takes the plugin configuration package config parses, matches each
 // request against the rules, builds their Redis keys (package keyspace),
-// decides every limit that applies in one script call (package algorithms) and either admits the request, with rate-limit
-// headers on its response, or answers it locally. It does not import the
+// decides every limit that applies in one script call (package
+// algorithms) and either admits the request, with rate-limit headers on
+// its response, or answers it locally. It does not import the
 // proxy-wasm SDK: package proxyhost adapts the SDK to the two host
 // interfaces below, and the tests drive the filter natively with fakes
 // against a real Redis.

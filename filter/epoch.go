@@ -13,7 +13,8 @@ import (
 // an override: see ratelimitctl) to this VM's deny caches. Every change
 // bumps the epoch key (EpochKey); on each tick (1 s) while a deny cache
 // of the plugin holds entries, the VM reads it, in one script call, and
-// when it moved, clears every deny cache of the plugin. A change is
+// when it moved, every policy forgets what it cached: its deny cache,
+// and its leases end. A change is
 // therefore seen within one tick and one Redis round trip, for at most
 // one Redis call per VM per second, and none while nothing is cached.
 type epochPoll struct {

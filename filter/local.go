@@ -26,7 +26,7 @@ type localLimiter struct {
 
 	// Scratch for one decision, reused.
 	checks []algorithms.Check
-	at     []int   // per owner of the call, its check, or -1 when unused
+	at     []int   // per origin of the call, its check, or -1 when unused
 	idles  []int64 // per settle of a call, until when its state matters
 	peek   [1]algorithms.Check
 }
@@ -64,7 +64,7 @@ func (s *Stream) decideLocally() (local bool, over verdict) {
 }
 
 // decide fills c.decision as the script would have, from the local state:
-// the call then counts as decided (c.local), and settles locally. A
+// the call then counts as decided (c.inVM), and settles locally. A
 // choice's positions take the request's tier, or the default: an
 // operator's tier and override are in Redis.
 func (l *localLimiter) decide(c *call, cfg *config.Config, now time.Time) verdict {
@@ -176,7 +176,7 @@ func (l *localLimiter) keep(key string, rank, idle, now int64) {
 // sweep forgets the states that no longer matter at now.
 func (l *localLimiter) sweep(now time.Time) {
 	us := now.UnixMicro()
-	for i := l.table.len() - 1; i >= 0; i-- { // remove moves the last slot, already seen, to i
+	for i := l.table.len() - 1; i >= 0; i-- { // remove moves the last entry, already seen, to i
 		if st := l.table.entries[i]; st.idle <= us {
 			l.model.Forget(st.key)
 			l.table.remove(i)

@@ -18,9 +18,9 @@ package filter
 // States back to full capacity (idle) are dropped at every tick.
 type localTable struct {
 	max     int
-	entries []localState   // dense; a removal moves the last slot into the hole
-	index   map[string]int // key -> slot
-	heap    []int          // slot indices; rank(heap[i]) <= rank of its children
+	entries []localState   // dense; a removal moves the last entry into the hole
+	index   map[string]int // key -> entry
+	heap    []int          // entry indices; rank(heap[i]) <= rank of its children
 	// serial marks the states one call touched (pinned): the call's own
 	// keys are not pushed out by its other keys.
 	serial uint64
@@ -64,7 +64,7 @@ func (t *localTable) len() int { return len(t.entries) }
 // pin starts a call: the states it touches from now on are pinned.
 func (t *localTable) pin() { t.serial++ }
 
-// update sets slot i's rank, and its idle to at least idle.
+// update sets entry i's rank, and its idle to at least idle.
 func (t *localTable) update(i int, rank, idle int64) {
 	st := &t.entries[i]
 	st.rank, st.idle, st.serial = rank, max(st.idle, idle), t.serial
@@ -118,7 +118,7 @@ func (t *localTable) victim(now int64) (localState, bool) {
 	return st, found
 }
 
-// remove drops slot i.
+// remove drops entry i.
 func (t *localTable) remove(i int) {
 	st := t.entries[i]
 	delete(t.index, st.key)
@@ -141,7 +141,7 @@ func (t *localTable) remove(i int) {
 	t.entries = t.entries[:end]
 }
 
-// popTop takes the heap's root off the heap, keeping its slot.
+// popTop takes the heap's root off the heap, keeping its entry.
 func (t *localTable) popTop() {
 	last := len(t.heap) - 1
 	t.swap(0, last)

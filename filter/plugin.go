@@ -14,7 +14,8 @@ import (
 // one per Higress _rules_ entry (policy.go).
 type Plugin struct {
 	// cfg is the top-level configuration; its redis object is every
-	// policy's (config.ParseOverride checks that it is the same).
+	// policy's (config's checkSharedParts refuses _rules_ entries whose
+	// redis differs).
 	cfg      *config.Config
 	host     PluginHost
 	tr       transport

@@ -23,7 +23,7 @@ type policy struct {
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache
-	// fallback decides while Redis cannot (failure_mode: fallback); else nil.
+	// fallback decides while Redis cannot (failure_mode: local); else nil.
 	fallback *localLimiter
 	// bodyRules: a rule reserves from the request body.
 	bodyRules bool

@@ -54,8 +54,8 @@ func (l *redisLink) checkIdentity(now time.Time) {
 }
 
 // whoamiCallout is the link awaiting its ACL WHOAMI's reply, as
-// authCallout is for AUTH. It is never overdue: until it is answered, no
-// other is sent.
+// authCallout is for AUTH. One a host never answers is dropped once late,
+// and asked again.
 type whoamiCallout redisLink
 
 func (w *whoamiCallout) onReply(_ *Plugin, r scriptReply) {
@@ -63,7 +63,14 @@ func (w *whoamiCallout) onReply(_ *Plugin, r scriptReply) {
 	l.callouts.remove(l.identity.id)
 	l.onIdentityReply(r.ok, r.resp)
 }
-func (*whoamiCallout) overdue(*Plugin, time.Time) {}
+
+func (w *whoamiCallout) overdue(vm *Plugin, now time.Time) {
+	l := (*redisLink)(w)
+	if vm.late(l.identity.sentAt, now) {
+		l.callouts.remove(l.identity.id)
+		l.identity.pending, l.identity.due = false, true
+	}
+}
 
 // onIdentityReply compares the user Redis named with the configured one.
 func (l *redisLink) onIdentityReply(ok bool, reply []byte) {

@@ -127,3 +127,21 @@ func (h *initHost) startLinkedAgain(t *testing.T, reply string) {
 	h.Queue = h.Queue[1:]
 	h.plugin.OnRedisReply(q.ID, true, []byte(reply))
 }
+
+// A WHOAMI the host never answers is dropped once late and asked again.
+func TestUnansweredWhoamiIsAskedAgain(t *testing.T) {
+	h := newInitHost(t, strings.Replace(oneUser, `"password":"pw"`, `"username":"filter","password":"pw"`, 1))
+	h.plugin.Start()
+	h.plugin.OnTick()
+	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
+		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
+	}
+	h.Queue = h.Queue[:0] // never answered
+	h.Clock = h.Clock.Add(h.plugin.Config().Redis.Timeout + 1100*time.Millisecond)
+	h.plugin.OnTick() // drops it
+	h.Clock = h.Clock.Add(time.Second)
+	h.startLinkedAgain(t, "$7\r\ndefault\r\n")
+	if h.Counters["ratelimit.redis.wrong_user"] != 1 {
+		t.Fatalf("counters %v", h.Counters)
+	}
+}

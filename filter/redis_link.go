@@ -24,7 +24,7 @@ const relinkEvery = time.Second
 var errRedisUninitialized = errors.New("redis: proxy_redis_init has not succeeded yet")
 
 // redisLink is the state of the proxy's Redis client as the filter sees
-// it, shared by the Plugins of every _rules_ entry (they have one client).
+// it: one per VM, used by every policy (they have one client).
 //
 // Higress's client needs proxy_redis_init, which fails until the cluster
 // exists on the worker; until it succeeds no call is sent, requests get

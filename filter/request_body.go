@@ -57,15 +57,15 @@ func (s *Stream) needsBody() bool {
 // awaitBody starts or stops waiting for the body.
 func (s *Stream) awaitBody(wait bool) {
 	s.waitingBody = wait
-	root := s.vm
+	vm := s.vm
 	if wait {
 		s.waitingSince = s.clock()
-		root.waiting = append(root.waiting, s)
+		vm.waiting = append(vm.waiting, s)
 		return
 	}
-	for i, w := range root.waiting {
+	for i, w := range vm.waiting {
 		if w == s {
-			root.waiting = append(root.waiting[:i], root.waiting[i+1:]...)
+			vm.waiting = append(vm.waiting[:i], vm.waiting[i+1:]...)
 			break
 		}
 	}

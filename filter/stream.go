@@ -51,7 +51,7 @@ type Stream struct {
 	waitingSince time.Time
 	body         []byte
 	// delayedAt is 1 + the stream's place among the requests a throttle holds
-	// until releaseAt (see throttle.go), 0 when not delayedAt.
+	// until releaseAt (see throttle.go), 0 when not delayed.
 	delayedAt int
 	releaseAt time.Time
 }

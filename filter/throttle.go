@@ -18,19 +18,20 @@ type Ticker interface {
 // work (sweeps, epoch polls) runs once per slowTick whatever the period.
 const slowTick = time.Second
 
-// throttleState holds the requests a throttle delays, on the top-level
-// Plugin: a heap by release time, and the tick kept fast while any waits.
+// throttleState holds the requests a throttle delays, on the VM
+// (Plugin.throttle): a heap by release time, and the tick kept fast while
+// any waits.
 type throttleState struct {
 	queue delayQueue
 	fast  bool
 	// broken: the host refused the fast tick once; from then on nothing
 	// more is held (a held request would wait for the slow tick).
-	broken  bool
-	host    PluginHost
-	ticker  Ticker
-	delayed Counter   // ratelimit.throttle.delayed: requests held
-	holding Gauge     // ratelimit.throttle.held: requests held now
-	delayMS Histogram // ratelimit.throttle.delay_ms: each hold's delay
+	broken     bool
+	host       PluginHost
+	ticker     Ticker
+	delayed    Counter   // ratelimit.throttle.delayed: requests held
+	delayedNow Gauge     // ratelimit.throttle.held: requests held now
+	delayMS    Histogram // ratelimit.throttle.delay_ms: each hold's delay
 }
 
 // newThrottleState returns nil when the host has no tick it can set.
@@ -40,7 +41,7 @@ func newThrottleState(host PluginHost) *throttleState {
 		return nil
 	}
 	return &throttleState{host: host, ticker: t, delayed: host.Counter("ratelimit.throttle.delayed"),
-		holding: host.Gauge("ratelimit.throttle.held"), delayMS: host.Histogram("ratelimit.throttle.delay_ms")}
+		delayedNow: host.Gauge("ratelimit.throttle.held"), delayMS: host.Histogram("ratelimit.throttle.delay_ms")}
 }
 
 // delay keeps an admitted request paused until delay has passed, counted
@@ -51,7 +52,7 @@ func (s *Stream) delay(delay time.Duration) {
 	s.releaseAt = s.vm.host.Now().Add(delay)
 	heap.Push(&t.queue, s)
 	t.delayed.Increment(1)
-	t.holding.Add(1)
+	t.delayedNow.Add(1)
 	t.delayMS.Record(uint64(delay.Milliseconds()))
 	if !t.fast && !t.broken {
 		t.fast = t.ticker.SetTickPeriod(config.ThrottleTick)
@@ -65,15 +66,15 @@ func (s *Stream) delay(delay time.Duration) {
 // throttling reports whether a throttle may be sent to Redis.
 func (t *throttleState) throttling() bool { return t != nil && !t.broken }
 
-// undelay drops a stream that ends while held (the client went away): its
+// undelay drops a stream that ends while delayed (the client went away): its
 // charge stays, as for any admitted request.
 func (s *Stream) undelay() {
 	t := s.vm.throttle
 	heap.Remove(&t.queue, s.delayedAt-1)
-	t.holding.Add(-1)
+	t.delayedNow.Add(-1)
 }
 
-// releaseDelayed lets through the held requests whose time has come, and
+// releaseDelayed lets through the delayed requests whose time has come, and
 // slows the tick again once none waits.
 func (p *Plugin) releaseDelayed(now time.Time) {
 	t := p.throttle
@@ -82,7 +83,7 @@ func (p *Plugin) releaseDelayed(now time.Time) {
 	}
 	for len(t.queue) > 0 && !t.queue[0].releaseAt.After(now) {
 		s := heap.Pop(&t.queue).(*Stream)
-		t.holding.Add(-1)
+		t.delayedNow.Add(-1)
 		s.host.Resume()
 	}
 	if t.fast && len(t.queue) == 0 && t.ticker.SetTickPeriod(slowTick) {
@@ -108,7 +109,7 @@ func (p *Plugin) workDue(now time.Time) bool {
 // makes the root context effective again after each tick.
 func (p *Plugin) Throttles() bool { return p.throttle != nil }
 
-// Delayed is how many requests a throttle holds: it returns to zero when
+// Delayed is how many requests a throttle delays: it returns to zero when
 // traffic stops.
 func (p *Plugin) Delayed() int {
 	if p.throttle == nil {

@@ -12,11 +12,12 @@ import (
 // request then makes no metric host call.
 // Envoy reads its stats asynchronously, every 5 s by default
 // (stats_flush_interval), so a second's lag is not what users see.
-// Gauges are not buffered: the filter brings its one gauge up to date on
-// the tick already.
+// A host that refuses the tick gets every value at once (direct): there
+// would be no flush until the plugin is done. Gauges are not buffered.
 type metricBuffer struct {
 	counters   map[string]*bufferedCounter // by name: one per metric
 	histograms []*bufferedHistogram
+	direct     bool
 }
 
 // maxBufferedValues bounds a histogram's values between flushes: 8 KiB.
@@ -24,22 +25,30 @@ const maxBufferedValues = 1024
 
 // bufferedCounter is a counter's increments since the last flush.
 type bufferedCounter struct {
-	m proxywasm.MetricCounter
-	n uint64
+	m   proxywasm.MetricCounter
+	n   uint64
+	buf *metricBuffer
 }
 
-func (c *bufferedCounter) Increment(d uint64) { c.n += d }
+func (c *bufferedCounter) Increment(d uint64) {
+	if c.buf.direct {
+		c.m.Increment(d)
+		return
+	}
+	c.n += d
+}
 
 // bufferedHistogram is a histogram's values since the last flush; a full
 // buffer is flushed at once (0 <= len(values) < maxBufferedValues).
 type bufferedHistogram struct {
 	m      proxywasm.MetricHistogram
 	values []uint64
+	buf    *metricBuffer
 }
 
 func (h *bufferedHistogram) Record(v uint64) {
 	h.values = append(h.values, v)
-	if len(h.values) >= maxBufferedValues {
+	if h.buf.direct || len(h.values) >= maxBufferedValues {
 		h.flush()
 	}
 }
@@ -54,7 +63,7 @@ func (h *bufferedHistogram) flush() {
 func (b *metricBuffer) counter(name string) *bufferedCounter {
 	c, ok := b.counters[name]
 	if !ok {
-		c = &bufferedCounter{m: proxywasm.DefineCounterMetric(name)}
+		c = &bufferedCounter{m: proxywasm.DefineCounterMetric(name), buf: b}
 		if b.counters == nil {
 			b.counters = map[string]*bufferedCounter{}
 		}
@@ -64,7 +73,7 @@ func (b *metricBuffer) counter(name string) *bufferedCounter {
 }
 
 func (b *metricBuffer) histogram(name string) *bufferedHistogram {
-	h := &bufferedHistogram{m: proxywasm.DefineHistogramMetric(name)}
+	h := &bufferedHistogram{m: proxywasm.DefineHistogramMetric(name), buf: b}
 	b.histograms = append(b.histograms, h)
 	return h
 }

@@ -73,7 +73,9 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 	plugins[p.id] = p
 	p.plugin.Start()
 	if err := proxywasm.SetTickPeriodMilliSeconds(1000); err != nil {
-		proxywasm.LogWarnf("ratelimit: no tick, overdue calls rely on the host's timeout: %v", err)
+		p.metrics.flush()
+		p.metrics.direct = true
+		proxywasm.LogWarnf("ratelimit: no tick, overdue calls rely on the host's timeout, and metrics go to the host one by one: %v", err)
 	}
 	return types.OnPluginStartStatusOK
 }
@@ -126,9 +128,11 @@ func (p *pluginContext) OnTick() {
 		}
 		if periodic { // once a second, however fast the tick
 			p.probeMustEnd()
-			p.metrics.flush()
 		}
 		p.releaseGone()
+		if periodic {
+			p.metrics.flush()
+		}
 	}
 }
 

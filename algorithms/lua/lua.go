@@ -16,8 +16,9 @@ var files embed.FS
 // each key is (roles.lua); the algorithms; settle.lua and epoch.lua, each
 // an entry point; the limits of a decide call (limits.lua, choice.lua,
 // throttle.lua, lease.lua); and decide.lua, the decide entry point. Each
-// file defines local functions that later files use, and nothing else:
-// Library registers the entry points, Script dispatches to them.
+// file defines locals that later files use (functions, and a few tables
+// and constants), and runs nothing: Library registers the entry points,
+// Script dispatches to them.
 var parts = []string{"args.lua", "roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
 	"concurrency.lua", "settle.lua", "epoch.lua", "limits.lua", "choice.lua", "throttle.lua", "lease.lua",
 	"short.lua", "decide.lua"}
