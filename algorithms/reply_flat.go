@@ -11,27 +11,30 @@ func (d *Decision) ParseRESP(b []byte, nb, n int) (ok bool, err error) {
 // ParseRESPCall is ParseRESP for a call with choices; see FromIntsCall.
 func (d *Decision) ParseRESPCall(b []byte, nb, n int, choices []Choice) (ok bool, err error) {
 	var buf [smallReply]int64
-	ints, ok := flatInts(b, &buf)
+	ints, ok := AppendFlatInts(buf[:0], b, smallReply)
 	if !ok || len(ints) < 2 {
 		return false, nil
 	}
 	return true, d.FromIntsCall(ints, nb, n, choices)
 }
 
-// flatInts reads b, when it is exactly one RESP array of 1 to smallReply
-// integers, into buf.
-func flatInts(b []byte, buf *[smallReply]int64) (ints []int64, ok bool) {
+// AppendFlatInts appends to dst the integers of b when b is exactly one
+// RESP array of 1 to most integers, read in place: what the script
+// returns. ok is false for anything else (an error reply, another shape,
+// trailing bytes), which a decoder must read.
+func AppendFlatInts(dst []int64, b []byte, most int) (ints []int64, ok bool) {
 	count, i, ok := respLine(b, 0, '*')
-	if !ok || count < 1 || count > smallReply {
-		return nil, false
+	if !ok || count < 1 || count > int64(most) || count > int64(len(b)/4) {
+		return dst, false
 	}
-	ints = buf[:count]
-	for k := range ints {
-		if ints[k], i, ok = respLine(b, i, ':'); !ok {
-			return nil, false
+	for range count {
+		var v int64
+		if v, i, ok = respLine(b, i, ':'); !ok {
+			return dst, false
 		}
+		dst = append(dst, v)
 	}
-	return ints, i == len(b)
+	return dst, i == len(b)
 }
 
 // respLine reads "<kind><integer>\r\n" at b[i:], returning the integer and

@@ -131,7 +131,7 @@ func (s *Settlement) FromInts(f []int64, n int) error {
 // reply: decode it and call Parse.
 func (s *Settlement) ParseRESP(b []byte, n int) (ok bool, err error) {
 	var buf [smallReply]int64
-	ints, ok := flatInts(b, &buf)
+	ints, ok := AppendFlatInts(buf[:0], b, smallReply)
 	if !ok {
 		return false, nil
 	}

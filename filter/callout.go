@@ -135,30 +135,12 @@ func (r *scriptReply) values(t *callouts) ([]int64, error) {
 	return t.ints, nil
 }
 
-// flatInts reads b, when it is exactly one RESP array of 1 to
-// MaxElements integers, into t.ints, in place.
+// flatInts reads b into t.ints, in place, when it is the script's usual
+// reply (algorithms.AppendFlatInts).
 func (t *callouts) flatInts(b []byte) ([]int64, bool) {
-	count, i, ok := respLine(b, 0, '*')
-	if !ok || count < 1 || count > int64(t.decoder.Limits.MaxElements) || count > int64(len(b)/4) {
-		return nil, false
-	}
-	t.ints = t.ints[:0]
-	for range count {
-		var v int64
-		if v, i, ok = respLine(b, i, ':'); !ok {
-			return nil, false
-		}
-		t.ints = append(t.ints, v)
-	}
-	return t.ints, i == len(b)
-}
-
-// respLine reads "<kind><integer>\r\n" at b[i:].
-func respLine(b []byte, i int, kind byte) (v int64, next int, ok bool) {
-	if i >= len(b) || b[i] != kind {
-		return 0, i, false
-	}
-	return algorithms.ParseIntAt(b, i+1, '\r', '\n')
+	ints, ok := algorithms.AppendFlatInts(t.ints[:0], b, t.decoder.Limits.MaxElements)
+	t.ints = ints
+	return ints, ok
 }
 
 // integer reads an integer reply, or a bulk string holding an integer in
