@@ -140,7 +140,7 @@ func replyInts(v redisproto.Value, buf []int64) ([]int64, error) {
 	}
 	ints = ints[:len(elems)]
 	for i, e := range elems {
-		if ints[i], err = integer(e); err != nil {
+		if ints[i], err = Integer(e); err != nil {
 			return nil, fmt.Errorf("%w: element %d of %s: %v", ErrUnexpectedReply, i, v.String(), err)
 		}
 	}
@@ -211,9 +211,9 @@ func parseResult(f []int64) (Result, error) {
 	return r, nil
 }
 
-// integer reads an integer reply, or a bulk string holding an integer in
+// Integer reads an integer reply, or a bulk string holding an integer in
 // canonical form, as a gateway in between may send it.
-func integer(v redisproto.Value) (int64, error) {
+func Integer(v redisproto.Value) (int64, error) {
 	if v.Kind != redisproto.KindBulkString {
 		return v.Int64()
 	}

@@ -3,7 +3,6 @@ package filter
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
@@ -126,7 +125,7 @@ func (r *scriptReply) values(t *callouts) ([]int64, error) {
 	}
 	t.ints = t.ints[:0]
 	for i, e := range elems {
-		n, err := integer(e)
+		n, err := algorithms.Integer(e)
 		if err != nil {
 			return nil, fmt.Errorf("%w: element %d of %s: %v", algorithms.ErrUnexpectedReply, i, v.String(), err)
 		}
@@ -141,19 +140,6 @@ func (t *callouts) flatInts(b []byte) ([]int64, bool) {
 	ints, ok := algorithms.AppendFlatInts(t.ints[:0], b, t.decoder.Limits.MaxElements)
 	t.ints = ints
 	return ints, ok
-}
-
-// integer reads an integer reply, or a bulk string holding an integer in
-// canonical form, as a gateway in between may send it.
-func integer(v redisproto.Value) (int64, error) {
-	if v.Kind != redisproto.KindBulkString {
-		return v.Int64()
-	}
-	n, err := strconv.ParseInt(string(v.Str), 10, 64)
-	if err != nil || strconv.FormatInt(n, 10) != string(v.Str) {
-		return 0, fmt.Errorf("bulk string %q is not an integer", v.Str)
-	}
-	return n, nil
 }
 
 // noScript is the one -NOSCRIPT rule: a callout sent with EVALSHA that
