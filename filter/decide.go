@@ -225,6 +225,32 @@ func (s *Stream) reject(v *verdict) Action {
 	s.decided, s.allowed = true, false
 	s.refundLeased()
 	s.fillLeases(false)
+	status, headers, body := s.render(v)
+	s.host.SendLocalReply(status, headers, body)
+	return Pause
+}
+
+// rejectCached answers a deny-cache hit with r, its key's last reply,
+// rendering v again only when the second Retry-After shows has changed.
+func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
+	s.decided, s.allowed = true, false
+	s.refundLeased()
+	s.fillLeases(false)
+	secs := ceilSeconds(v.result.RetryAfter)
+	if v.blocked {
+		secs = ceilSeconds(v.blockedFor)
+	}
+	if r.secs != secs {
+		r.status, r.headers, r.body = s.render(v)
+		r.secs = secs
+	}
+	s.host.SendLocalReply(r.status, r.headers, r.body)
+	return Pause
+}
+
+// render is v's local reply: the status, Retry-After and the rate-limit
+// headers, and a JSON body naming the reason, rule and limit.
+func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 	cfg := s.pol.cfg
 	status := cfg.RejectStatus
 	if v.reason == reasonUnavailable {
@@ -258,6 +284,5 @@ func (s *Stream) reject(v *verdict) Action {
 		body = strconv.AppendInt(body, ceilSeconds(retry), 10)
 	}
 	body = append(body, "}\n"...)
-	s.host.SendLocalReply(status, headers, body)
-	return Pause
+	return status, headers, body
 }

@@ -19,6 +19,17 @@ type denyEntry struct {
 	until time.Time
 	cost  int64
 	v     verdict
+	reply *denyReply
+}
+
+// denyReply is the 429 last rendered for an entry, with the whole seconds
+// of Retry-After it shows: a flood on one key is answered with it, and
+// rendered again only when that second changes.
+type denyReply struct {
+	secs    int64
+	status  int
+	headers [][2]string
+	body    []byte
 }
 
 func newDenyCache(max int) *denyCache {
@@ -31,20 +42,21 @@ func newDenyCache(max int) *denyCache {
 }
 
 // lookup returns the cached denial of key for a request of cost in tier
-// (tierAny when Redis picks it); clock gives the time, read only when key
-// is cached (in wasm a read is a host call). A denial holds for the tier
-// it was made in, or for any when it was a block or an override's.
-func (d *denyCache) lookup(key []byte, cost int64, tier int, clock func() time.Time) (verdict, bool) {
+// (tierAny when Redis picks it), and its last rendered reply; clock gives
+// the time, read only when key is cached (in wasm a read is a host call).
+// A denial holds for the tier it was made in, or for any when it was a
+// block or an override's.
+func (d *denyCache) lookup(key []byte, cost int64, tier int, clock func() time.Time) (verdict, *denyReply, bool) {
 	if d == nil || len(d.entries) == 0 {
-		return verdict{}, false
+		return verdict{}, nil, false
 	}
 	e, ok := d.entries[string(key)]
 	if !ok || cost < e.cost || tier != tierAny && e.v.tier != tier && !e.v.blocked && e.v.tier != tierOverride {
-		return verdict{}, false
+		return verdict{}, nil, false
 	}
 	now := clock()
 	if !now.Before(e.until) {
-		return verdict{}, false
+		return verdict{}, nil, false
 	}
 	v := e.v
 	left := e.until.Sub(now)
@@ -53,7 +65,7 @@ func (d *denyCache) lookup(key []byte, cost int64, tier int, clock func() time.T
 	} else {
 		v.result.RetryAfter = left
 	}
-	return v, true
+	return v, e.reply, true
 }
 
 // store records that Redis denied key for cost until until.
@@ -70,7 +82,7 @@ func (d *denyCache) store(key string, cost int64, until time.Time, v verdict) {
 			d.next = (d.next + 1) % d.max
 		}
 	}
-	d.entries[key] = denyEntry{until: until, cost: cost, v: v}
+	d.entries[key] = denyEntry{until: until, cost: cost, v: v, reply: &denyReply{secs: -1}}
 }
 
 // clear forgets every entry: an operator changed something (see

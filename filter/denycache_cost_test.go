@@ -2,7 +2,9 @@ package filter
 
 import (
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 )
 
 // The deny cache answers only what Redis denied: a request costing at
@@ -43,5 +45,47 @@ func TestDenyCacheAnswersOnlyCostsItDenied(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A flood on one denied key is answered with the reply last rendered for
+// it while the seconds of Retry-After stay the same, and with a new one
+// when they change: every answer says what a fresh rendering would.
+func TestDenyCacheReplyFollowsRetryAfter(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[{"name":"r",
+		"key":[{"source":"header","name":"x-user"}],
+		"limits":[{"name":"per-minute","algorithm":"funnel","capacity":1,"rate":1,"period":"60s"}]}]}`)
+	t0 := time.Now()
+	h.Clock = t0
+	if o := h.send("x-user=a"); o.status != 200 {
+		t.Fatalf("first request: %d, want 200", o.status)
+	}
+	denied := h.send("x-user=a")
+	if denied.status != 429 {
+		t.Fatalf("second request: %d, want 429 from Redis", denied.status)
+	}
+	secs := func(o outcome) int {
+		n, err := strconv.Atoi(o.headers["retry-after"])
+		if err != nil || o.headers["x-ratelimit-reset"] != o.headers["retry-after"] ||
+			!strings.HasSuffix(o.headers["ratelimit"], ";t="+o.headers["retry-after"]) ||
+			!strings.Contains(o.body, `"retry_after":`+o.headers["retry-after"]+"}") {
+			t.Fatalf("reply disagrees with its Retry-After: %v %s", o.headers, o.body)
+		}
+		return n
+	}
+	first := secs(denied)
+	calls := h.Calls
+	for _, step := range []struct {
+		after time.Duration
+		want  int
+	}{{0, first}, {100 * time.Millisecond, first}, {1500 * time.Millisecond, first - 1}, {1600 * time.Millisecond, first - 1}, {2 * time.Second, first - 2}} {
+		h.Clock = t0.Add(step.after)
+		o := h.send("x-user=a")
+		if o.status != 429 || secs(o) != step.want && secs(o) != step.want+1 {
+			t.Fatalf("%v after the denial: %d with Retry-After %s, want 429 with %d", step.after, o.status, o.headers["retry-after"], step.want)
+		}
+	}
+	if h.Calls != calls {
+		t.Fatalf("%d Redis calls during the flood, want the cache to answer all", h.Calls-calls)
 	}
 }

@@ -26,10 +26,10 @@ func (s *Stream) evaluate() Action {
 		cost, checkOnly := s.cost(rule)
 		tier := s.localTier(rule, cfg.TrustedHops)
 		if !rule.Shadow {
-			if v, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
+			if v, r, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
 				s.pol.metrics.cacheHits.Increment(1)
 				s.countDenial(&v)
-				return s.reject(&v)
+				return s.rejectCached(&v, r)
 			}
 		}
 		if lt, li := overCapacity(rule, tier, cost); li >= 0 {

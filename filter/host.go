@@ -54,6 +54,9 @@ type StreamHost interface {
 	// reads it.
 	PropertyPath(path []string) (value []byte, ok bool)
 	Resume()
+	// SendLocalReply answers the request. The filter never changes
+	// headers once sent, so a host may keep their encoding for the next
+	// reply with the same slice (the deny cache answers a flood with one).
 	SendLocalReply(status int, headers [][2]string, body []byte)
 	AddResponseHeader(name, value string)
 }

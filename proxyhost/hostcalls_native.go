@@ -21,6 +21,10 @@ func onRequestHeaders(s *filter.Stream) filter.Action {
 	return s.OnRequestHeaders(pairs)
 }
 
+func sendLocalReply(status int, headers [][2]string, body []byte) bool {
+	return proxywasm.SendHttpResponse(uint32(status), headers, body, -1) == nil
+}
+
 var start = time.Now()
 
 func monotonicNanos() int64 { return int64(time.Since(start)) }

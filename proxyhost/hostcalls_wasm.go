@@ -3,6 +3,7 @@
 package proxyhost
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
@@ -14,6 +15,10 @@ import (
 
 //go:wasmimport env proxy_get_header_map_pairs
 func proxyGetHeaderMapPairs(mapType int32, data unsafe.Pointer, size *int32) int32
+
+//go:wasmimport env proxy_send_local_response
+func proxySendLocalResponse(status uint32, details *byte, detailsLen int32, body *byte, bodyLen int32,
+	headers *byte, headersLen int32, grpcStatus int32) int32
 
 //go:wasmimport wasi_snapshot_preview1 clock_time_get
 func clockTimeGet(clockID uint32, precision uint64, time *uint64) uint32
@@ -42,4 +47,41 @@ func monotonicNanos() int64 {
 		return 0
 	}
 	return int64(t)
+}
+
+// sendLocalReply sends a local reply with no gRPC status, its headers
+// encoded once per slice: the filter never changes headers it has sent,
+// and the deny cache answers a flood on one key with the same slice.
+func sendLocalReply(status int, headers [][2]string, body []byte) bool {
+	if len(headers) == 0 || len(lastReply.headers) != len(headers) || &lastReply.headers[0] != &headers[0] {
+		lastReply.headers, lastReply.wire = headers, encodePairs(headers)
+	}
+	return proxySendLocalResponse(uint32(status), nil, 0, unsafe.SliceData(body), int32(len(body)),
+		unsafe.SliceData(lastReply.wire), int32(len(lastReply.wire)), -1) == 0
+}
+
+// lastReply is the last local reply's headers and their encoding.
+var lastReply struct {
+	headers [][2]string
+	wire    []byte
+}
+
+// encodePairs is proxy-wasm's header map encoding: the count, each key's
+// and value's length, then each key and value followed by a NUL byte.
+func encodePairs(pairs [][2]string) []byte {
+	size := 4
+	for _, p := range pairs {
+		size += 8 + len(p[0]) + len(p[1]) + 2
+	}
+	b := make([]byte, 0, size)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(pairs)))
+	for _, p := range pairs {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(p[0])))
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(p[1])))
+	}
+	for _, p := range pairs {
+		b = append(append(b, p[0]...), 0)
+		b = append(append(b, p[1]...), 0)
+	}
+	return b
 }

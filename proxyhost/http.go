@@ -25,8 +25,15 @@ func (h *httpContext) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action
 		return types.ActionContinue
 	}
 	h.stream.SetBodyFollows(!endOfStream)
-	return action(onRequestHeaders(h.stream))
+	effective = h.id
+	a := onRequestHeaders(h.stream)
+	effective = 0
+	return action(a)
 }
+
+// effective is the stream context the proxy holds effective, while a
+// stream's own request callback runs (the host made it so); 0 elsewhere.
+var effective uint32
 
 // A body or trailers arriving while the decision is pending are held. Envoy
 // delivers none while the headers are paused (StopAllIterationAndWatermark,
@@ -156,8 +163,8 @@ func (h *httpContext) SendLocalReply(status int, headers [][2]string, body []byt
 	if !h.enter() {
 		return
 	}
-	if err := proxywasm.SendHttpResponse(uint32(status), headers, body, -1); err != nil {
-		proxywasm.LogErrorf("ratelimit: local reply: %v", err)
+	if !sendLocalReply(status, headers, body) {
+		proxywasm.LogErrorf("ratelimit: local reply %d refused by the proxy", status)
 	}
 }
 
@@ -168,10 +175,16 @@ func (h *httpContext) enter() bool {
 	if h.gone {
 		return false
 	}
+	if effective == h.id {
+		return true
+	}
 	if err := proxywasm.SetEffectiveContext(h.id); err != nil {
 		h.gone = true
 		h.plugin.gone = append(h.plugin.gone, h)
 		return false
+	}
+	if effective != 0 {
+		effective = h.id
 	}
 	return true
 }
