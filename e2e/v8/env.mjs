@@ -66,7 +66,7 @@ export function envImports(vm) {
   // proxy_on_queue_ready(root, token) to run after the callback in progress.
   const queues = new Map(); // name -> { token, root, items }
   const byToken = new Map();
-  const copyPairs = (pairs, ptrPtr, sizePtr) => (vm.copyOut(encodePairs(pairs), ptrPtr, sizePtr) ? OK : INVALID_MEMORY_ACCESS);
+  const copyPairs = (pairs, ptrPtr, sizePtr) => (vm.copyOut(wireOf(pairs), ptrPtr, sizePtr) ? OK : INVALID_MEMORY_ACCESS);
   const lower = (ptr, len) => vm.readString(ptr, len).toLowerCase();
 
   Object.assign(fns, {
@@ -159,7 +159,7 @@ export function envImports(vm) {
     proxy_get_header_map_size(type, ptr) {
       const m = headerMap(type);
       if (!m) return NOT_FOUND;
-      vm.setU32(ptr, encodePairs(m).length);
+      vm.setU32(ptr, wireOf(m).length);
       return OK;
     },
     proxy_get_header_map_value(type, kPtr, kLen, ptrPtr, sizePtr) {
@@ -285,6 +285,18 @@ export function envImports(vm) {
 // encodePairs serializes header pairs the proxy-wasm way: a u32 count,
 // a (key size, value size) u32 pair per entry, then each key and value
 // followed by a NUL byte, all little-endian.
+// wireOf is encodePairs(pairs), kept while the pairs hold the same strings:
+// Envoy keeps a header map as bytes and only copies them out, so a host
+// that encoded JS strings on every read would charge the guest for it.
+const wires = new WeakMap(); // pairs -> { keys, values, bytes }
+export function wireOf(pairs) {
+  const w = wires.get(pairs);
+  if (w && w.keys.length === pairs.length && pairs.every(([k, v], i) => k === w.keys[i] && v === w.values[i])) return w.bytes;
+  const bytes = encodePairs(pairs);
+  wires.set(pairs, { keys: pairs.map(([k]) => k), values: pairs.map(([, v]) => v), bytes });
+  return bytes;
+}
+
 export function encodePairs(pairs) {
   let size = 4 + 8 * pairs.length;
   for (const [k, v] of pairs) size += Buffer.byteLength(k) + Buffer.byteLength(v) + 2;
