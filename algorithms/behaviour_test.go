@@ -131,7 +131,7 @@ func TestBadArgumentsAreErrors(t *testing.T) {
 		"second of two":       {"2", p + "{u}:0", p + "{u}:1", "0", "f", "5", "1000", "1", "c", "5", "x", "1"},
 		"funnel after blocks": {"2", p + "{u}:block", p + "{u}:0", "1", "f", "5", "1000", "-"},
 	} {
-		v := c.roundTrip(redisproto.AppendCommand(nil, append([]string{"EVAL", Script.Source}, args...)...))
+		v := c.roundTrip(redisproto.AppendCommand(nil, append([]string{"EVAL", Script.Source()}, args...)...))
 		var rerr *redisproto.Error
 		if !errors.As(v.Err(), &rerr) || !strings.Contains(rerr.Error(), "ratelimit: bad") {
 			t.Errorf("%s: %v, want an error reply", name, v)
@@ -161,7 +161,7 @@ func TestBadCostsAndSettlesAreErrors(t *testing.T) {
 		"settle zero interval":   {"1", k0, "s", "f", "5", "0", "1", "0", "3"},
 		"second settle":          append(append([]string{"2", k0, k1, "s"}, good...), "f", "5", "1000", "1", "0", ""),
 	} {
-		v := c.roundTrip(redisproto.AppendCommand(nil, append([]string{"EVAL", Script.Source}, args...)...))
+		v := c.roundTrip(redisproto.AppendCommand(nil, append([]string{"EVAL", Script.Source()}, args...)...))
 		var rerr *redisproto.Error
 		if !errors.As(v.Err(), &rerr) || !strings.Contains(rerr.Error(), "ratelimit: bad") {
 			t.Errorf("%s: %v, want an error reply", name, v)

@@ -67,7 +67,7 @@ func (w *argWriter) head(inv Invoke, op Op, args, numkeys int) {
 		w.str(Script.SHA)
 	default:
 		w.str("EVAL")
-		w.str(Script.Source)
+		w.str(Script.Source())
 	}
 	w.int(int64(numkeys))
 }

@@ -117,7 +117,7 @@ func TestAppendSettle(t *testing.T) {
 	if got := commandArgs(t, buf); got != want {
 		t.Fatalf("command = %q\nwant      %q", got, want)
 	}
-	if got := commandArgs(t, AppendSettle(nil, RESP, Eval, settles[:1])); !strings.HasPrefix(got, "EVAL "+Script.Source+" 1 rl:{a b}:0 s l ") {
+	if got := commandArgs(t, AppendSettle(nil, RESP, Eval, settles[:1])); !strings.HasPrefix(got, "EVAL "+Script.Source()+" 1 rl:{a b}:0 s l ") {
 		t.Fatalf("EVAL command = %.80q...", got)
 	}
 	if got := commandArgs(t, AppendSettle(nil, RESP, EvalSHA, settles[:1])); !strings.HasPrefix(got, "EVALSHA "+Script.SHA+" 1 rl:{a b}:0 s l ") {

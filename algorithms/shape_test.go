@@ -20,7 +20,7 @@ import (
 func TestEachShapeOfCallTakesItsPath(t *testing.T) {
 	c := dial(t)
 	// The library's code without the script's dispatch, then a probe.
-	body, _, ok := strings.Cut(Script.Source, "if ARGV[1] == 'e' then")
+	body, _, ok := strings.Cut(Script.Source(), "if ARGV[1] == 'e' then")
 	if !ok {
 		t.Fatal("the script's dispatch moved: update this test")
 	}

@@ -3,7 +3,7 @@
 package lua
 
 // libraryDigest is the first 12 hex digits of the SHA-1 of the library's
-// code; scriptSHA is the SHA-1 of Script.Source.
+// code; scriptSHA is the SHA-1 of Script.Source().
 const (
 	libraryDigest = "d078a848da30"
 	scriptSHA     = "e2f1b765afaaadebd20f3cd71351a4f853de8510"

@@ -7,6 +7,7 @@ package lua
 import (
 	"embed"
 	"strings"
+	"sync"
 )
 
 //go:embed *.lua
@@ -27,16 +28,15 @@ var parts = []string{"args.lua", "roles.lua", "funnel.lua", "sliding_log.lua", "
 // at load, so a call pays nothing to define them. Its name carries a
 // digest of its code, so two builds of the filter with different code run
 // side by side during a rolling upgrade, each calling its own functions.
-var Library = newLibrary(code())
+var Library = newLibrary()
 
 // Script is the same code as one Lua script: its first argument picks the
 // operation ('s' settles, 'e' reads the epoch, else it decides).
-var Script = newScript(code())
+var Script = Src{SHA: scriptSHA}
 
 // Lib is a library and the names of its functions.
 type Lib struct {
-	Name   string // "ratelimit_<12 hex digits of the code's SHA-1>"
-	Source string // for FUNCTION LOAD
+	Name string // "ratelimit_<12 hex digits of the code's SHA-1>"
 	// Decide, Settle, Epoch and Peek are "<Name>_decide" and so on. Peek
 	// decides as Decide does, but refuses a call that charges anything.
 	Decide, Settle, Epoch, Peek string
@@ -44,9 +44,16 @@ type Lib struct {
 
 // Src is a script and its SHA-1, as EVALSHA names it.
 type Src struct {
-	Source string
-	SHA    string
+	SHA string
 }
+
+// Source is the library's code, for FUNCTION LOAD. It and Src.Source are
+// built at first use: a filter calling FCALL never needs them, and a VM
+// would otherwise build them at start-up.
+func (Lib) Source() string { return librarySource() }
+
+// Source is the script's code, for EVAL.
+func (Src) Source() string { return scriptSource() }
 
 func code() string {
 	var b strings.Builder
@@ -66,16 +73,19 @@ func code() string {
 // code took a noticeable part of a VM's start-up in V8, where the first
 // VM compiles each function as it first runs.
 
-func newLibrary(body string) Lib {
+func newLibrary() Lib {
 	name := "ratelimit_" + libraryDigest
-	l := Lib{Name: name, Decide: name + "_decide", Settle: name + "_settle", Epoch: name + "_epoch", Peek: name + "_peek"}
-	l.Source = "#!lua name=" + name + "\n" + body +
+	return Lib{Name: name, Decide: name + "_decide", Settle: name + "_settle", Epoch: name + "_epoch", Peek: name + "_peek"}
+}
+
+var librarySource = sync.OnceValue(func() string {
+	l := Library
+	return "#!lua name=" + l.Name + "\n" + code() +
 		"redis.register_function{function_name='" + l.Decide + "', callback=function(keys, args) return decide(keys, args, false) end}\n" +
 		"redis.register_function{function_name='" + l.Peek + "', callback=function(keys, args) return decide(keys, args, true) end}\n" +
 		"redis.register_function{function_name='" + l.Settle + "', callback=settle}\n" +
 		"redis.register_function{function_name='" + l.Epoch + "', callback=epoch, flags={'no-writes'}}\n"
-	return l
-}
+})
 
 // scriptTail closes Script: it dispatches on its first argument.
 const scriptTail = `if ARGV[1] == 'e' then return epoch(KEYS, ARGV) end
@@ -83,6 +93,4 @@ if ARGV[1] == 's' then return settle(KEYS, ARGV) end
 return decide(KEYS, ARGV, false)
 `
 
-func newScript(body string) Src {
-	return Src{Source: body + scriptTail, SHA: scriptSHA}
-}
+var scriptSource = sync.OnceValue(func() string { return code() + scriptTail })

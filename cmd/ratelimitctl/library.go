@@ -44,7 +44,7 @@ func (c *installCmd) run(ctx context.Context, s *session, _ []string) (result, e
 	r := &installed{Library: lua.Library.Name}
 	err := s.eachNode(ctx, func(ctx context.Context, n node) error {
 		status := "installed"
-		if err := n.client.FunctionLoad(ctx, lua.Library.Source).Err(); err != nil {
+		if err := n.client.FunctionLoad(ctx, lua.Library.Source()).Err(); err != nil {
 			if !strings.Contains(err.Error(), "already exists") {
 				return fmt.Errorf("FUNCTION LOAD %s on %s: %w", lua.Library.Name, n.addr, err)
 			}

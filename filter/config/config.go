@@ -12,7 +12,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -335,7 +334,7 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	}
 	seen := map[string]bool{}
 	for i, r := range rules.Array() {
-		path := fmt.Sprintf("rules[%d]", i)
+		path := elem("rules", i)
 		rule, err := parseRule(r, path)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -169,6 +170,10 @@ func (e *fieldError) Error() string {
 }
 
 func (e *fieldError) Unwrap() error { return e.err }
+
+// elem is path's element i: "rules[2]". The paths of a valid configuration
+// are built without fmt, which V8 would compile at start-up only for them.
+func elem(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
 func errAt(path, format string, args ...any) error {
 	return &fieldError{path: path, err: fmt.Errorf(format, args...)}

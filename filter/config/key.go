@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
@@ -165,7 +164,7 @@ func parseHeaderMatches(v gjson.Result, path string) ([]HeaderMatch, error) {
 	}
 	var out []HeaderMatch
 	for i, e := range v.Array() {
-		at := fmt.Sprintf("%s[%d]", path, i)
+		at := elem(path, i)
 		o, err := fields(e, at, "name", "exact", "prefix", "present", "absent")
 		if err != nil {
 			return nil, err

@@ -125,7 +125,7 @@ func parseWithMatchRules(rest, rules gjson.Result) (*Config, error) {
 	}
 	var entries []MatchRule
 	for i, e := range rules.Array() {
-		mr, err := parseMatchRule(e, fmt.Sprintf("%s[%d]", rulesKey, i))
+		mr, err := parseMatchRule(e, elem(rulesKey, i))
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +229,7 @@ func checkSharedParts(top *Config) error {
 	byName, byMetric := map[string]seen{}, map[string]seen{}
 	check := func(c *Config, at string) error {
 		for i := range c.Rules {
-			r, path := &c.Rules[i], fmt.Sprintf("%srules[%d]", at, i)
+			r, path := &c.Rules[i], elem(at+"rules", i)
 			if s, ok := byName[r.Name]; ok && !sameLimits(s.rule, r) {
 				return errAt(path+".limits", "rule %q has other limits in %s; its name names its Redis keys, so they must be the same", r.Name, s.path)
 			} else if ok && !sameKey(s.rule, r) {
@@ -255,7 +255,7 @@ func checkSharedParts(top *Config) error {
 		return err
 	}
 	for i := range top.MatchRules {
-		at := fmt.Sprintf("%s[%d].", rulesKey, i)
+		at := elem(rulesKey, i) + "."
 		c := top.MatchRules[i].Config
 		if c.Redis != top.Redis {
 			return errAt(at+"redis", "must be the same in every configuration of the plugin, which has one Redis client")

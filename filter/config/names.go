@@ -1,7 +1,6 @@
 package config
 
 import (
-	"fmt"
 	"strings"
 )
 
@@ -50,7 +49,7 @@ func RuleMetricName(rule, outcome string) string {
 func checkRuleNames(rules []Rule, path string) error {
 	first := map[string]int{}
 	for i, r := range rules {
-		at := fmt.Sprintf("%s[%d].name", path, i)
+		at := elem(path, i) + ".name"
 		key := prometheusName(r.Name)
 		if j, ok := first[key]; ok {
 			return errAt(at, "%q and %s[%d].name %q give the same Prometheus metric names (%s): \".\" and \"-\" become \"_\"",

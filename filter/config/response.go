@@ -161,7 +161,7 @@ func parseStatuses(v gjson.Result, path string) ([]StatusRange, error) {
 	}
 	var out []StatusRange
 	for i, s := range v.Array() {
-		at := fmt.Sprintf("%s[%d]", path, i)
+		at := elem(path, i)
 		switch {
 		case s.Type == gjson.Number:
 			n, err := integer(s, at, 0, 100, 599)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -166,7 +167,7 @@ func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
 	}
 	var parts []KeyPart
 	for i, p := range v.Array() {
-		at := fmt.Sprintf("%s[%d]", path, i)
+		at := elem(path, i)
 		o, err := fields(p, at, "source", "name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len")
 		if err != nil {
 			return nil, err
@@ -209,7 +210,7 @@ func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
 	var out []NamedLimit
 	names := map[string]bool{}
 	for i, lv := range v.Array() {
-		at := fmt.Sprintf("%s[%d]", path, i)
+		at := elem(path, i)
 		l, err := parseLimit(lv, at)
 		if err != nil {
 			return nil, err
@@ -217,7 +218,7 @@ func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
 		if l.Name == "" {
 			l.Name = rule
 			if len(v.Array()) > 1 {
-				l.Name = fmt.Sprintf("%s.%d", rule, i)
+				l.Name = rule + "." + strconv.Itoa(i)
 			}
 		}
 		if names[l.Name] {
