@@ -32,21 +32,29 @@ func onRequestHeaders(s *filter.Stream) filter.Action {
 }
 
 func requestHeaderMap() []byte {
-	var data *byte
-	var size int32
-	if proxyGetHeaderMapPairs(mapTypeRequestHeaders, unsafe.Pointer(&data), &size) != 0 || data == nil || size <= 0 {
+	out.data, out.size = nil, 0
+	if proxyGetHeaderMapPairs(mapTypeRequestHeaders, unsafe.Pointer(&out.data), &out.size) != 0 || out.data == nil || out.size <= 0 {
 		return nil
 	}
-	return unsafe.Slice(data, size)
+	return unsafe.Slice(out.data, out.size)
 }
 
 // monotonicNanos reads the monotonic clock: one host call.
 func monotonicNanos() int64 {
-	var t uint64
-	if clockTimeGet(1, 1, &t) != 0 {
+	if clockTimeGet(1, 1, &out.nanos) != 0 {
 		return 0
 	}
-	return int64(t)
+	return int64(out.nanos)
+}
+
+// out receives host calls' out-parameters. A local whose address a host
+// call takes escapes to the heap; the guest runs one callback at a time,
+// so one set serves every call.
+var out struct {
+	data  *byte
+	size  int32
+	nanos uint64
+	id    uint32
 }
 
 // sendLocalReply sends a local reply with no gRPC status, its headers

@@ -29,10 +29,9 @@ const bufferRedisCallResponse = 9
 func proxyOnRedisCallResponse(rootID, calloutID uint32, status, size int32) {
 	var reply []byte
 	if status == 0 && size > 0 {
-		var data *byte
-		var n int32
-		if proxyGetBufferBytes(bufferRedisCallResponse, 0, size, unsafe.Pointer(&data), &n) == 0 && data != nil {
-			reply = unsafe.Slice(data, n)
+		out.data, out.size = nil, 0
+		if proxyGetBufferBytes(bufferRedisCallResponse, 0, size, unsafe.Pointer(&out.data), &out.size) == 0 && out.data != nil {
+			reply = unsafe.Slice(out.data, out.size)
 		} else {
 			status = -1
 		}
@@ -49,11 +48,10 @@ func redisInit(cluster, user, pass string, timeout time.Duration) error {
 }
 
 func redisCall(cluster string, cmd []byte) (uint32, error) {
-	var id uint32
-	if s := proxyRedisCall(ptr(cluster), int32(len(cluster)), &cmd[0], int32(len(cmd)), &id); s != 0 {
+	if s := proxyRedisCall(ptr(cluster), int32(len(cluster)), &cmd[0], int32(len(cmd)), &out.id); s != 0 {
 		return 0, fmt.Errorf("proxy_redis_call: status %d", s)
 	}
-	return id, nil
+	return out.id, nil
 }
 
 func ptr(s string) *byte {
