@@ -51,7 +51,7 @@ func TestParse(t *testing.T) {
 		if ok {
 			got = a.String()
 		}
-		if got != tc.want || ok != (tc.want != "") {
+		if got != tc.want || ok != (tc.want != "") || ok != a.IsValid() {
 			t.Errorf("Parse(%q) = %q, %v; want %q", tc.in, got, ok, tc.want)
 		}
 		if n := netipString(tc.in); n != tc.want {

@@ -9,8 +9,11 @@ func parse(s string) (a Addr, zoned, ok bool) {
 	for i := 0; i < len(s); i++ {
 		switch s[i] {
 		case '.':
+			if !parse4(s, a.ip[:4]) {
+				return Addr{}, false, false
+			}
 			a.fam = 4
-			return a, false, parse4(s, a.ip[:4])
+			return a, false, true
 		case ':':
 			return parse6(s)
 		case '%': // a zone without an address
