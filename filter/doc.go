@@ -72,6 +72,9 @@
 //   - webdis: the Webdis codec (request headers, JSON replies).
 //   - pathnorm: a request's path normalized, as rules match it and keys
 //     hold it.
+//   - ipaddr: client IP addresses read, masked and printed as net/netip
+//     does, normalized (IPv4-mapped is IPv4, no zone), without linking
+//     netip, whose init slows a VM's start.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -89,10 +92,12 @@
 //     leases); match_rules.go (picks a request's Higress _rules_ entry).
 //   - Streams: stream.go (one request's lifecycle); evaluate.go (the rule
 //     loop: match, key, cost, what is answered without Redis, the calls).
-//   - Requests: request.go reads headers, query, cookies and the client
-//     address, the path normalized (package pathnorm), and matches a
-//     rule's match; identity.go reads JWT claims and stream properties;
-//     request_body.go reserves a cost read from the request body.
+//   - Requests: request.go reads headers, query (decoded as
+//     url.QueryUnescape does, without net/url), cookies and the client
+//     address (package ipaddr), the path normalized (package pathnorm),
+//     and matches a rule's match; identity.go reads JWT claims and stream
+//     properties; request_body.go reserves a cost read from the request
+//     body.
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     a request, with package keyspace's encoding; each limit's key and
 //     the block key extend it, and its braces hold the Redis Cluster hash

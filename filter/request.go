@@ -1,12 +1,10 @@
 package filter
 
 import (
-	"net/netip"
-	"net/url"
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
-	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
 
@@ -116,13 +114,63 @@ func (r *request) query(name string) (string, bool) {
 		var pair string
 		pair, q, _ = strings.Cut(q, "&")
 		k, v, _ := strings.Cut(pair, "=")
-		if k, err := url.QueryUnescape(k); err != nil || k != name {
+		if k, ok := queryUnescape(k); !ok || k != name {
 			continue
 		}
-		v, err := url.QueryUnescape(v)
-		return v, err == nil && v != ""
+		v, ok := queryUnescape(v)
+		return v, ok && v != ""
 	}
 	return "", false
+}
+
+// queryUnescape decodes a query component as url.QueryUnescape does
+// ("+" is a space, "%XX" a byte); false when a "%" starts no such escape.
+// It is here so the shipped module does not link net/url, which brings
+// net/netip's init into every VM's start-up.
+func queryUnescape(s string) (string, bool) {
+	escapes, plus := 0, false
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '%':
+			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
+				return "", false
+			}
+			escapes++
+			i += 2
+		case '+':
+			plus = true
+		}
+	}
+	if escapes == 0 && !plus {
+		return s, true
+	}
+	var b strings.Builder
+	b.Grow(len(s) - 2*escapes)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '%':
+			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
+			i += 2
+		case '+':
+			b.WriteByte(' ')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String(), true
+}
+
+// unhex is the value of the hex digit c, or -1.
+func unhex(c byte) int {
+	switch {
+	case c >= '0' && c <= '9':
+		return int(c - '0')
+	case c >= 'a' && c <= 'f':
+		return int(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return int(c-'A') + 10
+	}
+	return -1
 }
 
 // cookie returns the first value of a cookie.
@@ -168,13 +216,13 @@ func (r *request) clientIP(hops int) (string, bool) {
 }
 
 // clientAddr is clientIP as an address.
-func (r *request) clientAddr(hops int) (netip.Addr, bool) {
+func (r *request) clientAddr(hops int) (ipaddr.Addr, bool) {
 	if r.source == nil {
-		return netip.Addr{}, false
+		return ipaddr.Addr{}, false
 	}
 	src, port, ok := parseSource(r.source.SourceAddress())
 	if !ok {
-		return netip.Addr{}, false
+		return ipaddr.Addr{}, false
 	}
 	if hops > 0 && port != 0 {
 		if xff, found := r.header("x-forwarded-for"); found {
@@ -191,18 +239,18 @@ func (r *request) clientAddr(hops int) (netip.Addr, bool) {
 }
 
 // parseSource parses source.address, "ip:port" or a bare IP (port 0).
-func parseSource(s string) (netip.Addr, uint16, bool) {
-	if ap, err := netip.ParseAddrPort(s); err == nil {
-		return keyspace.NormalizeIP(ap.Addr()), ap.Port(), true
+// Addresses are normalized (package ipaddr): one key per client.
+func parseSource(s string) (ipaddr.Addr, uint16, bool) {
+	if ip, port, ok := ipaddr.ParseAddrPort(s); ok {
+		return ip, port, true
 	}
 	ip, ok := parseIP(s)
 	return ip, 0, ok
 }
 
 // parseIP parses one X-Forwarded-For entry: an IP, surrounded by spaces.
-func parseIP(s string) (netip.Addr, bool) {
-	ip, err := netip.ParseAddr(strings.TrimSpace(s))
-	return keyspace.NormalizeIP(ip), err == nil
+func parseIP(s string) (ipaddr.Addr, bool) {
+	return ipaddr.Parse(strings.TrimSpace(s))
 }
 
 // matches reports whether r meets m: each condition m sets.

@@ -4,9 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"net/netip"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
 
@@ -77,17 +77,13 @@ func Canonical(p *config.KeyPart, v string) (string, error) {
 	default:
 		return v, nil
 	}
-	if ip, err := netip.ParseAddr(v); err == nil {
+	if ip, ok := ipaddr.Parse(v); ok {
 		return GroupIP(p, ip), nil
 	}
 	// A network is accepted when the rule groups at least as coarsely:
-	// the key holds it, or the network that contains it.
-	if pfx, err := netip.ParsePrefix(v); err == nil {
-		ip := NormalizeIP(pfx.Addr())
-		bits := pfx.Bits()
-		if ip.Is4() && pfx.Addr().Is6() { // ::ffff:a.b.c.d/n
-			bits -= 96
-		}
+	// the key holds it, or the network that contains it. A mapped
+	// "::ffff:a.b.c.d/n" is an IPv4 network of n-96 bits.
+	if ip, bits, ok := ipaddr.ParsePrefix(v); ok {
 		want := ip.BitLen()
 		if b := prefixOf(p, ip); b.Set {
 			want = b.Bits
@@ -102,29 +98,25 @@ func Canonical(p *config.KeyPart, v string) (string, error) {
 
 // GroupIP is a client address as a key holds it: the whole address, or
 // the network of the configured prefix length in CIDR form, such as
-// "203.0.113.0/24" or "2001:db8:1:2::/64". An IPv4-mapped IPv6 address
-// counts as IPv4. Requests and Canonical both use it.
-func GroupIP(p *config.KeyPart, ip netip.Addr) string {
-	ip = NormalizeIP(ip)
+// "203.0.113.0/24" or "2001:db8:1:2::/64". ipaddr's addresses are
+// normalized: an IPv4-mapped IPv6 address counts as IPv4, and a zone is
+// dropped. Requests and Canonical both use it.
+func GroupIP(p *config.KeyPart, ip ipaddr.Addr) string {
 	bits := prefixOf(p, ip)
 	if !bits.Set {
 		return ip.String()
 	}
-	pfx, err := ip.Prefix(bits.Bits)
-	if err != nil { // bits out of range: the parser allows none
+	pfx, ok := ip.Prefix(bits.Bits)
+	if !ok { // bits out of range: the parser allows none
 		return ip.String()
 	}
 	return pfx.String()
 }
 
 // prefixOf is the grouping of ip's family.
-func prefixOf(p *config.KeyPart, ip netip.Addr) config.PrefixLen {
+func prefixOf(p *config.KeyPart, ip ipaddr.Addr) config.PrefixLen {
 	if ip.Is4() {
 		return p.IPv4Prefix
 	}
 	return p.IPv6Prefix
 }
-
-// NormalizeIP gives one key per client: an IPv4-mapped IPv6 address is the
-// IPv4 address, and an IPv6 zone is dropped.
-func NormalizeIP(ip netip.Addr) netip.Addr { return ip.Unmap().WithZone("") }
