@@ -28,8 +28,9 @@ import (
 //   - from: where the decision came from when not from Redis: deny_cache,
 //     or local (failure_mode: local).
 //
-// It is set once per request, at its decision: one host call. A request no
-// rule decided gets none, and the access log shows "-". Rule and limit
+// It is set once per request, at its decision: one host call, unless
+// decision_filter_state is false. A request no rule decided gets none, and
+// the access log shows "-". Rule and limit
 // names are [A-Za-z0-9_.-], so the line needs no quoting in a text or
 // JSON log.
 
@@ -95,6 +96,9 @@ func (s *Stream) tellAdmitted(failOpen bool) {
 // tell renders the line into the stream's buffer and hands it to the
 // proxy. It allocates nothing once the buffer has grown.
 func (s *Stream) tell(v *verdict, kind decisionKind, why reason, from decisionFrom, shadow bool) {
+	if !s.pol.cfg.DecisionState {
+		return
+	}
 	b := s.decision[:0]
 	if v != nil && v.rule >= 0 {
 		b = append(b, "rule="...)

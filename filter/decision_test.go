@@ -55,6 +55,14 @@ func TestDecisionTold(t *testing.T) {
 	expectTold(t, h, 429, "rule=api decision=denied reason=missing_key")
 }
 
+// decision_filter_state false: nothing is told.
+func TestDecisionOff(t *testing.T) {
+	h := newFakeHost(t, decisionConfig(`"decision_filter_state":false,`))
+	expectTold(t, h, 200, "", "x-user=a")
+	expectTold(t, h, 200, "", "x-user=a")
+	expectTold(t, h, 429, "", "x-user=a")
+}
+
 // A request no rule decides tells nothing: the access log shows "-".
 func TestDecisionNoneWithoutRule(t *testing.T) {
 	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"api","match":{"path_prefix":"/api/"},

@@ -60,7 +60,7 @@ func kindOf(path []string) string {
 
 // optionalFields are the fields addField may add to each kind of object.
 var optionalFields = map[string][]string{
-	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback", "near_limit_ratio"},
+	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback", "near_limit_ratio", "decision_filter_state"},
 	"breaker":      {"failures", "backoff"},
 	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
 	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle"},
@@ -190,6 +190,8 @@ var pools = map[string][]string{
 	"lease.max_batch": {`1`, `2`, `0`, `-1`, `1.5`, `"1"`, `9007199254740994`},
 	"lease.hot_rate":  {`1`, `2`, `65535`, `65536`, `0`, `-1`, `"2"`},
 	"lease.max_keys":  {`1`, `1000`, `1048576`, `1048577`, `0`, `2.5`},
+
+	"root.decision_filter_state": {`true`, `false`, `"false"`, `0`, `null`},
 }
 
 // anyValues replace a value by one of another JSON type.

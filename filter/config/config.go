@@ -50,6 +50,10 @@ type Config struct {
 	// its quota counts in ratelimit.rule.<name>.near_limit. With a limit
 	// of 10 and 0.8, the 9th and 10th requests of a window count.
 	NearLimitRatio int64
+	// DecisionState: each decided request's rule, limit and outcome go to
+	// the proxy's filter state wasm.ratelimit.decision, for access logs
+	// (decision_filter_state, default true): one host call per request.
+	DecisionState bool
 	// Rules is empty when the configuration holds only _rules_: then
 	// nothing is limited unless one of MatchRules matches.
 	Rules []Rule
@@ -289,7 +293,7 @@ func Parse(data []byte) (*Config, error) {
 
 // parseConfig parses one configuration object without _rules_.
 func parseConfig(root gjson.Result) (*Config, error) {
-	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio")
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio", "decision_filter_state")
 	if err != nil {
 		return nil, err
 	}
@@ -332,6 +336,9 @@ func parseConfig(root gjson.Result) (*Config, error) {
 		c.DenyCacheKeys = int(keys)
 	}
 	if c.NearLimitRatio, err = nearLimitRatio(o["near_limit_ratio"]); err != nil {
+		return nil, err
+	}
+	if c.DecisionState, err = boolean(o["decision_filter_state"], "decision_filter_state", true); err != nil {
 		return nil, err
 	}
 	rules := o["rules"]
