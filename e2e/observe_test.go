@@ -131,7 +131,7 @@ func TestHealthACLUserRefused(t *testing.T) {
 		parts []string
 	}{
 		"higress": {higress, []string{`ratelimit: redis cluster "redis" refused AUTH (NOAUTH`}},
-		"stock": {stock, []string{`ratelimit: redis through webdis cluster "webdis" refused the filter's credentials or command at Webdis (webdis answered HTTP 403)`}},
+		"stock":   {stock, []string{`ratelimit: redis through webdis cluster "webdis" refused the filter's credentials or command at Webdis (webdis answered HTTP 403)`}},
 	} {
 		for range 2 {
 			expect(t, tc.tg.send(t, nil), 503)
