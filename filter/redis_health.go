@@ -27,9 +27,9 @@ import (
 // The gauge ratelimit.redis.healthy is what the VM adds: 1 while healthy,
 // 0 while failing. Envoy sums a gauge over the VMs that define it, one per
 // worker, so it is the number of workers whose Redis decides. A VM adds
-// its 1 at its first tick, or when it recovers, so that a configuration's
-// canary VM, which neither ticks nor ends, adds nothing; Plugin.Done takes
-// it back.
+// its 1 at its first tick or its first decision, so that a configuration's
+// canary VM, which neither ticks, decides nor ends, adds nothing;
+// Plugin.Done takes it back.
 type redisHealth struct {
 	host PluginHost
 	// subject is `ratelimit: redis cluster "<cluster>"`, rendered once.
@@ -69,9 +69,14 @@ func (h *redisHealth) fail(now time.Time, err error, mode string) {
 	}
 }
 
-// ok records a decision Redis made. It costs a branch while healthy.
+// ok records a decision Redis made. It costs a branch while healthy and
+// shown; a VM that decides before its first tick adds its 1 here.
 func (h *redisHealth) ok() {
+	if h.shown == 1 {
+		return
+	}
 	if !h.failing {
+		h.show()
 		return
 	}
 	h.failing = false
@@ -160,6 +165,8 @@ func describeFailure(err error) string {
 		return "refused redis.username/redis.password" + cause + ": Higress kept the connection as the default user, so no call is sent"
 	case errors.As(err, &ws) && (ws == 401 || ws == 403):
 		return "refused the filter's credentials or command at Webdis" + cause + ": check redis.username/redis.password and Webdis's ACL"
+	case errors.As(err, &ws) && ws >= 400 && ws < 500:
+		return "refused the call at Webdis" + cause + ": check redis.path and redis.authority"
 	case errors.As(err, &rerr):
 		return describeRedisError(rerr, cause)
 	case errors.Is(err, errRedisUninitialized):

@@ -213,3 +213,34 @@ func TestHealthGaugeTakenBackAtDone(t *testing.T) {
 		t.Fatalf("ratelimit.redis.healthy %d after Done", g)
 	}
 }
+
+// A VM adds its 1 at its first decision, before any tick.
+func TestHealthGaugeAtFirstDecision(t *testing.T) {
+	h := newFakeHost(t, healthConfig("allow", ""))
+	if g := gauge(h, "ratelimit.redis.healthy"); g != 0 {
+		t.Fatalf("ratelimit.redis.healthy %d before any decision or tick", g)
+	}
+	h.send("x-user=a")
+	h.send("x-user=a")
+	if g := gauge(h, "ratelimit.redis.healthy"); g != 1 {
+		t.Fatalf("ratelimit.redis.healthy %d after two decisions", g)
+	}
+}
+
+// What a Webdis reply's status says failed.
+func TestDescribeWebdisFailures(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{webdisStatus(403), "refused the filter's credentials or command at Webdis (webdis answered HTTP 403)"},
+		{webdisStatus(401), "refused the filter's credentials or command at Webdis (webdis answered HTTP 401)"},
+		{webdisStatus(404), "refused the call at Webdis (webdis answered HTTP 404): check redis.path and redis.authority"},
+		{webdisStatus(503), "unreachable (webdis answered HTTP 503)"},
+		{errWebdisFailed, "unreachable (webdis call failed or timed out)"},
+	} {
+		if got := describeFailure(tc.err); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%v: %q, want it to start %q", tc.err, got, tc.want)
+		}
+	}
+}
