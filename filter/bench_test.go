@@ -43,6 +43,7 @@ func (s *benchStream) PropertyPath([]string) ([]byte, bool)    { return nil, fal
 func (s *benchStream) Resume()                                 { s.resumed++ }
 func (s *benchStream) SendLocalReply(int, [][2]string, []byte) { s.replied++ }
 func (s *benchStream) AddResponseHeader(string, string)        { s.headers++ }
+func (s *benchStream) SetDecision([]byte)                      {}
 
 const benchConfig = `{"redis":{"cluster":"redis"},"rules":[{"name":"api","match":{"path_prefix":"/api/"},
 	"key":[{"source":"header","name":"x-user"},{"source":"path"}],

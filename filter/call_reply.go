@@ -20,13 +20,14 @@ func (p *policy) dispatch(c *call) {
 	}
 	if !p.vm.link.usable(c.sentAt) {
 		p.vm.link.uninitialized.Increment(1)
+		p.vm.health.fail(c.sentAt, p.vm.link.why(), p.failureMode)
 		c.stream.callDone(c, errRedisUninitialized)
 		return
 	}
 	c.epoch = p.breaker.epoch
 	id, err := p.vm.sendCall(c)
 	if err != nil {
-		p.fail(c, fmt.Errorf("dispatch: %w", err))
+		p.fail(c, &dispatchError{err})
 		return
 	}
 	c.calloutID, c.inFlight = id, true
@@ -66,11 +67,11 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 		p.metrics.latency.Record(uint64(c.stream.clock().Sub(c.sentAt).Milliseconds()))
 	}
 	if !r.ok {
-		reason := "redis call failed or timed out"
-		if r.failure != "" {
-			reason = r.failure
+		err := r.failure
+		if err == nil {
+			err = errCallFailed
 		}
-		p.fail(c, errors.New(reason))
+		p.fail(c, err)
 		return
 	}
 	err := p.parseReply(c, r)
@@ -85,6 +86,7 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 		return
 	}
 	p.breaker.failures = 0
+	p.vm.health.ok()
 	c.replied = true
 	c.noteAcquired()
 	c.stream.callDone(c, nil)
@@ -104,9 +106,10 @@ func (p *policy) parseReply(c *call, r scriptReply) error {
 
 // fail records a failed call, opening the breaker after enough failures in
 // a row; calls that were in flight together count as one (breaker.epoch).
+// The VM's health logs it (redis_health.go).
 func (p *policy) fail(c *call, err error) {
 	p.metrics.redisErrors.Increment(1)
-	p.errLog.log(LogWarn, "ratelimit: redis: "+err.Error())
+	p.vm.health.fail(c.stream.clock(), err, p.failureMode)
 	b, cfg := &p.breaker, p.cfg.Breaker
 	if c.epoch != b.epoch {
 		c.stream.callDone(c, err) // failed with calls already counted

@@ -88,7 +88,7 @@ type scriptReply struct {
 	ok      bool
 	resp    []byte
 	ints    []int64
-	failure string
+	failure error
 }
 
 // values yields the script's integers: ints when given, else in place

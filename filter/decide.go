@@ -62,6 +62,7 @@ type callsOutcome struct {
 func (s *Stream) decide() {
 	s.decided = true
 	local, over := s.decideLocally()
+	s.local = local
 	if over.reason != 0 {
 		s.pol.metrics.rules[over.rule].denied.Increment(1)
 		s.pol.fallback.count(true)
@@ -79,6 +80,10 @@ func (s *Stream) decide() {
 			s.countRules(c)
 			if !c.shadow {
 				s.noteResults(c)
+				continue
+			}
+			for i := range c.origins {
+				s.noteShadow(c, i)
 			}
 		}
 	}
@@ -92,6 +97,8 @@ func (s *Stream) decide() {
 		return
 	}
 	s.allowed = true
+	s.countNear()
+	s.tellAdmitted(out.failed && s.pol.cfg.FailOpen)
 	if delay := s.throttleDelay(); delay > 0 {
 		s.delay(delay)
 		return
@@ -119,7 +126,11 @@ func (s *Stream) noteBlock(c *call, out *callsOutcome) {
 	d := &c.decision
 	b := &c.blockers[d.BlockedBy]
 	s.pol.metrics.rules[b.rule].blocked.Increment(1)
-	if c.shadow || out.blocked {
+	if c.shadow {
+		s.noteShadowDenial(verdict{rule: b.rule, limit: -1, reason: reasonBlocked, blocked: true, blockedFor: d.BlockedFor})
+		return
+	}
+	if out.blocked {
 		return
 	}
 	out.block = verdict{rule: b.rule, limit: -1, reason: reasonBlocked, blocked: true, blockedFor: d.BlockedFor}
@@ -225,6 +236,7 @@ func (s *Stream) reject(v *verdict) Action {
 	s.decided, s.allowed = true, false
 	s.refundLeased()
 	s.fillLeases(false)
+	s.tellDenied(v, false)
 	status, headers, body := s.render(v)
 	s.host.SendLocalReply(status, headers, body)
 	return Pause
@@ -244,6 +256,7 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 		r.status, r.headers, r.body = s.render(v)
 		r.secs = secs
 	}
+	s.tellDenied(v, true)
 	s.host.SendLocalReply(r.status, r.headers, r.body)
 	return Pause
 }

@@ -51,7 +51,7 @@
 // PluginHost (host.go) is what a Plugin needs of the proxy: dispatch a
 // Redis or HTTP callout, log, read the clock, and make metrics. StreamHost
 // acts on one request: its peer address and properties, resume, send a
-// local reply, add a response header. A host whose Redis client needs
+// local reply, add a response header, set the decision property. A host whose Redis client needs
 // proxy_redis_init also implements RedisInitializer (redis_link.go). Every
 // callback of a VM runs on one thread, so nothing here locks.
 //
@@ -114,12 +114,17 @@
 //     decode chain (scriptReply) and the one -NOSCRIPT rule;
 //     redis_link.go keeps Higress's Redis client initialised and
 //     authenticated, and redis_identity.go checks with ACL WHOAMI that it
-//     runs as the configured user and reports a library Redis lacks.
+//     runs as the configured user and reports a library Redis lacks;
+//     redis_health.go says, in one error line per 10 s and in the gauge
+//     ratelimit.redis.healthy, that Redis cannot decide, why, and what
+//     the failure mode does meanwhile, and says when it decides again.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
-//     policy renders once.
+//     policy renders once; decision.go tells the proxy which rule and
+//     limit decided (the property ratelimit.decision, for access logs)
+//     and counts the admissions near a limit (near_limit).
 //   - After the decision: response.go adds the headers and follows a
 //     response_cost rule's response; settle.go sends the settle calls;
 //     concurrency.go gives each request its slot id and releases its

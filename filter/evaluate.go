@@ -35,6 +35,7 @@ func (s *Stream) evaluate() Action {
 		if lt, li := overCapacity(rule, tier, cost); li >= 0 {
 			if rule.Shadow {
 				s.pol.metrics.rules[ri].shadowDenied.Increment(1)
+				s.noteShadowDenial(verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
 				continue
 			}
 			s.pol.metrics.rules[ri].denied.Increment(1)
@@ -58,6 +59,7 @@ func (s *Stream) evaluate() Action {
 	}
 	if len(s.calls) == 0 {
 		s.decided, s.allowed = true, true
+		s.tellAdmitted(false) // nothing to tell unless a lease or a shadow rule decided
 		return Continue
 	}
 	s.outstanding = len(s.calls)

@@ -59,6 +59,11 @@ type StreamHost interface {
 	// reply with the same slice (the deny cache answers a flood with one).
 	SendLocalReply(status int, headers [][2]string, body []byte)
 	AddResponseHeader(name, value string)
+	// SetDecision sets the stream property ratelimit.decision (Envoy's
+	// filter state wasm.ratelimit.decision) to value, the line that says
+	// which limit decided the request (decision.go); the host copies it.
+	// Called at most once per request, when it is decided.
+	SetDecision(value []byte)
 }
 
 // Counter is a proxy-wasm counter metric.

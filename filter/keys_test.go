@@ -146,3 +146,4 @@ func (peer) PropertyPath([]string) ([]byte, bool)    { return nil, false }
 func (peer) Resume()                                 {}
 func (peer) SendLocalReply(int, [][2]string, []byte) {}
 func (peer) AddResponseHeader(string, string)        {}
+func (peer) SetDecision([]byte)                      {}

@@ -1,7 +1,7 @@
 package filter
 
 import (
-	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -14,14 +14,29 @@ type quietLog struct {
 }
 
 func (l *quietLog) log(level LogLevel, msg string) {
-	now := l.host.Now()
+	if l.dueAt(l.host.Now()) {
+		l.emit(level, msg)
+	}
+}
+
+// dueAt reports whether a line may be logged at now, and takes the
+// period's turn when it may: the caller then emits the line. A line that
+// may not is counted as suppressed. A caller builds its message only once
+// it is due, so a line suppressed costs no allocation.
+func (l *quietLog) dueAt(now time.Time) bool {
 	if !l.last.IsZero() && now.Sub(l.last) < l.every {
 		l.suppressed++
-		return
+		return false
 	}
+	l.last = now
+	return true
+}
+
+// emit logs msg, with the count of lines suppressed since the last one.
+func (l *quietLog) emit(level LogLevel, msg string) {
 	if l.suppressed > 0 {
-		msg = fmt.Sprintf("%s (%d similar messages suppressed)", msg, l.suppressed)
+		msg += " (" + strconv.Itoa(l.suppressed) + " similar messages suppressed)"
 	}
-	l.last, l.suppressed = now, 0
+	l.suppressed = 0
 	l.host.Log(level, msg)
 }

@@ -39,9 +39,9 @@ func (m *metrics) sampleLatency() bool {
 
 // ruleMetrics count each request a rule decided, by outcome:
 // ratelimit.rule.<name>.allowed|denied|would_deny|blocked (see
-// config.RuleMetricName).
+// config.RuleMetricName), and the admissions near a limit (near_limit).
 type ruleMetrics struct {
-	allowed, denied, shadowDenied, blocked Counter
+	allowed, denied, shadowDenied, blocked, nearLimit Counter
 	// response counts a response_cost rule's settling; nil for others.
 	response *responseMetrics
 	// slots count a rule's concurrency releases; nil without concurrency
@@ -83,6 +83,7 @@ func newMetrics(cfg *config.Config, h PluginHost) metrics {
 			denied:       h.Counter(config.RuleMetricName(r.Name, config.OutcomeDenied)),
 			shadowDenied: h.Counter(config.RuleMetricName(r.Name, config.OutcomeWouldDeny)),
 			blocked:      h.Counter(config.RuleMetricName(r.Name, config.OutcomeBlocked)),
+			nearLimit:    h.Counter(config.RuleMetricName(r.Name, config.EventNearLimit)),
 		})
 		if r.Response != nil {
 			m.rules[len(m.rules)-1].response = &responseMetrics{

@@ -22,6 +22,7 @@ type Plugin struct {
 	callouts callouts
 	settles  settleState
 	link     *redisLink
+	health   redisHealth
 	epoch    epochPoll
 	// policies are the configurations: [0] the top level, then each
 	// _rules_ entry in order.
@@ -46,11 +47,13 @@ func NewPlugin(cfg *config.Config, host PluginHost) *Plugin {
 	p := &Plugin{cfg: cfg, host: host}
 	p.callouts.init()
 	p.settles.errors = host.Counter("ratelimit.settle.errors")
+	p.health = newRedisHealth(&cfg.Redis, host)
 	p.policies = append(p.policies, newPolicy(p, cfg, nil))
 	p.tr = newTransport(cfg, host)
 	// The link sends AUTH and ACL WHOAMI only over the Redis ABI: it has
 	// an initializer only with that transport.
 	p.link = newRedisLink(cfg, host, host.DispatchRedis, &p.callouts)
+	p.link.health, p.link.mode = &p.health, p.top().failureMode
 	p.epoch = newEpochPoll(cfg, host)
 	for i := range cfg.MatchRules {
 		mr := &cfg.MatchRules[i]
@@ -101,6 +104,7 @@ func (p *Plugin) OnTick() bool {
 		return false
 	}
 	p.link.onTick(now)
+	p.health.show()
 	defer p.showPending()
 	p.sendQueuedSettles()
 	p.sweepBodyWaits(now)
@@ -118,4 +122,10 @@ func (p *Plugin) showPending() {
 		p.top().metrics.pending.Add(int64(d))
 		p.pendingShown = p.callouts.calls
 	}
+}
+
+// Done ends the plugin: it takes back what the VM added to the gauges
+// that Envoy sums over VMs and keeps after a VM is gone.
+func (p *Plugin) Done() {
+	p.health.done()
 }

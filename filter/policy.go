@@ -19,7 +19,12 @@ type policy struct {
 	route   *config.MatchRule
 	metrics metrics
 	errLog  quietLog
-	breaker breaker
+	// failureMode is what requests get while Redis cannot decide, as the
+	// health lines say it (failureModeText).
+	failureMode string
+	// nearLimit is near_limit_ratio in millionths (see countNear).
+	nearLimit int64
+	breaker   breaker
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache
@@ -50,6 +55,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	p := &policy{vm: vm, cfg: cfg, route: route}
 	p.metrics = newMetrics(cfg, host)
 	p.errLog = quietLog{host: host, every: 10 * time.Second}
+	p.failureMode, p.nearLimit = failureModeText(cfg), cfg.NearLimitRatio
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.fallback = newLocalLimiter(cfg, host)
 	p.leases = newLeaseTables(cfg)

@@ -32,6 +32,7 @@ type redisIdentity struct {
 	due       bool // to ask at the next use: not at plugin start, where the VM may be a canary
 	pending   bool
 	wrong     bool      // the last WHOAMI named another user
+	err       error     // which, when wrong: a *wrongUserError
 	sentAt    time.Time // the last WHOAMI
 	wrongUser Counter   // ratelimit.redis.wrong_user
 	missing   Counter   // ratelimit.redis.library_missing
@@ -92,6 +93,7 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte) {
 	got, _ := v.Text()
 	l.identity.wrong = got != want
 	if l.identity.wrong {
+		l.identity.err = &wrongUserError{got: got, want: want}
 		l.identity.wrongUser.Increment(1)
 		l.identity.log.log(LogCritical, "ratelimit: redis: the proxy's Redis connection runs as user "+quoteUser(got)+", not "+quoteUser(want)+
 			": Redis refused redis.username/redis.password and Higress kept the connection as the default user; no call is sent and requests get failure_mode until it runs as "+quoteUser(want))

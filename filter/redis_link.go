@@ -47,9 +47,17 @@ type redisLink struct {
 		pending bool
 	}
 	identity redisIdentity // redis_identity.go
+	// initErr is why the last proxy_redis_init failed; nil once one
+	// succeeded.
+	initErr error
+	// health hears of failed inits and calls not sent; mode is the top
+	// level's failure mode, as its lines say it.
+	health *redisHealth
+	mode   string
+	log    PluginHost
 	// Each kind of news has its own throttled log, so that one cannot
 	// hide another.
-	initLog, authLog, clusterLog quietLog
+	authLog, refusedLog, clusterLog quietLog
 
 	initFailures  Counter // ratelimit.redis.init_failures
 	uninitialized Counter // ratelimit.redis.uninitialized: calls not sent, no init yet
@@ -61,9 +69,9 @@ type redisLink struct {
 
 func newRedisLink(cfg *config.Config, host PluginHost, send func([]byte) (uint32, error), t *callouts) *redisLink {
 	every := 10 * time.Second
-	l := &redisLink{cfg: &cfg.Redis, ready: true, send: send, callouts: t,
-		initLog:       quietLog{host: host, every: every},
+	l := &redisLink{cfg: &cfg.Redis, ready: true, send: send, callouts: t, log: host,
 		authLog:       quietLog{host: host, every: every},
+		refusedLog:    quietLog{host: host, every: every},
 		clusterLog:    quietLog{host: host, every: every},
 		initFailures:  host.Counter("ratelimit.redis.init_failures"),
 		uninitialized: host.Counter("ratelimit.redis.uninitialized"),
@@ -115,14 +123,27 @@ func (l *redisLink) tryInit(now time.Time) {
 	if err != nil {
 		l.failed++
 		l.initFailures.Increment(1)
-		l.initLog.log(LogWarn, "ratelimit: redis: proxy_redis_init for cluster "+l.cfg.Cluster+" failed ("+err.Error()+
-			"): the proxy does not know the cluster on this worker (yet); requests get failure_mode until it succeeds, retrying at most once per second")
+		l.initErr = &initError{err}
+		l.health.fail(now, l.initErr, l.mode)
 		return
 	}
+	l.initErr = nil
 	if l.failed > 0 {
-		l.initLog.host.Log(LogInfo, "ratelimit: redis: proxy_redis_init for cluster "+l.cfg.Cluster+" succeeded after "+strconv.Itoa(l.failed)+" failures")
+		l.log.Log(LogInfo, "ratelimit: redis: proxy_redis_init for cluster "+l.cfg.Cluster+" succeeded after "+strconv.Itoa(l.failed)+" failures")
 		l.failed = 0
 	}
+}
+
+// why says why the link is not usable: the init failed, or the
+// connection runs as the wrong user.
+func (l *redisLink) why() error {
+	switch {
+	case l.identity.wrong && l.identity.err != nil:
+		return l.identity.err
+	case l.initErr != nil:
+		return l.initErr
+	}
+	return errRedisUninitialized
 }
 
 // init is tryInit; once it succeeds, the identity is checked at the next
@@ -196,15 +217,16 @@ func (a *authCallout) onReply(_ *Plugin, r scriptReply) {
 }
 func (*authCallout) overdue(*Plugin, time.Time) {}
 
-// onAuthReply logs what Redis said to the filter's own AUTH.
+// onAuthReply logs what Redis said to the filter's own AUTH. A refusal
+// is a warning: the calls it fails make the health's error line.
 func (l *redisLink) onAuthReply(ok bool, reply []byte) {
 	l.auth.pending = false
-	log := l.initLog.host.Log // at most once per relinkEvery: not throttled
+	log := l.log.Log // at most once per relinkEvery: not throttled
 	switch {
 	case !ok:
 		log(LogWarn, "ratelimit: redis: AUTH failed or timed out")
 	case len(reply) > 0 && reply[0] == '-':
-		log(LogError, "ratelimit: redis: Redis refused redis.username/redis.password: "+strings.TrimSpace(string(reply[1:])))
+		l.refusedLog.log(LogWarn, "ratelimit: redis: Redis refused redis.username/redis.password: "+strings.TrimSpace(string(reply[1:])))
 	default:
 		log(LogInfo, "ratelimit: redis: AUTH accepted")
 	}

@@ -33,6 +33,13 @@ type Stream struct {
 	verdict    verdict
 	hasVerdict bool
 	enforced   []enforcedRule
+	// shadow is the shadow rules' tightest result, or their denial; valid
+	// when hasShadow. local: failure_mode local decided a call. decision
+	// is the line told to the proxy (decision.go).
+	shadow    verdict
+	hasShadow bool
+	local     bool
+	decision  []byte
 	// charged is set when a response_cost rule or a concurrency limit
 	// joined a call: the response is then followed (resp) to settle its
 	// cost and release its slots.
@@ -156,6 +163,7 @@ func (s *Stream) OnDone() {
 	s.calls = s.calls[:0]
 	s.enforced = s.enforced[:0]
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
+	s.hasShadow, s.local = false, false
 	s.host = nil
 	s.req.reset(nil)
 	s.vm.freeStreams = append(s.vm.freeStreams, s)

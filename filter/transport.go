@@ -1,7 +1,7 @@
 package filter
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
@@ -88,15 +88,17 @@ func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 	p.onReply(calloutID, w.reply(status, body))
 }
 
+var errWebdisFailed = errors.New("webdis call failed or timed out")
+
 // reply reads Webdis's response: the script's integers when it is the
 // flat array the script returns, else the JSON turned back into RESP.
 func (t *webdisTransport) reply(status int, body []byte) scriptReply {
 	switch status {
 	case 200:
 	case 0:
-		return scriptReply{failure: "webdis call failed or timed out"}
+		return scriptReply{failure: errWebdisFailed}
 	default:
-		return scriptReply{failure: fmt.Sprintf("webdis answered HTTP %d", status)}
+		return scriptReply{failure: webdisStatus(status)}
 	}
 	if ints, ok := webdis.Ints(t.ints[:0], body); ok {
 		t.ints = ints
@@ -104,7 +106,7 @@ func (t *webdisTransport) reply(status int, body []byte) scriptReply {
 	}
 	var err error
 	if t.resp, err = webdis.Reply(t.resp[:0], body); err != nil {
-		return scriptReply{failure: err.Error()}
+		return scriptReply{failure: err}
 	}
 	return scriptReply{ok: true, resp: t.resp}
 }

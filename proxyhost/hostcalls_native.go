@@ -28,3 +28,9 @@ func sendLocalReply(status int, headers [][2]string, body []byte) bool {
 var start = time.Now()
 
 func monotonicNanos() int64 { return int64(time.Since(start)) }
+
+// setDecision sets the ratelimit.decision property with the SDK, on a
+// copy: the SDK's emulator keeps the bytes it is handed.
+func setDecision(value []byte) bool {
+	return proxywasm.SetProperty([]string{decisionProperty}, append([]byte(nil), value...)) == nil
+}

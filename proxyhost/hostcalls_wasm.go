@@ -20,6 +20,9 @@ func proxyGetHeaderMapPairs(mapType int32, data unsafe.Pointer, size *int32) int
 func proxySendLocalResponse(status uint32, details *byte, detailsLen int32, body *byte, bodyLen int32,
 	headers *byte, headersLen int32, grpcStatus int32) int32
 
+//go:wasmimport env proxy_set_property
+func proxySetProperty(path *byte, pathLen int32, value *byte, valueLen int32) int32
+
 //go:wasmimport wasi_snapshot_preview1 clock_time_get
 func clockTimeGet(clockID uint32, precision uint64, time *uint64) uint32
 
@@ -92,4 +95,11 @@ func encodePairs(pairs [][2]string) []byte {
 		b = append(append(b, p[1]...), 0)
 	}
 	return b
+}
+
+// setDecision sets the ratelimit.decision property: one host call, the
+// path a constant (the SDK's SetProperty serializes it on each call).
+func setDecision(value []byte) bool {
+	return proxySetProperty(unsafe.StringData(decisionProperty), int32(len(decisionProperty)),
+		unsafe.SliceData(value), int32(len(value))) == 0
 }

@@ -31,9 +31,23 @@ func (h *httpContext) OnHttpRequestHeaders(_ int, endOfStream bool) types.Action
 	return action(a)
 }
 
-// effective is the stream context the proxy holds effective, while a
-// stream's own request callback runs (the host made it so); 0 elsewhere.
+// effective is the context the proxy holds effective while a callback
+// that tracks it runs: a stream's own request callbacks (the host made it
+// so), and the root callbacks that may act on streams (track), where
+// enter and setEffective keep it; 0 elsewhere, where enter always asks
+// the host. A stream's decision, resumption or local reply from a Redis
+// reply then makes its context effective once, not once each.
 var effective uint32
+
+// setEffective makes context id the effective one, and notes it where
+// tracked.
+func setEffective(id uint32) error {
+	err := proxywasm.SetEffectiveContext(id)
+	if err == nil && effective != 0 {
+		effective = id
+	}
+	return err
+}
 
 // A body or trailers arriving while the decision is pending are held. Envoy
 // delivers none while the headers are paused (StopAllIterationAndWatermark,
@@ -56,7 +70,10 @@ func (h *httpContext) OnHttpRequestBody(size int, endOfStream bool) types.Action
 	if size > 0 {
 		body, _ = proxywasm.GetHttpRequestBody(0, size)
 	}
-	return action(h.stream.OnRequestBody(body))
+	effective = h.id
+	a := h.stream.OnRequestBody(body)
+	effective = 0
+	return action(a)
 }
 
 func (h *httpContext) OnHttpRequestTrailers(int) types.Action {
@@ -178,15 +195,30 @@ func (h *httpContext) enter() bool {
 	if effective == h.id {
 		return true
 	}
-	if err := proxywasm.SetEffectiveContext(h.id); err != nil {
+	if err := setEffective(h.id); err != nil {
 		h.gone = true
 		h.plugin.gone = append(h.plugin.gone, h)
 		return false
 	}
-	if effective != 0 {
-		effective = h.id
-	}
 	return true
+}
+
+// decisionProperty is the property SetDecision sets: one path segment,
+// which Envoy keeps as the filter state "wasm." + the path
+// (source/extensions/common/wasm/context.cc, Context::setProperty).
+const decisionProperty = "ratelimit.decision"
+
+// SetDecision sets the stream's ratelimit.decision property (filter
+// state wasm.ratelimit.decision), from a Redis callback too: the stream's
+// context is made effective first, as Envoy sets a property on the
+// effective context's stream.
+func (h *httpContext) SetDecision(value []byte) {
+	if len(value) == 0 || !h.enter() {
+		return
+	}
+	if !setDecision(value) {
+		proxywasm.LogWarn("ratelimit: the proxy refused the property ratelimit.decision")
+	}
 }
 
 // ResponseHeader implements filter.ResponseReader.

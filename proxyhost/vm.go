@@ -86,6 +86,9 @@ func (p *pluginContext) InitRedis() error {
 }
 
 func (p *pluginContext) OnPluginDone() bool {
+	if p.plugin != nil {
+		p.plugin.Done()
+	}
 	p.metrics.flush()
 	delete(plugins, p.id)
 	return true
@@ -116,15 +119,18 @@ func (p *pluginContext) OnQueueReady(queueID uint32) {
 			break
 		}
 	}
+	effective = p.id
 	p.plugin.OnRootCallback()
+	effective = 0
 	p.releaseGone()
 }
 
 func (p *pluginContext) OnTick() {
 	if p.plugin != nil {
+		effective = p.id
 		periodic := p.plugin.OnTick()
 		if p.plugin.Throttles() {
-			proxywasm.SetEffectiveContext(p.id) // a released stream's was
+			setEffective(p.id) // a released stream's was
 		}
 		if periodic { // once a second, however fast the tick
 			p.probeMustEnd()
@@ -133,6 +139,7 @@ func (p *pluginContext) OnTick() {
 		if periodic {
 			p.metrics.flush()
 		}
+		effective = 0
 	}
 }
 
@@ -150,7 +157,7 @@ func (p *pluginContext) probeMustEnd() {
 		}
 	}
 	if probed {
-		proxywasm.SetEffectiveContext(p.id) // back to the root context
+		setEffective(p.id) // back to the root context
 	}
 }
 
@@ -177,7 +184,9 @@ func (p *pluginContext) releaseGone() {
 // onRedisReply routes a Redis callback to its plugin.
 func onRedisReply(rootID, calloutID uint32, ok bool, reply []byte) {
 	if p := plugins[rootID]; p != nil {
+		effective = rootID
 		p.plugin.OnRedisReply(calloutID, ok, reply)
+		effective = 0
 		p.releaseGone()
 	}
 }
@@ -211,7 +220,11 @@ func (p *pluginContext) onHTTPReply(id uint32, numHeaders, bodySize int) {
 			body, _ = proxywasm.GetHttpCallResponseBody(0, bodySize)
 		}
 	}
+	// The SDK made the caller's context effective, which may be a
+	// stream's: tracked from the root's id, the first enter asks the host.
+	effective = p.id
 	p.plugin.OnHTTPReply(id, status, body)
+	effective = 0
 	p.releaseGone()
 }
 
@@ -247,6 +260,6 @@ func LiveStreams() int {
 // SetTickPeriod implements filter.Ticker. The tick is the root context's,
 // which is made the effective one first.
 func (p *pluginContext) SetTickPeriod(d time.Duration) bool {
-	proxywasm.SetEffectiveContext(p.id)
+	setEffective(p.id)
 	return proxywasm.SetTickPeriodMilliSeconds(uint32(d.Milliseconds())) == nil
 }

@@ -60,7 +60,7 @@ func kindOf(path []string) string {
 
 // optionalFields are the fields addField may add to each kind of object.
 var optionalFields = map[string][]string{
-	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback"},
+	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback", "near_limit_ratio", "decision_filter_state"},
 	"breaker":      {"failures", "backoff"},
 	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
 	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle"},
@@ -99,6 +99,7 @@ var pools = map[string][]string{
 	"root.rejected_status":  statuses,
 	"root.headers":          {`"draft10"`, `"legacy"`, `"both"`, `"none"`, `"ietf"`, `""`},
 	"root.xff_trusted_hops": {`0`, `1`, `16`, `17`, `-1`, `2.5`},
+	"root.near_limit_ratio": {`0.8`, `0.5`, `0.000001`, `0.999999`, `0.0000009`, `0`, `1`, `-0.5`, `"0.8"`, `null`},
 	"root.circuit_breaker":  {`{}`, `{"failures":0}`, `{"failures":3,"backoff":"2s"}`, `{"backoff":"0s"}`, `{"failures":1001}`, `{"failures":5,"x":1}`, `[]`},
 	"root.redis":            {`{"cluster":"redis"}`, `{"transport":"webdis","cluster":"webdis","path":"/r/"}`, `{}`, `{"cluster":""}`},
 	"root.rules": {`[]`, `[{"name":"r","key":[{"source":"client_ip"}],"limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]}]`,
@@ -189,6 +190,8 @@ var pools = map[string][]string{
 	"lease.max_batch": {`1`, `2`, `0`, `-1`, `1.5`, `"1"`, `9007199254740994`},
 	"lease.hot_rate":  {`1`, `2`, `65535`, `65536`, `0`, `-1`, `"2"`},
 	"lease.max_keys":  {`1`, `1000`, `1048576`, `1048577`, `0`, `2.5`},
+
+	"root.decision_filter_state": {`true`, `false`, `"false"`, `0`, `null`},
 }
 
 // anyValues replace a value by one of another JSON type.

@@ -108,6 +108,13 @@ type Config struct {
 	// (wasi.go, restricted.go). Default CppHostBefore94091cd, as in
 	// Envoy 1.33 to 1.38.
 	CppHost CppHost
+	// FilterState, if set, is called once per stream the guest saw, as it
+	// finishes (after proxy_on_log), with the properties the guest set on
+	// it with proxy_set_property, keyed as Envoy keeps them in the
+	// stream's filter state for access logs: "wasm." + the path, whose
+	// segments stay NUL-separated (Envoy's Context::setProperty). It runs
+	// on the VM's goroutine; the map is the callee's.
+	FilterState func(state map[string][]byte)
 	// DeferredLog calls proxy_on_log after proxy_on_delete, as Envoy can
 	// with HTTP/3's deferred access logging: a guest then never sees the
 	// end of its streams through proxy_on_log (the Go SDK drops it).

@@ -165,4 +165,11 @@ func (v *vm) finish(s *stream, clientGone bool) {
 		// The context is gone: the SDK finds no stream to tell.
 		v.call("proxy_on_log", v.fn.log, s.id, id)
 	}
+	if f := v.h.cfg.FilterState; f != nil {
+		state := make(map[string][]byte, len(s.props))
+		for path, val := range s.props {
+			state["wasm."+path] = val
+		}
+		f(state)
+	}
 }

@@ -101,6 +101,15 @@ export function envImports(vm) {
       if (value === undefined) return NOT_FOUND;
       return vm.copyOut(Buffer.from(value), ptrPtr, sizePtr) ? OK : INVALID_MEMORY_ACCESS;
     },
+    // Envoy keeps a property the guest sets in the effective stream's
+    // filter state, as "wasm." + the path (context.cc, Context::setProperty);
+    // the root context has no stream, so there it answers NotFound.
+    proxy_set_property(pathPtr, pathLen, valuePtr, valueLen) {
+      const s = vm.stream();
+      if (!s) return NOT_FOUND;
+      (s.filterState ??= {})["wasm." + vm.readString(pathPtr, pathLen)] = vm.read(valuePtr, valueLen);
+      return OK;
+    },
     proxy_get_buffer_status(type, lenPtr, flagsPtr) {
       const b = buffer(type);
       if (!b) return NOT_FOUND;

@@ -18,7 +18,8 @@
 // every callout has been answered (settles of response costs included).
 //
 // stdout: one JSON object per line: {event: "start"}, one {event:
-// "response"} per request, then {event: "end"}. stderr: the module's logs
+// "response"} per request (with decision: the filter state
+// wasm.ratelimit.decision the module set, or null), then {event: "end"}. stderr: the module's logs
 // and output. Exit status 1 on any trap, missing import, restricted call,
 // host error, failed plugin start or stream left paused.
 
@@ -142,6 +143,7 @@ async function request(r) {
     result = { status, local: false, headers: s.response };
   }
   result.memory_bytes = vm.memory.buffer.byteLength;
+  result.decision = s.filterState?.["wasm.ratelimit.decision"]?.toString() ?? null;
   vm.call("proxy_on_log", id, id);
   vm.call("proxy_on_done", id, id);
   vm.call("proxy_on_delete", id, id);

@@ -85,6 +85,9 @@ type event struct {
 	Local   bool        `json:"local"`
 	Headers [][2]string `json:"headers"`
 	Body    string      `json:"body"` // a local reply's
+	// Decision is the filter state wasm.ratelimit.decision the module
+	// set on the stream; "" when none.
+	Decision string `json:"decision"`
 
 	Requests        int                `json:"requests"`
 	RequestsMs      float64            `json:"requests_ms"`

@@ -76,6 +76,12 @@ func TestV8AllowThenDeny(t *testing.T) {
 				t.Errorf("second request: status %d, local reply %v, headers %v; want a local 429 with Retry-After: 60 (less a second per second of the %v the run took)",
 					second.Status, second.Local, second.Headers, spent)
 			}
+			// Each request's decision is in its filter state, for an
+			// access log.
+			if first.Decision != "rule=v8 limit=v8 remaining=0 decision=allowed" ||
+				second.Decision != "rule=v8 limit=v8 remaining=0 decision=denied reason=rate_limited" {
+				t.Errorf("filter state wasm.ratelimit.decision: %q, then %q", first.Decision, second.Decision)
+			}
 			// The decision was Redis's: the sliding log holds the one
 			// admitted request.
 			if n, err := srv.Do("ZCARD", prefix+"{v8|alice}:0"); err != nil || n != int64(1) {

@@ -12,6 +12,7 @@ package config
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -44,6 +45,15 @@ type Config struct {
 	// DenyCacheKeys bounds the per-VM cache of denied keys (default
 	// 10000; 0 disables it).
 	DenyCacheKeys int
+	// NearLimitRatio is near_limit_ratio in millionths (default 800000,
+	// 0.8): an admission whose limit has used more than this share of
+	// its quota counts in ratelimit.rule.<name>.near_limit. With a limit
+	// of 10 and 0.8, the 9th and 10th requests of a window count.
+	NearLimitRatio int64
+	// DecisionState: each decided request's rule, limit and outcome go to
+	// the proxy's filter state wasm.ratelimit.decision, for access logs
+	// (decision_filter_state, default true): one host call per request.
+	DecisionState bool
 	// Rules is empty when the configuration holds only _rules_: then
 	// nothing is limited unless one of MatchRules matches.
 	Rules []Rule
@@ -283,7 +293,7 @@ func Parse(data []byte) (*Config, error) {
 
 // parseConfig parses one configuration object without _rules_.
 func parseConfig(root gjson.Result) (*Config, error) {
-	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback")
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio", "decision_filter_state")
 	if err != nil {
 		return nil, err
 	}
@@ -325,6 +335,12 @@ func parseConfig(root gjson.Result) (*Config, error) {
 		}
 		c.DenyCacheKeys = int(keys)
 	}
+	if c.NearLimitRatio, err = nearLimitRatio(o["near_limit_ratio"]); err != nil {
+		return nil, err
+	}
+	if c.DecisionState, err = boolean(o["decision_filter_state"], "decision_filter_state", true); err != nil {
+		return nil, err
+	}
 	rules := o["rules"]
 	if !rules.Exists() {
 		return nil, errAt("rules", "required")
@@ -358,6 +374,18 @@ func parseConfig(root gjson.Result) (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// nearLimitRatio reads near_limit_ratio, a share of a limit from 0.000001
+// to 0.999999, in millionths.
+func nearLimitRatio(v gjson.Result) (int64, error) {
+	if !v.Exists() {
+		return 800_000, nil
+	}
+	if v.Type != gjson.Number || v.Num < 0.000001 || v.Num > 0.999999 {
+		return 0, errAt("near_limit_ratio", "must be a number from 0.000001 to 0.999999 (the share of a limit used past which an admission counts as near_limit)")
+	}
+	return int64(math.Round(v.Num * shareUnit)), nil
 }
 
 func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {

@@ -65,7 +65,7 @@ func TestParseConfigDefaultsAndValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !c.FailOpen || c.FailureStatus != 503 || c.RejectStatus != 429 || c.Headers != HeadersDraft10 ||
-		c.Redis.Timeout != 200*time.Millisecond || c.Redis.Prefix != "rl:" || c.Redis.Database != 0 || c.TrustedHops != 0 {
+		c.Redis.Timeout != 200*time.Millisecond || c.Redis.Prefix != "rl:" || c.Redis.Database != 0 || c.TrustedHops != 0 || c.NearLimitRatio != 800_000 || !c.DecisionState {
 		t.Fatalf("defaults: %+v", c)
 	}
 	r := c.Rules[0]
@@ -79,7 +79,7 @@ func TestParseConfigDefaultsAndValues(t *testing.T) {
 	}
 	up := c.Rules[0]
 	tb, _ := algorithms.TokenBucket(100, 10, time.Second)
-	if c.FailOpen || !c.Redis.ClusterMode || c.Redis.Database != 2 || c.TrustedHops != 1 ||
+	if c.FailOpen || !c.Redis.ClusterMode || c.Redis.Database != 2 || c.TrustedHops != 1 || c.NearLimitRatio != 900_000 || c.DecisionState ||
 		up.OnMissing != MissingShared || up.Cost.Header != "x-upload-units" || up.Limits[0].Limit != tb ||
 		up.Limits[0].Name != "uploads.0" || up.Match.Hosts[0] != "api.example.com" || len(up.Key) != 4 {
 		t.Fatalf("everything: %+v", c)

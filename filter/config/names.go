@@ -15,6 +15,10 @@ const (
 	OutcomeBlocked   = "blocked"
 )
 
+// EventNearLimit is a rule's admissions with a limit past
+// near_limit_ratio of its quota.
+const EventNearLimit = "near_limit"
+
 // Settling events of a response_cost rule, the same metric's last segment.
 const (
 	EventCharged      = "units_charged"
@@ -30,7 +34,7 @@ const (
 	EventSlotsExpired   = "slots_expired"
 )
 
-var ruleOutcomes = [...]string{OutcomeAllowed, OutcomeDenied, OutcomeWouldDeny, OutcomeBlocked,
+var ruleOutcomes = [...]string{OutcomeAllowed, OutcomeDenied, OutcomeWouldDeny, OutcomeBlocked, EventNearLimit,
 	EventCharged, EventRefunded, EventOverdrawn, EventUsageMissing, EventStreamReset,
 	EventReleasesFailed, EventSlotsExpired}
 

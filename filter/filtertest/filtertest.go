@@ -175,6 +175,10 @@ type Stream struct {
 	// Upstream are the response headers ResponseHeader serves, with
 	// ":status"; Exchange sets them.
 	Upstream map[string]string
+	// Decision is the last value SetDecision set, Decisions how many
+	// times it was set.
+	Decision  string
+	Decisions int
 }
 
 // ResponseHeader returns Upstream[name], "" when absent.
@@ -220,6 +224,12 @@ func (s *Stream) AddResponseHeader(name, value string) {
 		s.Response = map[string]string{}
 	}
 	s.Response[name] = value
+}
+
+// SetDecision records the value in Decision, and counts it.
+func (s *Stream) SetDecision(value []byte) {
+	s.Decision = string(value)
+	s.Decisions++
 }
 
 // Outcome is a request's fate as a client would see it.

@@ -1,0 +1,195 @@
+package filter
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+)
+
+// redisHealth is whether Redis decides the VM's requests: the one place
+// that says, at error level, that limits are off (requests get the
+// failure mode) because Redis cannot decide, and why; and that says again,
+// once, when it decides again. A failed call, a call not sent (no
+// proxy_redis_init yet, the connection runs as the wrong user) and a
+// failed init make it failing; a decision Redis made makes it healthy.
+//
+// While failing, one line names the cluster, what failed and the failure
+// mode in force, at most once per healthLogEvery per VM, with the count of
+// the failures since the last line:
+//
+//	ratelimit: redis cluster "outbound|6379||redis.static" unreachable (redis call failed or timed out): failure_mode allow: requests pass unlimited
+//
+// The gauge ratelimit.redis.healthy is what the VM adds: 1 while healthy,
+// 0 while failing. Envoy sums a gauge over the VMs that define it, one per
+// worker, so it is the number of workers whose Redis decides. A VM adds
+// its 1 at its first tick or its first decision, so that a configuration's
+// canary VM, which neither ticks, decides nor ends, adds nothing;
+// Plugin.Done takes it back.
+type redisHealth struct {
+	host PluginHost
+	// subject is `ratelimit: redis cluster "<cluster>"`, rendered once.
+	subject string
+	failing bool
+	told    bool      // this spell of failures was logged: its end is too
+	since   time.Time // when the spell began
+	failed  int       // failures in the spell
+	log     quietLog
+	gauge   Gauge // ratelimit.redis.healthy
+	shown   int64 // what the VM adds to the gauge now
+}
+
+// healthLogEvery bounds the error lines: one per period per VM.
+const healthLogEvery = 10 * time.Second
+
+func newRedisHealth(r *config.RedisConfig, host PluginHost) redisHealth {
+	subject := `ratelimit: redis cluster "` + r.Cluster + `"`
+	if r.Transport == config.TransportWebdis {
+		subject = `ratelimit: redis through webdis cluster "` + r.Cluster + `"`
+	}
+	return redisHealth{host: host, subject: subject, log: quietLog{host: host, every: healthLogEvery},
+		gauge: host.Gauge("ratelimit.redis.healthy")}
+}
+
+// fail records a failure at now: err says what failed, mode (a policy's
+// failureModeText) what requests get meanwhile.
+func (h *redisHealth) fail(now time.Time, err error, mode string) {
+	h.failed++
+	if !h.failing {
+		h.failing, h.since, h.failed = true, now, 1
+		h.show()
+	}
+	if h.log.dueAt(now) {
+		h.told = true
+		h.log.emit(LogError, h.subject+" "+describeFailure(err)+": "+mode)
+	}
+}
+
+// ok records a decision Redis made. It costs a branch while healthy and
+// shown; a VM that decides before its first tick adds its 1 here.
+func (h *redisHealth) ok() {
+	if h.shown == 1 {
+		return
+	}
+	if !h.failing {
+		h.show()
+		return
+	}
+	h.failing = false
+	h.show()
+	if h.told {
+		h.told = false
+		d := h.host.Now().Sub(h.since).Round(time.Millisecond)
+		h.host.Log(LogInfo, h.subject+" decides again, after "+d.String()+" and "+strconv.Itoa(h.failed)+" failures: limits apply again")
+	}
+}
+
+// show brings the gauge to what the VM adds now.
+func (h *redisHealth) show() {
+	want := int64(1)
+	if h.failing {
+		want = 0
+	}
+	if want != h.shown {
+		h.gauge.Add(want - h.shown)
+		h.shown = want
+	}
+}
+
+// done takes back what the VM added to the gauge.
+func (h *redisHealth) done() {
+	if h.shown != 0 {
+		h.gauge.Add(-h.shown)
+		h.shown = 0
+	}
+}
+
+// failureModeText is what a configuration's requests get while Redis
+// cannot decide, as the health lines say it.
+func failureModeText(cfg *config.Config) string {
+	switch {
+	case cfg.FailOpen:
+		return "failure_mode allow: requests pass unlimited"
+	case cfg.Local != nil:
+		return "failure_mode local: each worker limits alone, with local_fallback.share of every limit"
+	}
+	return "failure_mode deny: requests get " + strconv.Itoa(cfg.FailureStatus)
+}
+
+// Why a call failed, beyond Redis's own error replies and the transports'
+// failures.
+type (
+	// dispatchError: the proxy refused the callout itself, as Envoy does
+	// an HTTP callout to a cluster it does not know.
+	dispatchError struct{ err error }
+	// initError: proxy_redis_init failed.
+	initError struct{ err error }
+	// wrongUserError: ACL WHOAMI named another user.
+	wrongUserError struct{ got, want string }
+	// webdisStatus: Webdis, or the proxy on its way, answered this HTTP
+	// status.
+	webdisStatus int
+)
+
+func (e *dispatchError) Error() string { return "dispatch: " + e.err.Error() }
+func (e *dispatchError) Unwrap() error { return e.err }
+func (e *initError) Error() string     { return "proxy_redis_init failed: " + e.err.Error() }
+func (e *initError) Unwrap() error     { return e.err }
+func (e *wrongUserError) Error() string {
+	return "the connection runs as user " + quoteUser(e.got) + ", not " + quoteUser(e.want)
+}
+func (s webdisStatus) Error() string { return "webdis answered HTTP " + strconv.Itoa(int(s)) }
+
+// describeFailure says what failed, for a health line: the cluster is
+// unknown, unreachable, refuses the credentials or a command, lacks the
+// library, or answered something else. err's text is kept whole.
+func describeFailure(err error) string {
+	var (
+		de    *dispatchError
+		ie    *initError
+		wu    *wrongUserError
+		ws    webdisStatus
+		rerr  *redisproto.Error
+		cause = " (" + err.Error() + ")"
+	)
+	switch {
+	case errors.As(err, &de):
+		return "refused by the proxy" + cause + ": the proxy does not know the cluster, or cannot call it"
+	case errors.As(err, &ie):
+		return "unknown to the proxy" + cause + ": the proxy does not know the cluster on this worker (yet); retrying at most once per second"
+	case errors.As(err, &wu):
+		return "refused redis.username/redis.password" + cause + ": Higress kept the connection as the default user, so no call is sent"
+	case errors.As(err, &ws) && (ws == 401 || ws == 403):
+		return "refused the filter's credentials or command at Webdis" + cause + ": check redis.username/redis.password and Webdis's ACL"
+	case errors.As(err, &ws) && ws >= 400 && ws < 500:
+		return "refused the call at Webdis" + cause + ": check redis.path and redis.authority"
+	case errors.As(err, &rerr):
+		return describeRedisError(rerr, cause)
+	case errors.Is(err, errRedisUninitialized):
+		return "not initialised" + cause
+	case errors.Is(err, algorithms.ErrUnexpectedReply):
+		return "answered unexpectedly" + cause
+	}
+	return "unreachable" + cause
+}
+
+// describeRedisError says what an error reply of Redis means for the
+// filter.
+func describeRedisError(e *redisproto.Error, cause string) string {
+	switch e.Prefix() {
+	case "NOPERM":
+		return "refused a command of the filter's user" + cause + ": grant it what deploy/redis/users.acl grants"
+	case "NOAUTH", "WRONGPASS":
+		return "refused AUTH" + cause + ": check redis.username/redis.password"
+	case "MOVED", "ASK":
+		return "redirected the call" + cause + ": it is a raw Redis Cluster"
+	}
+	if strings.HasPrefix(e.Msg, "ERR Function not found") {
+		return "lacks the library " + algorithms.Library.Name + cause + ": load it with ratelimitctl install"
+	}
+	return "answered an error" + cause
+}
