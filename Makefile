@@ -32,7 +32,7 @@ deps:
 	@.ci/deps
 
 demo: build
-	$(GO) run ./e2e/cmd/demo -wasm $(DIST)/ratelimit-higress.wasm
+	$(GO) run ./e2e/cmd/demo -wasm $(DIST)/ratelimit-higress.wasm $(DEMO_FLAGS)
 
 # The race detector runs over the filter's module and the host, where the
 # concurrency is; the end-to-end, deploy and schema tests run without it

@@ -132,27 +132,21 @@ func readComposeWebdis(t *testing.T, cfg *config.Config) webdisConfig {
 	return checkWebdisConfig(t, "deploy/compose/webdis.json", data, cfg)
 }
 
-// docker-compose (Debian's docker-compose 1.29, or the docker compose
-// plugin) parses and validates the file, for each profile. It needs no
-// Docker engine.
+// docker-compose (Debian's docker-compose 1.29), and the docker compose
+// plugin where it is installed, parse and validate the file, for each
+// profile. It needs no Docker engine.
 func TestComposeConfigValid(t *testing.T) {
-	var base []string
-	if p, err := exec.LookPath("docker-compose"); err == nil {
-		base = []string{p}
-	} else if exec.Command("docker", "compose", "version").Run() == nil {
-		base = []string{"docker", "compose"}
-	} else {
-		t.Fatal("neither docker-compose nor the docker compose plugin is installed (apt-get install docker-compose); .ci/run installs it")
-	}
-	for _, profile := range []string{"", "envoy", "higress"} {
-		args := append(slices.Clone(base[1:]), "-f", repoPath(composeFile))
-		if profile != "" {
-			args = append(args, "--profile", profile)
-		}
-		args = append(args, "config", "-q")
-		cmd := exec.Command(base[0], args...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Errorf("%v: %v\n%s", cmd.Args, err, out)
+	for _, c := range composeImpls(t) {
+		for _, profile := range []string{"", "envoy", "higress"} {
+			args := append(slices.Clone(c.base[1:]), "-f", repoPath(composeFile))
+			if profile != "" {
+				args = append(args, "--profile", profile)
+			}
+			args = append(args, "config", "-q")
+			cmd := exec.Command(c.base[0], args...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s: %v: %v\n%s", c.name, cmd.Args, err, out)
+			}
 		}
 	}
 }

@@ -66,7 +66,8 @@
 //     rules.
 //   - keyspace: the Redis key space, as the filter writes it and
 //     ratelimitctl reads it: a part's encoding, RuleKey, the keys that
-//     extend a rule key, and Peek, which reads a key's state uncharged.
+//     extend a rule key, Peek, which reads a key's state uncharged, and
+//     Debt, which reads how far past their limits its limits are.
 //   - usage: a response's usage, read from a JSON body or an event stream
 //     as it passes.
 //   - webdis: the Webdis codec (request headers, JSON replies).

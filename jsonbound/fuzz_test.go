@@ -2,6 +2,7 @@ package jsonbound
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -39,9 +40,12 @@ func FuzzCheck(f *testing.F) {
 		if ValidString(doc) != (err == nil) {
 			t.Fatalf("ValidString and Check disagree on %q: %v", doc, err)
 		}
+		if err != nil {
+			checkPosition(t, doc, err)
+		}
 		std := json.Valid([]byte(doc))
 		switch {
-		case err == ErrTooDeep:
+		case errors.Is(err, ErrTooDeep):
 			if depthOf(doc) <= MaxDepth {
 				t.Fatalf("Check(%q) = ErrTooDeep at depth %d", doc, depthOf(doc))
 			}
@@ -51,6 +55,41 @@ func FuzzCheck(f *testing.F) {
 			t.Fatalf("Check(%q) = %v, encoding/json.Valid = %v", doc, err, std)
 		}
 	})
+}
+
+// checkPosition checks where Check placed its refusal of doc: line and
+// column agree with the offset, and the offset is the first byte no JSON
+// text can go on with (an unterminated string's opening quote aside).
+func checkPosition(t *testing.T, doc string, err error) {
+	var se *SyntaxError
+	if !errors.As(err, &se) {
+		t.Fatalf("Check(%q) = %v, not a *SyntaxError", doc, err)
+	}
+	if se.Offset < 0 || se.Offset > len(doc) {
+		t.Fatalf("Check(%q): offset %d", doc, se.Offset)
+	}
+	before := doc[:se.Offset]
+	if line := 1 + strings.Count(before, "\n"); se.Line != line || se.Column < 1 || se.Column > se.Offset+1 {
+		t.Fatalf("Check(%q): line %d, column %d at offset %d; want line %d", doc, se.Line, se.Column, se.Offset, line)
+	}
+	if strings.HasPrefix(se.What, "unterminated string") {
+		if doc[se.Offset] != '"' {
+			t.Fatalf("Check(%q): an unterminated string at offset %d, not a quote", doc, se.Offset)
+		}
+		return
+	}
+	if errors.Is(err, ErrTruncated) {
+		if se.Offset != len(doc) {
+			t.Fatalf("Check(%q): the end of input placed at %d of %d", doc, se.Offset, len(doc))
+		}
+		return
+	}
+	if err := Check([]byte(before)); err != nil && !errors.Is(err, ErrTruncated) {
+		t.Fatalf("Check(%q) placed its refusal at offset %d, but the input before it is refused: %v", doc, se.Offset, err)
+	}
+	if again := Check([]byte(doc[:se.Offset+1])); !errors.Is(again, se.Err) {
+		t.Fatalf("Check(%q) placed its refusal (%v) at offset %d, but the input through it gets %v", doc, se.Err, se.Offset, again)
+	}
 }
 
 // depthOf is the greatest nesting of valid JSON, counted naively: every

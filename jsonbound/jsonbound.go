@@ -2,7 +2,8 @@
 // is safe to hand to a recursive reader such as gjson: nested at most
 // MaxDepth deep and at most MaxSize long. It reads the input once, without
 // recursion and without allocating: the containers open at any point fit
-// in one 64-bit word.
+// in one 64-bit word. Check's refusal says where, by line and column, and
+// what was wrong: that is worked out only once the input is refused.
 //
 // gjson's own Valid recurses once or twice per level of nesting, so 10,000
 // levels (20 KB of '[') overflow V8's stack, and a Wasm VM that traps
@@ -29,25 +30,44 @@ var (
 )
 
 // Valid reports whether data is one JSON value within the bounds.
-func Valid(data []byte) bool { return check(data) == nil }
+func Valid(data []byte) bool { return check(data).err == nil }
 
 // ValidString is Valid for a string.
-func ValidString(s string) bool { return check(s) == nil }
+func ValidString(s string) bool { return check(s).err == nil }
 
 // Check returns nil if data is one JSON value within the bounds, or the
-// first reason it is not.
-func Check(data []byte) error { return check(data) }
+// first reason it is not: ErrTooLarge, or a *SyntaxError saying where,
+// which errors.Is matches to ErrSyntax, ErrTruncated or ErrTooDeep.
+func Check(data []byte) error {
+	f := check(data)
+	if f.err == nil || f.err == ErrTooLarge {
+		return f.err
+	}
+	return describe(data, f)
+}
 
 // What the checker expects next.
 const (
 	wantValue  = iota // a value
 	wantKey           // an object's key
+	wantColon         // the ':' after an object's key (only in a fault)
 	afterValue        // ',', the container's end, or the input's end
 )
 
-func check[T ~string | ~[]byte](b T) error {
+// fault is where and why check refused its input; err is nil when it did
+// not. It is a value, so that checking allocates nothing.
+type fault struct {
+	err    error // a sentinel
+	at     int   // the offset of the byte refused; len(input) at its end
+	state  int   // what the checker expected there
+	object bool  // the innermost open container is an object
+	depth  int   // containers open there
+	token  int   // where the string, number or literal it was in begins; -1 outside one
+}
+
+func check[T ~string | ~[]byte](b T) fault {
 	if len(b) > MaxSize {
-		return ErrTooLarge
+		return fault{err: ErrTooLarge, token: -1}
 	}
 	// stack's bit d is set when the container at depth d+1 is an object;
 	// 0 <= depth <= MaxDepth.
@@ -59,18 +79,19 @@ func check[T ~string | ~[]byte](b T) error {
 		i = skipSpace(b, i)
 		if i == len(b) {
 			if depth == 0 && state == afterValue {
-				return nil
+				return fault{}
 			}
-			return ErrTruncated
+			return failAt(ErrTruncated, i, state, stack, depth)
 		}
 		c := b[i]
 		var err error
+		start := i
 		switch state {
 		case wantValue:
 			switch {
 			case c == '{' || c == '[':
 				if depth == MaxDepth {
-					return ErrTooDeep
+					return failAt(ErrTooDeep, i, state, stack, depth)
 				}
 				stack &^= 1 << depth
 				if c == '{' {
@@ -94,26 +115,34 @@ func check[T ~string | ~[]byte](b T) error {
 			case c == '-' || c >= '0' && c <= '9':
 				i, err = skipNumber(b, i)
 			default:
-				return ErrSyntax
+				return failAt(ErrSyntax, i, state, stack, depth)
+			}
+			if err != nil {
+				f := failAt(err, i, state, stack, depth)
+				f.token = start
+				return f
 			}
 			state = afterValue
 		case wantKey:
 			if c != '"' {
-				return ErrSyntax
+				return failAt(ErrSyntax, i, state, stack, depth)
 			}
 			if i, err = skipString(b, i+1); err != nil {
-				return err
+				f := failAt(err, i, state, stack, depth)
+				f.token = start
+				return f
 			}
-			if i = skipSpace(b, i); i == len(b) {
-				return ErrTruncated
-			}
-			if b[i] != ':' {
-				return ErrSyntax
+			if i = skipSpace(b, i); i == len(b) || b[i] != ':' {
+				state = wantColon
+				if i == len(b) {
+					return failAt(ErrTruncated, i, state, stack, depth)
+				}
+				return failAt(ErrSyntax, i, state, stack, depth)
 			}
 			i, state = i+1, wantValue
 		case afterValue:
 			if depth == 0 {
-				return ErrSyntax // a second value
+				return failAt(ErrSyntax, i, state, stack, depth) // a second value
 			}
 			object := stack>>(depth-1)&1 == 1
 			switch {
@@ -124,13 +153,17 @@ func check[T ~string | ~[]byte](b T) error {
 			case c == '}' && object, c == ']' && !object:
 				i, depth = i+1, depth-1
 			default:
-				return ErrSyntax
+				return failAt(ErrSyntax, i, state, stack, depth)
 			}
 		}
-		if err != nil {
-			return err
-		}
 	}
+}
+
+// failAt is the fault of err at offset at, where the checker expected
+// state with the containers of stack and depth open.
+func failAt(err error, at, state int, stack uint64, depth int) fault {
+	object := depth > 0 && stack>>(depth-1)&1 == 1
+	return fault{err: err, at: at, state: state, object: object, depth: depth, token: -1}
 }
 
 func skipSpace[T ~string | ~[]byte](b T, i int) int {
@@ -168,7 +201,7 @@ func skipString[T ~string | ~[]byte](b T, i int) (int, error) {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			default:
-				return i, ErrSyntax
+				return i + 1, ErrSyntax
 			}
 		}
 	}

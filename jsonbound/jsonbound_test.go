@@ -41,7 +41,7 @@ func TestCheck(t *testing.T) {
 		{`+1`, ErrSyntax}, {`.5`, ErrSyntax}, {`1.e5`, ErrSyntax}, {`trux`, ErrSyntax}, {`nul1`, ErrSyntax},
 		{"\"a\nb\"", ErrSyntax}, {`"\x"`, ErrSyntax}, {`"\u12G4"`, ErrSyntax}, {`'a'`, ErrSyntax}, {`[1 2]`, ErrSyntax},
 	} {
-		if got := Check([]byte(tc.in)); got != tc.want {
+		if got := Check([]byte(tc.in)); !errors.Is(got, tc.want) || (got == nil) != (tc.want == nil) {
 			t.Errorf("Check(%.40q) = %v, want %v", tc.in, got, tc.want)
 		}
 		if got := ValidString(tc.in); got != (tc.want == nil) || got != json.Valid([]byte(tc.in)) && !errors.Is(tc.want, ErrTooDeep) {
@@ -88,9 +88,11 @@ func ExampleCheck() {
 	fmt.Println(Check([]byte(strings.Repeat("[", 65) + strings.Repeat("]", 65))))
 	fmt.Println(Check([]byte(`{"usage":`)))
 	fmt.Println(Check([]byte(`{"usage":}`)))
+	fmt.Println(Check([]byte("{\n  \"a\": [1, 2,]\n}")))
 	// Output:
 	// <nil>
-	// jsonbound: nested deeper than 64
-	// jsonbound: unexpected end of JSON
-	// jsonbound: invalid JSON
+	// jsonbound: nested deeper than 64 at line 1, column 65
+	// jsonbound: invalid JSON at line 1, column 10: unexpected end of input: expected a value
+	// jsonbound: invalid JSON at line 1, column 10: expected a value, found '}'
+	// jsonbound: invalid JSON at line 2, column 14: unexpected ']' after ','
 }

@@ -77,7 +77,8 @@
 //     client gets a 503 the guest does not see. proxy_on_log, _done and
 //     _delete follow as for any stream.
 //   - A client that goes away cancels the upstream request and ends the
-//     stream (code_details downstream_remote_disconnect).
+//     stream (code_details downstream_remote_disconnect); before the
+//     upstream's headers, the guest sees no response headers at all.
 //   - A local reply sent before the response started goes through the
 //     filter's own response callbacks, as Envoy sends it through the encoder
 //     filter chain, with content-type and content-length set. Sent while

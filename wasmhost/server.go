@@ -88,6 +88,12 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // VM; the body is read on its own goroutine, a chunk each time the VM asks.
 func (h *Host) startUpstream(v *vm, s *stream, req *upstreamRequest) {
 	res := h.forward(req)
+	if res.body == nil && req.ctx.Err() != nil {
+		// The client left (or the stream stopped its upstream) before the
+		// response headers: Envoy makes no response for a stream it
+		// resets, so the guest sees none; the stream's end follows.
+		return
+	}
 	seq := req.seq
 	if b := res.body; b != nil {
 		go b.run(func(c upstreamChunk) { v.post(func() { v.upstreamData(s, seq, c) }) })

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync"
@@ -126,5 +128,41 @@ func TestLocalReplyAfterResponseStartedResets(t *testing.T) {
 	checkEndedOnce(t)
 	if !hasLog(h, "status=200 err=<nil> details=wasm_local_reply") {
 		t.Errorf("logs %v", h.GuestLogs(wasmhost.LogInfo))
+	}
+}
+
+// A client that goes away before the upstream's response headers ends the
+// stream as Envoy does: the guest gets no response headers (no 503 made
+// up for a client that is gone), and the stream's last callbacks once.
+func TestClientGoneBeforeResponseHeaders(t *testing.T) {
+	arrived, cancelled := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		close(arrived)
+		<-r.Context().Done()
+		close(cancelled)
+	}))
+	t.Cleanup(up.Close)
+	h := start(t, wasmhost.Config{Module: countingProbe(t), Upstream: up.URL})
+
+	ctx, cancel := context.WithCancel(guardedContext(t))
+	req, _ := http.NewRequestWithContext(ctx, "GET", h.URL()+"/early", nil)
+	failed := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		failed <- err
+	}()
+	<-arrived
+	cancel()
+	<-cancelled
+	if err := <-failed; err == nil {
+		t.Fatal("the client got a response")
+	}
+	eventually(t, "the stream's end", func() bool { return countingCalls.Counts()["export.proxy_on_delete"] == 1 })
+	checkEndedOnce(t)
+	if n := countingCalls.Counts()["export.proxy_on_response_headers"]; n != 0 {
+		t.Errorf("proxy_on_response_headers called %d times for a client gone before the response", n)
 	}
 }

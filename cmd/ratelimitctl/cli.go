@@ -55,7 +55,9 @@ func commands() []command {
 		{"show", "--rule R [--tier T] PART...", "a key's limits as the filter would decide them now; block, tier, override",
 			"Runs the filter's own script at cost 0, so nothing is charged. The tier is the one\n" +
 				"assigned in Redis (tier set), the one the key's part names, or, for tiers from a\n" +
-				"header, --tier (default: the rule's default tier).", func() runner { return &showCmd{} }},
+				"header, --tier (default: the rule's default tier). A limit that responses charged\n" +
+				"after the fact beyond its limit is in debt: its used exceeds its limit, its\n" +
+				"remaining is negative, and a debt line says when it is back to 0.", func() runner { return &showCmd{} }},
 		{"reset", "--rule R [--all] PART...", "delete a key's limit state, so its limits start afresh",
 			"Deletes the state of every limit position of every tier. Keeps the key's block,\n" +
 				"tier and override; --all deletes them too.", func() runner { return &resetCmd{} }},

@@ -60,15 +60,21 @@ type keyInfo struct {
 	TTLms int64  `json:"ttl_ms"` // -1: none
 }
 
+// limitShown is one limit. Responses' costs are charged after the fact,
+// so a limit may be in debt: Used above Limit, Remaining below 0 (a
+// limit of 1000 charged 1140: used 1140, remaining -140).
 type limitShown struct {
 	Name      string `json:"name"`
 	Algorithm string `json:"algorithm"`
 	Limit     int64  `json:"limit"`
 	Used      int64  `json:"used"`
 	Remaining int64  `json:"remaining"`
-	ResetMs   int64  `json:"reset_ms"`
+	ResetMs   int64  `json:"reset_ms"` // until the state is full: used 0
 	// RetryAfterMs is -1 when a request of cost 1 would pass now.
 	RetryAfterMs int64 `json:"retry_after_ms"`
+	// DebtClearsMs is how long until Remaining is back to 0; 0 when
+	// nothing is owed.
+	DebtClearsMs int64 `json:"debt_clears_ms"`
 }
 
 func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, error) {
@@ -102,7 +108,8 @@ func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, 
 			l.Name = "#" + strconv.Itoa(i)
 		}
 		r.Limits = append(r.Limits, limitShown{Name: l.Name, Algorithm: l.Algorithm, Limit: l.Limit, Used: l.Used,
-			Remaining: l.Remaining, ResetMs: l.Reset.Milliseconds(), RetryAfterMs: msOrNone(l.RetryAfter)})
+			Remaining: l.Remaining, ResetMs: l.Reset.Milliseconds(), RetryAfterMs: msOrNone(l.RetryAfter),
+			DebtClearsMs: l.Clears.Milliseconds()})
 		r.Denied = r.Denied || l.RetryAfter >= 0
 	}
 	return r, nil
@@ -140,34 +147,61 @@ func (c *showCmd) peekTier(rule *config.Rule, parts []string) (string, error) {
 }
 
 // peek calls the library's peek function, which charges nothing, and
-// decodes its reply.
+// decodes its reply; then, for the limits it found exhausted, reads how far
+// past their limits they are (keyspace.Debt).
 func (s *session) peek(ctx context.Context, pk *keyspace.Peek, base string) (keyspace.KeyState, error) {
-	inv := s.cfg.Redis.Command // as the filter calls: FCALL, or EVALSHA then EVAL
-	v, err := s.rdb.Do(ctx, pk.Args(inv)...).Result()
-	if inv == algorithms.EvalSHA && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		v, err = s.rdb.Do(ctx, pk.Args(algorithms.Eval)...).Result()
-	}
-	if err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
-		return keyspace.KeyState{}, fmt.Errorf("peek %s: %w: the library %s is not loaded; run `ratelimitctl install`", base, err, lua.Library.Name)
-	}
+	reply, err := s.script(ctx, pk.Args)
 	if err != nil {
 		return keyspace.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
-	}
-	items, ok := v.([]any)
-	if !ok {
-		return keyspace.KeyState{}, fmt.Errorf("peek %s: the script answered %T, not an array", base, v)
-	}
-	reply := make([]int64, len(items))
-	for i, it := range items {
-		if reply[i], ok = it.(int64); !ok {
-			return keyspace.KeyState{}, fmt.Errorf("peek %s: reply item %d is %T, not an integer", base, i, it)
-		}
 	}
 	st, err := pk.Decode(reply)
 	if err != nil {
 		return keyspace.KeyState{}, fmt.Errorf("peek %s: %w", base, err)
 	}
+	debt := keyspace.NewDebt(&st)
+	if debt == nil {
+		return st, nil
+	}
+	settled, err := s.script(ctx, debt.SettleArgs)
+	if err != nil {
+		return st, fmt.Errorf("reading the debt of %s: %w", base, err)
+	}
+	decided, err := s.script(ctx, debt.DecideArgs)
+	if err != nil {
+		return st, fmt.Errorf("reading the debt of %s: %w", base, err)
+	}
+	if err := debt.Apply(&st, settled, decided); err != nil {
+		return st, fmt.Errorf("reading the debt of %s: %w", base, err)
+	}
 	return st, nil
+}
+
+// script runs a call of the filter's script as the filter calls it
+// (FCALL, or EVALSHA then EVAL), args writing it for each, and returns
+// its reply, an array of integers.
+func (s *session) script(ctx context.Context, args func(algorithms.Invoke) []any) ([]int64, error) {
+	inv := s.cfg.Redis.Command
+	v, err := s.rdb.Do(ctx, args(inv)...).Result()
+	if inv == algorithms.EvalSHA && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		v, err = s.rdb.Do(ctx, args(algorithms.Eval)...).Result()
+	}
+	if err != nil && strings.HasPrefix(err.Error(), "ERR Function not found") {
+		return nil, fmt.Errorf("%w: the library %s is not loaded; run `ratelimitctl install`", err, lua.Library.Name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	items, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("the script answered %T, not an array", v)
+	}
+	reply := make([]int64, len(items))
+	for i, it := range items {
+		if reply[i], ok = it.(int64); !ok {
+			return nil, fmt.Errorf("reply item %d is %T, not an integer", i, it)
+		}
+	}
+	return reply, nil
 }
 
 // readKeys reads each key's value and TTL in one pipeline (the keys of one
@@ -252,6 +286,12 @@ func (r *shown) text(w *tabwriter.Writer) {
 		now = fmt.Sprintf("denied by %s, retry after %s", strings.Join(denying, ", "), fmtMs(retry))
 	}
 	fmt.Fprintf(w, "now\t%s\n", now)
+	for _, l := range r.Limits {
+		if l.Remaining < 0 {
+			fmt.Fprintf(w, "debt\t%s is %d over its limit: remaining back to 0 in %s, full in %s\n",
+				l.Name, -l.Remaining, fmtMs(l.DebtClearsMs), fmtMs(l.ResetMs))
+		}
+	}
 	from := "the rule's"
 	switch {
 	case r.OverrideApplied:

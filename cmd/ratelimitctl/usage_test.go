@@ -65,7 +65,7 @@ func TestBadInput(t *testing.T) {
 		{with("tier", "set", "--rule", "plan", "--tier", "platinum", "alice"), exitError, `--tier "platinum": rule plan's tiers are free, gold`},
 		{with("tier", "set", "--rule", "flat", "--tier", "gold", "alice"), exitError, "--rule: rule flat has no tiers"},
 		{with("tier", "set", "--rule", "byheader", "--tier", "pro", "alice"), exitError, "--rule: rule byheader takes its tier from a request header"},
-		{with("override", "set", "--rule", "plan", "--limits", "[{", "alice"), exitError, "--limits: limits: not valid JSON"},
+		{with("override", "set", "--rule", "plan", "--limits", "[{", "alice"), exitError, "--limits: limits: not valid JSON at line 1, column 3: unexpected end of input: expected an object key (a string)"},
 		{with("override", "set", "--rule", "plan", "--limits", `[{"algorithm":"funnel","capacity":2,"rate":1,"period":"1h"}]`, "alice"),
 			exitError, "--limits: limits[0]: must be a sliding_log"},
 		{with("override", "set", "--rule", "flat", "--limits", gold, "alice"), exitError, "--rule: rule flat does not take overrides"},

@@ -19,6 +19,9 @@ func FuzzParseConfig(f *testing.F) {
 			if c != nil {
 				t.Fatal("a config returned with an error")
 			}
+			if msg := err.Error(); strings.HasPrefix(msg, "configuration: not valid JSON") && !strings.HasPrefix(msg, "configuration: not valid JSON at line ") {
+				t.Fatalf("a JSON error without its place: %s", msg)
+			}
 			return
 		}
 		if len(c.Rules)+len(c.MatchRules) == 0 || c.Redis.Cluster == "" || strings.ContainsAny(c.Redis.Prefix, "{}") {

@@ -179,11 +179,16 @@ func errAt(path, format string, args ...any) error {
 	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
 }
 
-// notJSON is the error for field's JSON that jsonbound refused: invalid,
-// or nested too deep or too large for gjson to read safely.
+// notJSON is the error for field's JSON that jsonbound refused: invalid
+// ("configuration: not valid JSON at line 3, column 1: unexpected '}'
+// after ','"), or nested too deep or too large for gjson to read safely.
 func notJSON(field string, err error) error {
-	if err == jsonbound.ErrSyntax || err == jsonbound.ErrTruncated {
-		return errors.New(field + ": not valid JSON")
+	var se *jsonbound.SyntaxError
+	switch {
+	case errors.As(err, &se) && se.Err == jsonbound.ErrTooDeep:
+		return errors.New(field + ": nested deeper than " + strconv.Itoa(jsonbound.MaxDepth) + " at " + se.Position())
+	case errors.As(err, &se):
+		return errors.New(field + ": not valid JSON at " + se.Position() + ": " + se.What)
 	}
 	return fmt.Errorf("%s: %w", field, err)
 }

@@ -26,7 +26,8 @@ type ResponseCost struct {
 	Reserve  Estimate
 	// OnMissing is what a complete response costs when it carries no
 	// usable cost; OnReset what a stream that ends without a complete
-	// response costs (reset, or the client went away).
+	// response costs (reset, or the client went away), whether or not
+	// its response headers had come.
 	OnMissing, OnReset Fallback
 	// Default is the cost of the Fallback FallbackDefault.
 	Default int64

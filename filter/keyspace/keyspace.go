@@ -2,8 +2,9 @@
 // and ratelimitctl reads it: a rule's key from key-part values (RuleKey,
 // AppendPart, Canonical), the keys that extend it (StateKey, BlockKey,
 // TierKey, OverrideKey), the epoch key, SplitKey and DecodePart to read
-// keys back, and Peek, the script call that reads one key's state
-// without charging it.
+// keys back, Peek, the script call that reads one key's state without
+// charging it, and Debt, the calls that read how far past their limits it
+// is.
 package keyspace
 
 import (

@@ -40,12 +40,16 @@ type KeyState struct {
 }
 
 // LimitState is one limit of a key, as a request of cost 1 would find it.
+// Peek reports Used up to Limit and Remaining down to 0; a Debt read
+// reports how far past them a limit is (see Debt).
 type LimitState struct {
 	Name, Algorithm string
+	Key             string // its state key
 	Limit, Used     int64
 	Remaining       int64
-	Reset           time.Duration
+	Reset           time.Duration // until the state is full: Used 0
 	RetryAfter      time.Duration // -1 when a request of cost 1 fits now
+	Clears          time.Duration // until Remaining is back to >= 0; 0 when it is
 	Window          time.Duration // the policy's window (RateLimit-Policy w)
 	Quota           int64         // the policy's quota (RateLimit-Policy q)
 	Decided         algorithms.Limit
@@ -105,10 +109,15 @@ func (pk *Peek) Args(inv algorithms.Invoke) []any {
 	if inv != algorithms.FCall {
 		op = algorithms.OpDecide
 	}
-	cmd := algorithms.AppendCall(nil, algorithms.RESP, inv, op, pk.blocks, pk.checks, pk.choices)
+	return clientArgs(algorithms.AppendCall(nil, algorithms.RESP, inv, op, pk.blocks, pk.checks, pk.choices))
+}
+
+// clientArgs is a command, as algorithms writes it in RESP, as arguments
+// for a Redis client.
+func clientArgs(cmd []byte) []any {
 	v, _, err := redisproto.Decode(cmd)
 	if err != nil {
-		panic("keyspace: a command that does not decode: " + err.Error()) // a defect of AppendCall
+		panic("keyspace: a command that does not decode: " + err.Error()) // a defect of algorithms' writers
 	}
 	elems, _ := v.Array()
 	args := make([]any, len(elems))
@@ -147,17 +156,18 @@ func (pk *Peek) Decode(reply []int64) (KeyState, error) {
 			continue
 		}
 		var l algorithms.Limit
+		var key string
 		if i < len(pk.checks) {
-			l = pk.checks[i].Limit
+			l, key = pk.checks[i].Limit, pk.checks[i].Key
 		} else {
-			l = d.Picked[i-len(pk.checks)]
+			l, key = d.Picked[i-len(pk.checks)], pk.choices[0].Keys[i-len(pk.checks)]
 		}
 		name := overrides[i]
 		if tier >= 0 {
 			name = pk.rule.Levels()[tier].Limits[i].Name
 		}
 		q, w := l.Policy()
-		ks.Limits = append(ks.Limits, LimitState{Name: name, Algorithm: l.Algorithm.String(),
+		ks.Limits = append(ks.Limits, LimitState{Name: name, Algorithm: l.Algorithm.String(), Key: key,
 			Limit: r.Limit, Used: max(0, r.Limit-r.Remaining), Remaining: r.Remaining, Reset: r.ResetAfter,
 			RetryAfter: r.RetryAfter, Window: w, Quota: q, Decided: l})
 	}

@@ -7,7 +7,9 @@
 //
 // Redis is REDIS_ADDR if set; else a redis-server started on a free port if
 // one is installed; else an embedded Redis-compatible server (miniredis),
-// with a notice. Everything it starts, it stops.
+// with a notice. Everything it starts, it stops: with -keep, Redis once the
+// user presses Ctrl-C, so that the ratelimitctl commands it printed can be
+// run again (keep.go).
 package main
 
 import (
@@ -37,13 +39,14 @@ func main() {
 	wasm := flag.String("wasm", "dist/ratelimit.wasm", "the built filter")
 	config := flag.String("config", "e2e/cmd/demo/config.json", "plugin configuration")
 	seconds := flag.Int("seconds", 3, "how long to send traffic")
+	keep := flag.Bool("keep", false, "keep the demo's Redis running once the demo is over, until Ctrl-C, to run ratelimitctl against it")
 	flag.Parse()
-	if err := run(*wasm, *config, *seconds); err != nil {
+	if err := run(*wasm, *config, *seconds, *keep); err != nil {
 		log.Fatal(err)
 	}
 }
 
-func run(wasm, config string, seconds int) error {
+func run(wasm, config string, seconds int, keep bool) error {
 	addr, functions, stopRedis, err := findRedis()
 	if err != nil {
 		return err
@@ -74,6 +77,8 @@ func run(wasm, config string, seconds int) error {
 	// alice sends 20 requests a second, bob 4: the per-user limits are 5 per
 	// second and 12 per 10 seconds.
 	users := map[string]int{"alice": 20, "bob": 4}
+	fmt.Printf("Burst: alice sends 20 requests a second and bob 4, for %d s, on rule \"per-user\"\n", seconds)
+	fmt.Printf("(each user: 5 a second and 12 per 10 s). Per second, what each sent, and how many were allowed and denied:\n\n")
 	tally := newTally()
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -113,6 +118,7 @@ func run(wasm, config string, seconds int) error {
 	hostLog := stopHost()
 	printLeaseMetrics(hostLog, hot)
 	printTokenMetrics(hostLog, sum)
+	afterDemo(addr, config, keep)
 	return nil
 }
 
@@ -172,17 +178,26 @@ func (t *tally) print(seconds int) {
 	sort.Strings(users)
 	fmt.Printf("%-8s", "second")
 	for _, u := range users {
-		fmt.Printf("  %-20s", u+" allowed/denied")
+		fmt.Printf("  %-26s", u+": sent allowed denied")
 	}
 	fmt.Println()
-	for s := 0; s < seconds; s++ {
-		fmt.Printf("%-8d", s+1)
+	totals := map[string][2]int{}
+	row := func(label string, counts func(u string) [2]int) {
+		fmt.Printf("%-8s", label)
 		for _, u := range users {
-			c := t.counts[u][s]
-			fmt.Printf("  %-20s", fmt.Sprintf("%d / %d", c[0], c[1]))
+			c := counts(u)
+			fmt.Printf("  %-26s", fmt.Sprintf("%*d %7d %6d", len(u)+6, c[0]+c[1], c[0], c[1]))
 		}
 		fmt.Println()
 	}
+	for s := 0; s < seconds; s++ {
+		row(fmt.Sprint(s+1), func(u string) [2]int {
+			c, sum := t.counts[u][s], totals[u]
+			totals[u] = [2]int{sum[0] + c[0], sum[1] + c[1]}
+			return c
+		})
+	}
+	row("total", func(u string) [2]int { return totals[u] })
 	for _, o := range t.other {
 		fmt.Println("unexpected:", o)
 	}
