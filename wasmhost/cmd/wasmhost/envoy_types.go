@@ -4,7 +4,7 @@ import "go.yaml.in/yaml/v3"
 
 // The parts of an Envoy bootstrap (envoy.config.bootstrap.v3.Bootstrap,
 // written in YAML with Envoy's snake_case field names) that -envoy reads.
-// Fields not named here are ignored; a yaml.Node field is one whose
+// Fields not named here are ignored; a field of type any is one whose
 // presence is refused (envoy.go says why).
 
 type bootstrap struct {
@@ -15,7 +15,7 @@ type bootstrap struct {
 		Listeners []listener `yaml:"listeners"`
 		Clusters  []cluster  `yaml:"clusters"`
 	} `yaml:"static_resources"`
-	DynamicResources *yaml.Node `yaml:"dynamic_resources"`
+	DynamicResources any `yaml:"dynamic_resources"`
 }
 
 type address struct {
@@ -24,19 +24,19 @@ type address struct {
 		PortValue *int   `yaml:"port_value"`
 		Protocol  string `yaml:"protocol"`
 	} `yaml:"socket_address"`
-	Pipe *yaml.Node `yaml:"pipe"`
+	Pipe any `yaml:"pipe"`
 }
 
 type listener struct {
 	Name            string        `yaml:"name"`
 	Address         address       `yaml:"address"`
-	ListenerFilters *yaml.Node    `yaml:"listener_filters"`
+	ListenerFilters any           `yaml:"listener_filters"`
 	FilterChains    []filterChain `yaml:"filter_chains"`
 }
 
 type filterChain struct {
-	FilterChainMatch *yaml.Node `yaml:"filter_chain_match"`
-	TransportSocket  *yaml.Node `yaml:"transport_socket"`
+	FilterChainMatch any `yaml:"filter_chain_match"`
+	TransportSocket  any `yaml:"transport_socket"`
 	Filters          []struct {
 		Name        string    `yaml:"name"`
 		TypedConfig yaml.Node `yaml:"typed_config"`
@@ -62,9 +62,9 @@ type connectionManager struct {
 	NormalizePath                *bool        `yaml:"normalize_path"`
 	MergeSlashes                 bool         `yaml:"merge_slashes"`
 	PathWithEscapedSlashesAction string       `yaml:"path_with_escaped_slashes_action"`
-	OriginalIPDetection          *yaml.Node   `yaml:"original_ip_detection_extensions"`
-	RDS                          *yaml.Node   `yaml:"rds"`
-	ScopedRoutes                 *yaml.Node   `yaml:"scoped_routes"`
+	OriginalIPDetection          any          `yaml:"original_ip_detection_extensions"`
+	RDS                          any          `yaml:"rds"`
+	ScopedRoutes                 any          `yaml:"scoped_routes"`
 	RouteConfig                  *routeConfig `yaml:"route_config"`
 	HTTPFilters                  []struct {
 		Name        string    `yaml:"name"`
@@ -78,16 +78,16 @@ type routeConfig struct {
 		Routes []struct {
 			Name  string `yaml:"name"`
 			Match struct {
-				Prefix    *string    `yaml:"prefix"`
-				Path      *yaml.Node `yaml:"path"`
-				SafeRegex *yaml.Node `yaml:"safe_regex"`
-				PathSep   *yaml.Node `yaml:"path_separated_prefix"`
-				Template  *yaml.Node `yaml:"path_match_policy"`
+				Prefix    *string `yaml:"prefix"`
+				Path      any     `yaml:"path"`
+				SafeRegex any     `yaml:"safe_regex"`
+				PathSep   any     `yaml:"path_separated_prefix"`
+				Template  any     `yaml:"path_match_policy"`
 			} `yaml:"match"`
 			Route *struct {
-				Cluster          string     `yaml:"cluster"`
-				WeightedClusters *yaml.Node `yaml:"weighted_clusters"`
-				ClusterHeader    *yaml.Node `yaml:"cluster_header"`
+				Cluster          string `yaml:"cluster"`
+				WeightedClusters any    `yaml:"weighted_clusters"`
+				ClusterHeader    any    `yaml:"cluster_header"`
 			} `yaml:"route"`
 		} `yaml:"routes"`
 	} `yaml:"virtual_hosts"`
@@ -104,7 +104,7 @@ type wasmFilter struct {
 				Local *struct {
 					Filename string `yaml:"filename"`
 				} `yaml:"local"`
-				Remote *yaml.Node `yaml:"remote"`
+				Remote any `yaml:"remote"`
 			} `yaml:"code"`
 			Configuration        *anyString `yaml:"configuration"`
 			EnvironmentVariables *struct {
@@ -125,9 +125,9 @@ type anyString struct {
 }
 
 type cluster struct {
-	Name            string     `yaml:"name"`
-	ClusterType     *yaml.Node `yaml:"cluster_type"`
-	TransportSocket *yaml.Node `yaml:"transport_socket"`
+	Name            string `yaml:"name"`
+	ClusterType     any    `yaml:"cluster_type"`
+	TransportSocket any    `yaml:"transport_socket"`
 	LoadAssignment  *struct {
 		Endpoints []struct {
 			LbEndpoints []struct {
