@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"log"
 	"os"
 	"reflect"
@@ -155,5 +156,54 @@ func TestShippedEnvoyYAMLRuns(t *testing.T) {
 	}
 	if rep := get(t, r.url+"/a%2Fb", "", nil); rep.status != 307 || rep.header.Get("Location") != "/a/b" {
 		t.Errorf("escaped slash: %d, Location %q; want 307 to /a/b", rep.status, rep.header.Get("Location"))
+	}
+}
+
+// A Higress-flavoured file: its Redis cluster's address is used unless
+// -redis or -redis-cluster say otherwise, and its
+// allow_on_headers_stop_iteration unless the flag is given.
+func TestEnvoyFileRedisClusters(t *testing.T) {
+	shipped, err := os.ReadFile(shippedEnvoy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const name = "outbound|6379||redis.static"
+	text := strings.NewReplacer(
+		`"transport": "webdis",`, "",
+		`"cluster": "webdis",`, `"cluster": "`+name+`",`,
+		`"authority": "webdis",`, "",
+		`"path": "/",`, "",
+		"  - name: webdis\n", "  - name: "+name+"\n",
+		"cluster_name: webdis", "cluster_name: "+name,
+		"{address: webdis, port_value: 7379}", "{address: 127.0.0.1, port_value: 6390}",
+		"failure_policy: FAIL_RELOAD", "failure_policy: FAIL_RELOAD\n                allow_on_headers_stop_iteration: true",
+	).Replace(string(shipped))
+	file := writeFile(t, "higress.yaml", text)
+	for _, tc := range []struct {
+		args      []string
+		addr      string
+		allowBody bool
+	}{
+		{nil, "127.0.0.1:6390", true},
+		{[]string{"-redis", "127.0.0.1:7000"}, "127.0.0.1:7000", true},
+		{[]string{"-redis-cluster", name + "=127.0.0.1:7001", "-allow-on-headers-stop-iteration=false"}, "127.0.0.1:7001", false},
+	} {
+		o, err := parseFlags(append([]string{"-envoy", file}, tc.args...), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := makePlan(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.bindClusters(o, true); err != nil {
+			t.Fatal(err)
+		}
+		if p.redis[name] != tc.addr || p.allowStopOnHead != tc.allowBody || p.wasmPath != higressWasm {
+			t.Errorf("%v: redis %v, allow %v, wasm %q; want %s, %v", tc.args, p.redis, p.allowStopOnHead, p.wasmPath, tc.addr, tc.allowBody)
+		}
+		if _, asHTTP := p.http[name]; asHTTP {
+			t.Errorf("%v: the Redis cluster is also an HTTP cluster: %v", tc.args, p.http)
+		}
 	}
 }

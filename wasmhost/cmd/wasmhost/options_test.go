@@ -121,4 +121,36 @@ func TestReadPluginRedis(t *testing.T) {
 	if q := readPluginRedis([]byte("not json")); q.json || q.transport() != "" {
 		t.Errorf("not JSON: %+v", q)
 	}
+	if p.reservesBody {
+		t.Error("no rule reserves from the body, but reservesBody")
+	}
+	body := `{"rules": [{"response_cost": {"reserve": 5}}, {"response_cost": {"reserve": {"body": "max_tokens"}}}]}`
+	for _, cfg := range []string{body, `{"_rules_": [` + body + `]}`, `{"matchRules": [{"config": ` + body + `}]}`} {
+		if !readPluginRedis([]byte(cfg)).reservesBody {
+			t.Errorf("reserve.body not seen in %s", cfg)
+		}
+	}
+}
+
+// A reserve.body rule without -allow-on-headers-stop-iteration is not
+// silently slow: the summary says why.
+func TestReserveBodyNoted(t *testing.T) {
+	cfg := writeFile(t, "p.json", `{"redis": {"cluster": "redis"}, "rules": [{"response_cost": {"reserve": {"body": "max_tokens"}}}]}`)
+	for _, allow := range []bool{false, true} {
+		args := []string{"-config", cfg}
+		if allow {
+			args = append(args, "-allow-on-headers-stop-iteration")
+		}
+		o, err := parseFlags(args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := makePlan(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if noted := strings.Contains(strings.Join(p.notes, "\n"), "waits 1 s for it"); noted == allow {
+			t.Errorf("allow %v: notes %q", allow, p.notes)
+		}
+	}
 }

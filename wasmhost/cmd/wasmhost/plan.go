@@ -102,6 +102,9 @@ func makePlan(o *options) (*plan, error) {
 	p.escapedSlashes, _ = wasmhost.ParseEscapedSlashesAction(escaped) // checked by both readers
 	p.allowStopOnHead = o.allowStopOnHead
 	pick("allow-on-headers-stop-iteration", func() { p.allowStopOnHead = e.allowStopOnHead })
+	if p.plugin.reservesBody && !p.allowStopOnHead {
+		p.notef("a rule reserves from the request body: without allow_on_headers_stop_iteration the filter never sees the body while it decides, and waits 1 s for it, then takes the default")
+	}
 	return p, p.pickUpstream(o)
 }
 
@@ -220,7 +223,7 @@ func (p *plan) bindClusters(o *options, higress bool) error {
 // checkResolvable notes the addresses from -envoy's file that do not
 // resolve here (compose service names, say).
 func (p *plan) checkResolvable() {
-	check := func(name, addr, from string) {
+	check := func(name, addr, from, flag string) {
 		host, _, _ := net.SplitHostPort(addr)
 		if net.ParseIP(host) != nil || !strings.HasPrefix(from, "cluster") {
 			return
@@ -228,16 +231,17 @@ func (p *plan) checkResolvable() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if _, err := net.DefaultResolver.LookupHost(ctx, host); err != nil {
-			p.notef("cluster %q: %s does not resolve here; its calls will fail (override it with a flag)", name, addr)
+			p.notef("cluster %q: %s does not resolve here; its calls will fail: pass %s", name, addr, flag)
 		}
 	}
-	for _, m := range []map[string]string{p.redis, p.http} {
-		for _, name := range keys(m) {
-			check(name, m[name], p.clusterFrom[name])
-		}
+	for _, name := range keys(p.redis) {
+		check(name, p.redis[name], p.clusterFrom[name], "-redis HOST:PORT or -redis-cluster "+name+"=HOST:PORT")
+	}
+	for _, name := range keys(p.http) {
+		check(name, p.http[name], p.clusterFrom[name], "-http-cluster "+name+"=http://HOST:PORT")
 	}
 	if p.envoy != nil && p.upstream != "" {
-		check(p.envoy.upstreamCluster, strings.TrimPrefix(p.upstream, "http://"), p.upstreamFrom)
+		check(p.envoy.upstreamCluster, strings.TrimPrefix(p.upstream, "http://"), p.upstreamFrom, "-upstream http://HOST:PORT or -upstream builtin")
 	}
 }
 

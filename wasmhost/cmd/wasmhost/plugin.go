@@ -14,6 +14,8 @@ type pluginRedis struct {
 	json bool
 	// transports and clusters by cluster name: "redis_abi" or "webdis".
 	clusters map[string]string
+	// reservesBody: a rule reads its reservation from the request body.
+	reservesBody bool
 }
 
 type redisObject struct {
@@ -21,17 +23,37 @@ type redisObject struct {
 	Cluster   string `json:"cluster"`
 }
 
+// filterRule is what the command reads of one of the filter's rules.
+type filterRule struct {
+	ResponseCost *struct {
+		Reserve any `json:"reserve"`
+	} `json:"response_cost"`
+}
+
+// reservesBody reports whether the rule reads its reservation from the
+// request body ({"body": "max_tokens", ...}).
+func (r filterRule) reservesBody() bool {
+	if r.ResponseCost == nil {
+		return false
+	}
+	m, ok := r.ResponseCost.Reserve.(map[string]any)
+	return ok && m["body"] != nil
+}
+
 type ruleEntry struct {
 	Redis  *redisObject `json:"redis"`
+	Rules  []filterRule `json:"rules"`
 	Config *struct {
 		Redis *redisObject `json:"redis"`
+		Rules []filterRule `json:"rules"`
 	} `json:"config"` // matchRules, as a WasmPlugin writes them
 }
 
 type pluginDoc struct {
-	Redis      *redisObject `json:"redis"`
-	Rules      []ruleEntry  `json:"_rules_"`
-	MatchRules []ruleEntry  `json:"matchRules"`
+	Redis       *redisObject `json:"redis"`
+	FilterRules []filterRule `json:"rules"`
+	Rules       []ruleEntry  `json:"_rules_"`
+	MatchRules  []ruleEntry  `json:"matchRules"`
 }
 
 // readPluginRedis reads the redis objects of a configuration; a missing
@@ -52,11 +74,19 @@ func readPluginRedis(config []byte) pluginRedis {
 		}
 		p.clusters[r.Cluster] = t
 	}
+	rules := func(rs []filterRule) {
+		for _, r := range rs {
+			p.reservesBody = p.reservesBody || r.reservesBody()
+		}
+	}
 	add(doc.Redis)
+	rules(doc.FilterRules)
 	for _, e := range append(doc.Rules, doc.MatchRules...) {
 		add(e.Redis)
+		rules(e.Rules)
 		if e.Config != nil {
 			add(e.Config.Redis)
+			rules(e.Config.Rules)
 		}
 	}
 	return p
