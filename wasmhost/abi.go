@@ -68,6 +68,7 @@ const (
 // Bodies and trailers: 0 continues, anything else stops.
 const (
 	actionContinue             uint64 = 0
+	actionStopIteration        uint64 = 1 // Pause
 	actionContinueAndEndStream uint64 = 2
 )
 

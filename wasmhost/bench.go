@@ -330,7 +330,7 @@ func (h *Host) servePassThrough(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "host: reading request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	s := h.newStream(r, body)
+	s := h.newStream(r, r.RequestURI, body)
 	req := &upstreamRequest{ctx: r.Context(), body: body}
 	req.headers = append(req.headers, s.reqHeaders.pairs...)
 	if s.reqTrailers != nil {

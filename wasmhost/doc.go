@@ -47,7 +47,10 @@
 //     first has ended the stream by then).
 //   - A callback that returns Pause stops all iteration, as ABI 0.2's
 //     Pause becomes StopAllIterationAndWatermark in Envoy: no body or
-//     trailer callback is delivered until the stream continues.
+//     trailer callback is delivered until the stream continues. With
+//     Config.AllowOnHeadersStopIteration, Pause from the request headers
+//     is StopIteration instead: the body and trailers go on to the guest
+//     while the headers wait, and Continue from them sends all on.
 //   - A stream ends with proxy_on_log, proxy_on_done, proxy_on_delete; with
 //     Config.DeferredLog, as with HTTP/3's deferred access logging,
 //     proxy_on_log comes after proxy_on_delete, when the guest's context is
@@ -124,6 +127,9 @@
 //     repeated x-forwarded-for headers joined into one with ",". With
 //     UseRemoteAddress, x-request-id is replaced and x-forwarded-proto too
 //     unless hops are trusted, as for Envoy's edge requests.
+//   - Config.NormalizePath, MergeSlashes and EscapedSlashes rewrite, reject
+//     (400) or redirect (307) the path before any filter runs, as the
+//     connection manager's settings of those names do (pathnorm.go).
 //   - Higress's Redis client (higress-group/envoy: context.cc redisInit and
 //     redisCall, async_client_impl.cc, raw_client_impl.cc), per VM and
 //     cluster name: proxy_redis_init is BadArgument for a cluster not known
@@ -222,4 +228,10 @@
 //   - A proxy_http_call with no timeout gives up after a minute.
 //   - Malformed serialized header maps from the guest are BadArgument, where
 //     proxy-wasm-cpp-host silently reads them as empty.
+//   - Config.RedisFallback serves Redis cluster names no one configured,
+//     where Envoy answers BadArgument. Config.AccessLog writes one line per
+//     request in a fixed format (accesslog.go), where Envoy's is configured.
+//   - Path normalization models Chromium's canonicalizer in its main
+//     lines only (pathnorm.go); a "#" in the path is rejected only while
+//     one of the path settings is on.
 package wasmhost

@@ -60,6 +60,20 @@ type Config struct {
 	// IPv4 interface address other than 127.0.0.1, else 127.0.0.1.
 	LocalAddress string
 	localAddr    netip.Addr
+	// NormalizePath, MergeSlashes and EscapedSlashes are the connection
+	// manager's normalize_path, merge_slashes and
+	// path_with_escaped_slashes_action, applied to :path before any
+	// filter runs (pathnorm.go). Envoy's defaults: false, false,
+	// KeepUnchanged.
+	NormalizePath  bool
+	MergeSlashes   bool
+	EscapedSlashes EscapedSlashesAction
+	// AllowOnHeadersStopIteration is the wasm filter's
+	// allow_on_headers_stop_iteration (Envoy >= 1.35): Pause from
+	// proxy_on_request_headers is then StopIteration, and the request
+	// body and trailers reach the guest while the headers wait (without
+	// it, StopAllIterationAndWatermark: nothing until continue_stream).
+	AllowOnHeadersStopIteration bool
 	// RedisClusters maps Envoy cluster names, as the guest passes them to
 	// proxy_redis_init and proxy_redis_call (without "?db=N"), to Redis
 	// addresses ("host:port"), reached by the model of Higress's Redis
@@ -75,6 +89,13 @@ type Config struct {
 	// -ASK itself (see RedisClusterStats). A name may not be in both
 	// RedisClusters and RedisClusterProxy.
 	RedisClusterProxy map[string][]string
+	// RedisFallback, if set, is the Redis address ("host:port") of any
+	// cluster name the guest passes to proxy_redis_init or
+	// proxy_redis_call that the names above do not know: the name is
+	// added then, and logged once. Envoy has no such thing (an unknown
+	// name is BadArgument, as here without it); a local run uses it so
+	// that a configuration's names need not be listed.
+	RedisFallback string
 	// HTTPClusters maps cluster names for proxy_http_call to "host:port".
 	HTTPClusters map[string]string
 	// Routes stand for Envoy's route table: they give each stream its
@@ -90,6 +111,9 @@ type Config struct {
 	// LogWriter, if set, receives every log line, formatted, as it is
 	// logged. Host.Logs keeps them anyway. Writes are serialized.
 	LogWriter io.Writer
+	// AccessLog, if set, receives one line per request as it ends, in
+	// the format of accesslog.go. Writes are serialized.
+	AccessLog io.Writer
 	// Stdout, if set, receives what the guest writes to stdout and stderr
 	// (which Host.Logs also keeps, line by line). Writes are serialized.
 	Stdout io.Writer
@@ -160,6 +184,9 @@ func (c *Config) setServeDefaults() error {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = 1 << 20
 	}
+	if c.EscapedSlashes < KeepUnchanged || c.EscapedSlashes > UnescapeAndForward {
+		return fmt.Errorf("host: unknown Config.EscapedSlashes %d", c.EscapedSlashes)
+	}
 	return c.setAddressDefaults()
 }
 
@@ -207,6 +234,7 @@ type Host struct {
 	logs       []LogEntry
 	logDropped int
 	stdoutMu   sync.Mutex
+	accessMu   sync.Mutex
 	redisMu    sync.Mutex
 	redisCnt   map[string]int64
 	clusterCnt map[string]*clusterCounters // by cluster name, under redisMu
@@ -316,73 +344,6 @@ func (h *Host) Close() error {
 		h.client.CloseIdleConnections()
 	})
 	return h.closeErr
-}
-
-// StuckStreams counts streams answered with 504 because the guest left them
-// paused for Config.PauseTimeout. A correct filter keeps it at zero.
-func (h *Host) StuckStreams() int64 { return h.stuck.Load() }
-
-// Traps counts VMs failed by a guest trap (a Go panic, say).
-func (h *Host) Traps() int64 { return h.traps.Load() }
-
-// StreamsPerVM returns how many HTTP streams each VM was given.
-func (h *Host) StreamsPerVM() []int64 {
-	out := make([]int64, len(h.vms))
-	for i, v := range h.vms {
-		out[i] = v.served.Load()
-	}
-	return out
-}
-
-// Metrics returns the counters and gauges the guest defined, by name.
-// A guest that buffers its metrics until its tick (the filter does) is
-// first asked to hand them over, so that they count every request served.
-func (h *Host) Metrics() map[string]int64 {
-	h.flushMetrics()
-	return h.metrics.snapshot()
-}
-
-// Metric returns one counter or gauge, and whether it is defined.
-func (h *Host) Metric(name string) (int64, bool) {
-	v, ok := h.Metrics()[name]
-	return v, ok
-}
-
-// Histogram returns the values recorded in a histogram, in order.
-func (h *Host) Histogram(name string) []uint64 {
-	h.flushMetrics()
-	return h.metrics.histogram(name)
-}
-
-// flushMetrics runs each VM's flush on its loop (vm.flushMetrics); a VM
-// that has shut down flushed when its plugin was done.
-func (h *Host) flushMetrics() {
-	for _, v := range h.vms {
-		v.run(func() error { v.flushMetrics(); return nil })
-	}
-}
-
-// SharedData returns a shared data entry and its CAS value.
-func (h *Host) SharedData(key string) (value []byte, cas uint32, ok bool) {
-	val, cas, ok := h.shared.get(key)
-	return append([]byte(nil), val...), cas, ok
-}
-
-// RedisCalls returns how many proxy_redis_call calls each cluster accepted.
-func (h *Host) RedisCalls() map[string]int64 {
-	h.redisMu.Lock()
-	defer h.redisMu.Unlock()
-	out := make(map[string]int64, len(h.redisCnt))
-	for k, n := range h.redisCnt {
-		out[k] = n
-	}
-	return out
-}
-
-func (h *Host) countRedisCall(cluster string) {
-	h.redisMu.Lock()
-	h.redisCnt[cluster]++
-	h.redisMu.Unlock()
 }
 
 type connIDKey struct{}

@@ -1,6 +1,9 @@
 package wasmhost
 
-import "sync"
+import (
+	"sort"
+	"sync"
+)
 
 // metricStore holds the metrics of all VMs of a Host. As in Envoy, a metric
 // is keyed by its name, so every VM that defines "requests" shares one
@@ -126,4 +129,44 @@ func (s *metricStore) histogram(name string) []uint64 {
 		return nil
 	}
 	return append([]uint64(nil), s.byID[id].values...)
+}
+
+// StatKind is the type of a metric the guest defined.
+type StatKind uint32
+
+// Metric types, as proxy_define_metric numbers them.
+const (
+	StatCounter   = StatKind(metricCounter)
+	StatGauge     = StatKind(metricGauge)
+	StatHistogram = StatKind(metricHistogram)
+)
+
+// Stat is one metric the guest defined, as Host.Stats returns it.
+type Stat struct {
+	Name    string
+	Kind    StatKind
+	Value   int64    // a counter's or a gauge's value
+	Samples []uint64 // a histogram's values, in the order recorded
+}
+
+// Stats returns every metric the guest defined, sorted by name, once the
+// guest has handed over what it buffers (see Metrics).
+func (h *Host) Stats() []Stat {
+	h.flushMetrics()
+	return h.metrics.stats()
+}
+
+func (s *metricStore) stats() []Stat {
+	s.mu.Lock()
+	out := make([]Stat, 0, len(s.byID))
+	for _, m := range s.byID {
+		st := Stat{Name: m.name, Kind: StatKind(m.kind), Value: m.value}
+		if m.kind == metricHistogram {
+			st.Samples = append([]uint64(nil), m.values...)
+		}
+		out = append(out, st)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
 }

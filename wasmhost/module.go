@@ -93,6 +93,18 @@ func Compile(ctx context.Context, wasm []byte, opts ...CompileOption) (*Module, 
 // ABIVersion is the proxy-wasm ABI version the module exports.
 func (m *Module) ABIVersion() ABIVersion { return m.abi }
 
+// Imports reports whether the module imports the function module.name,
+// such as ("env", "proxy_redis_call"), which only a filter built for
+// Higress's Envoy imports.
+func (m *Module) Imports(module, name string) bool {
+	for _, f := range m.compiled.ImportedFunctions() {
+		if mod, n, _ := f.Import(); mod == module && n == name {
+			return true
+		}
+	}
+	return false
+}
+
 // link checks the module's imports as V8::link (src/v8/v8.cc) does: each
 // must be a function the host links for the module's ABI version and for
 // c, with the same signature.

@@ -227,14 +227,28 @@ func (h *Host) redisAddr(name string) string {
 }
 
 // knowsRedis reports whether name is a Redis cluster the proxy has: in the
-// configuration, or added since.
+// configuration, or added since. With Config.RedisFallback, an unknown
+// name is added, at that address, and logged once.
 func (h *Host) knowsRedis(name string) bool {
 	_, single := h.cfg.RedisClusters[name]
 	_, cluster := h.cfg.RedisClusterProxy[name]
+	if single || cluster {
+		return true
+	}
 	h.rs.mu.Lock()
 	_, added := h.rs.added[name]
+	fallback := !added && h.cfg.RedisFallback != ""
+	if fallback {
+		if h.rs.added == nil {
+			h.rs.added = map[string]string{}
+		}
+		h.rs.added[name] = h.cfg.RedisFallback
+	}
 	h.rs.mu.Unlock()
-	return single || cluster || added
+	if fallback {
+		h.hostLog(-1, LogWarn, "redis cluster %q is not configured: its calls go to %s (the fallback Redis)", name, h.cfg.RedisFallback)
+	}
+	return added || fallback
 }
 
 // AddRedisCluster makes a Redis cluster known from now on, on every VM, as

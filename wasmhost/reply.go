@@ -92,6 +92,7 @@ func (v *vm) reply(s *stream) {
 	v.stopUpstream(s)
 	s.phase = phaseReplied
 	r := &finalResponse{status: v.responseStatus(s), body: s.respBody}
+	s.status = r.status
 	s.respSent = int64(len(s.respBody))
 	s.respBody = nil
 	r.headers = append(r.headers, s.respHeaders.pairs...)
@@ -137,6 +138,7 @@ func (v *vm) responseStatus(s *stream) int {
 // went away): proxy_on_log, proxy_on_done, proxy_on_delete.
 func (v *vm) finish(s *stream, clientGone bool) {
 	defer close(s.finished)
+	defer v.h.recordAccess(s)
 	if clientGone && s.phase < phaseReplied {
 		s.codeDetails = "downstream_remote_disconnect" // as Envoy's connection manager sets it
 	}

@@ -118,6 +118,7 @@ func (v *vm) written(s *stream) {
 func (v *vm) responseHead(s *stream) *finalResponse {
 	s.headersSent = true
 	r := &finalResponse{status: v.responseStatus(s)}
+	s.status = r.status
 	r.headers = append(r.headers, s.respHeaders.pairs...)
 	return r
 }

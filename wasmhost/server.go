@@ -24,17 +24,25 @@ var hopByHop = map[string]bool{
 // I/O (reading the request, forwarding it, writing the response); the VM's
 // loop runs the guest and tells the handler what to do next.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	path, action := h.cfg.normalizePath(r.RequestURI)
+	if action != pathContinue {
+		h.replyPath(w, r, start, path, action)
+		return
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			http.Error(w, "host: request body too large", http.StatusRequestEntityTooLarge)
+			h.logDirect(r, start, path, http.StatusRequestEntityTooLarge, "request_payload_too_large")
 			return
 		}
 		http.Error(w, "host: reading request body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	s := h.newStream(r, body)
+	s := h.newStream(r, path, body)
+	s.start = start
 	v := h.vms[(h.next.Add(1)-1)%uint64(len(h.vms))]
 	s.vm = v
 	if !v.post(func() { v.begin(s) }) {
@@ -109,8 +117,37 @@ func (h *Host) finish(v *vm, s *stream, clientGone bool) {
 	}
 	select {
 	case <-s.finished:
+		h.writeAccess(s.accessLine)
 	case <-v.loopDone:
 	}
+}
+
+// replyPath answers a request the connection manager stops for its path,
+// before any filter sees it: 400, or 307 to the normalized path.
+func (h *Host) replyPath(w http.ResponseWriter, r *http.Request, start time.Time, path string, action pathAction) {
+	status := http.StatusBadRequest
+	if action == pathRedirect {
+		status = http.StatusTemporaryRedirect
+		w.Header().Set("Location", path)
+	}
+	w.Header().Set("Content-Length", "0")
+	w.WriteHeader(status)
+	h.logDirect(r, start, path, status, "path_normalization_failed")
+}
+
+// logDirect logs a request answered without a stream.
+func (h *Host) logDirect(r *http.Request, start time.Time, path string, status int, details string) {
+	if h.cfg.AccessLog == nil {
+		return
+	}
+	m := newHeaderMap(nil)
+	for _, v := range r.Header.Values("X-Forwarded-For") {
+		m.add("x-forwarded-for", v)
+	}
+	client := h.cfg.mutateRequestHeaders(r.RemoteAddr, m)
+	e := accessEntry{start: start, method: r.Method, path: path, protocol: r.Proto, status: status,
+		details: details, client: client}
+	h.writeAccess(e.line(time.Now()))
 }
 
 // newStream builds the request as Envoy's filters see it: pseudo-headers
@@ -118,7 +155,7 @@ func (h *Host) finish(v *vm, s *stream, clientGone bool) {
 // dropped), rewritten as Envoy's connection manager does (x-forwarded-for,
 // x-forwarded-proto, x-request-id; see mutateRequestHeaders), with the
 // downstream address it picks.
-func (h *Host) newStream(r *http.Request, body []byte) *stream {
+func (h *Host) newStream(r *http.Request, path string, body []byte) *stream {
 	s := &stream{
 		reqCtx:         r.Context(),
 		start:          time.Now(),
@@ -135,7 +172,7 @@ func (h *Host) newStream(r *http.Request, body []byte) *stream {
 	s.info = h.cfg.streamInfoFor(r)
 	m := newHeaderMap([][2]string{
 		{":authority", r.Host},
-		{":path", r.RequestURI},
+		{":path", path},
 		{":method", r.Method},
 		{":scheme", "http"},
 	})

@@ -51,6 +51,7 @@ type stream struct {
 
 	reqHeaders      *headerMap
 	reqHeadersLive  bool // the guest may read and change them
+	headersHeld     bool // paused by StopIteration while the body goes on
 	reqBody         []byte
 	reqTrailers     *headerMap // nil until the client sends or the guest adds trailers
 	clientTrailers  bool
@@ -66,6 +67,8 @@ type stream struct {
 	respSent        int64         // body bytes sent to the client
 	upstreamAddr    string
 	codeDetails     string
+	status          int               // the status sent to the client, 0 before
+	accessLine      string            // the access log line, made as the stream ends
 	props           map[string][]byte // set with proxy_set_property
 	info            StreamInfo        // from Config.StreamInfo
 
@@ -167,6 +170,11 @@ func (v *vm) advance(s *stream) {
 			switch {
 			case s.continues():
 				v.next(s)
+			case v.stopsHeadersOnly(s):
+				// StopIteration: the request's body and trailers go
+				// on to the guest while its headers wait.
+				s.headersHeld = true
+				v.next(s)
 			case s.phase == phaseResponseBody && s.respEnded && s.upstreamTrailer:
 				// Envoy delivers trailers to a filter that returned
 				// StopIterationAndBuffer; the body waits for them.
@@ -237,6 +245,14 @@ func (s *stream) continues() bool {
 // the last, its end_of_stream: no body will follow, nor trailers.
 func (s *stream) lastBodyCall() bool { return s.respEnded && !s.upstreamTrailer }
 
+// stopsHeadersOnly reports whether the request headers' callback just
+// returned Pause as StopIteration: with allow_on_headers_stop_iteration,
+// when a body or trailers follow (Envoy's convertFilterHeadersStatus).
+func (v *vm) stopsHeadersOnly(s *stream) bool {
+	return v.h.cfg.AllowOnHeadersStopIteration && s.phase == phaseRequestHeaders &&
+		s.result == actionStopIteration && (len(s.reqBody) > 0 || s.clientTrailers)
+}
+
 func (s *stream) continueRequested() bool {
 	dir, ok := s.phase.direction()
 	return ok && s.continueDir[dir]
@@ -245,8 +261,11 @@ func (s *stream) continueRequested() bool {
 // next moves to the next phase with a callback, or to the next I/O step.
 func (v *vm) next(s *stream) {
 	s.continueDir = [2]bool{}
-	if s.phase == phaseRequestHeaders {
+	if s.phase == phaseRequestHeaders && !s.headersHeld {
 		s.reqHeadersLive = false // Envoy drops the filter's pointer to them
+	} else if s.phase != phaseRequestHeaders && s.headersHeld {
+		s.headersHeld = false // the body went on, and the headers with it
+		s.reqHeadersLive = false
 	}
 	switch s.phase {
 	case phaseRequestHeaders, phaseRequestBody:

@@ -52,6 +52,18 @@ func StartWebdis(t testing.TB, redisAddr string) string {
 // password redisAuth.
 func StartWebdisAuth(t testing.TB, redisAddr, redisAuth string) string {
 	t.Helper()
+	return startWebdis(t, redisAddr, redisAuth, WebdisUser, WebdisPassword)
+}
+
+// StartWebdisUser is StartWebdis with other basic-auth credentials, such
+// as a shipped configuration's.
+func StartWebdisUser(t testing.TB, redisAddr, user, password string) string {
+	t.Helper()
+	return startWebdis(t, redisAddr, "", user, password)
+}
+
+func startWebdis(t testing.TB, redisAddr, redisAuth, user, password string) string {
+	t.Helper()
 	bin, err := exec.LookPath("webdis")
 	if err != nil {
 		t.Fatalf("redistest: webdis not found on PATH (apt-get install -y webdis): %v", err)
@@ -64,7 +76,9 @@ func StartWebdisAuth(t testing.TB, redisAddr, redisAuth string) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg, _ := json.Marshal(WebdisConfig(host, redisPort, port, redisAuth, filepath.Join(dir, "webdis.log")))
+		wc := WebdisConfig(host, redisPort, port, redisAuth, filepath.Join(dir, "webdis.log"))
+		wc["acl"].([]any)[1].(map[string]any)["http_basic_auth"] = user + ":" + password
+		cfg, _ := json.Marshal(wc)
 		file := filepath.Join(dir, "webdis.json")
 		if err := os.WriteFile(file, cfg, 0o600); err != nil {
 			t.Fatal(err)

@@ -283,7 +283,9 @@ func startHost(wasm, config, redisAddr, upstream string) (string, func() string,
 		os.RemoveAll(dir)
 		return "", nil, fmt.Errorf("building wasmhost: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-wasm", wasm, "-config", config, "-redis", redisAddr, "-upstream", upstream, "-listen", "127.0.0.1:0")
+	// No access log: stdout is read for the URL only. No admin listener.
+	cmd := exec.Command(bin, "-wasm", wasm, "-config", config, "-redis", redisAddr, "-upstream", upstream,
+		"-listen", "127.0.0.1:0", "-access-log", "", "-admin", "")
 	logs, err := os.Create(filepath.Join(dir, "wasmhost.log"))
 	if err != nil {
 		return "", nil, err

@@ -43,6 +43,10 @@
 //	x-probe-body: reply           log, and answer a local 500 from the
 //	                              first body callback
 //	x-probe-mode: sleep | gc | timer-gc | rand-gc   Go runtime paths (runtime.go)
+//	x-probe-mode: hold-headers    pause the request headers for good; the
+//	                              request body callback logs "probe request
+//	                              body id=N size=N eos=B" and continues
+//	x-probe-decision: V           set the property ratelimit.decision to V
 //
 // It always adds x-probe-added to the request, removes x-probe-remove,
 // suffixes x-probe-replace, adds x-prop-* response headers with properties
@@ -193,6 +197,11 @@ func (c *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 	}
 	path, _ := proxywasm.GetHttpRequestHeader(":path")
 	proxywasm.LogInfof("probe request %s mode=%q", path, c.mode)
+	if v, err := proxywasm.GetHttpRequestHeader("x-probe-decision"); err == nil {
+		if err := proxywasm.SetProperty([]string{"ratelimit.decision"}, []byte(v)); err != nil {
+			proxywasm.LogErrorf("set_property: %v", err)
+		}
+	}
 
 	switch c.mode {
 	case "local":
@@ -206,7 +215,7 @@ func (c *httpContext) OnHttpRequestHeaders(int, bool) types.Action {
 			proxywasm.LogInfo("second local reply accepted")
 		}
 		return types.ActionPause
-	case "hang":
+	case "hang", "hold-headers":
 		return types.ActionPause
 	case "trap":
 		panic("probe trap requested")
@@ -297,6 +306,9 @@ func (c *httpContext) httpCall() types.Action {
 }
 
 func (c *httpContext) OnHttpRequestBody(size int, eos bool) types.Action {
+	if c.mode == "hold-headers" {
+		proxywasm.LogInfof("probe request body id=%d size=%d eos=%v", c.id, size, eos)
+	}
 	if c.mode == "append-body" && eos {
 		proxywasm.AppendHttpRequestBody([]byte("+probe"))
 	}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// Every malformed or conflicting command line is refused with a message
+// that names the flag; no plugin configuration at all is one.
+func TestFlagsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no plugin configuration: pass -config FILE"},
+		{[]string{"-config", "a.json", "-no-config"}, "-config and -no-config conflict"},
+		{[]string{"-config", ""}, "-config: empty file name"},
+		{[]string{"-no-config", "extra"}, `unexpected argument "extra"`},
+		{[]string{"-no-config", "-workers", "0"}, "-workers 0: must be at least 1"},
+		{[]string{"-no-config", "-xff-num-trusted-hops", "-1"}, "-xff-num-trusted-hops -1: must be >= 0"},
+		{[]string{"-no-config", "-http-cluster", "webdis"}, "want NAME=ADDRESS"},
+		{[]string{"-no-config", "-http-cluster", "w=https://h:1"}, `scheme "https": only http is supported`},
+		{[]string{"-no-config", "-http-cluster", "w=http://h:1/path"}, "no path, query or user"},
+		{[]string{"-no-config", "-http-cluster", "w=h:1", "-http-cluster", "w=h:2"}, `cluster "w" given twice`},
+		{[]string{"-no-config", "-redis-cluster", "r=nohostport"}, "r: want HOST:PORT"},
+		{[]string{"-no-config", "-redis", "localhost"}, `-redis "localhost": want HOST:PORT`},
+		{[]string{"-no-config", "-upstream", "127.0.0.1:80"}, "-upstream \"127.0.0.1:80\": want http://HOST:PORT"},
+		{[]string{"-no-config", "-path-with-escaped-slashes-action", "REDIRECT"}, "-path-with-escaped-slashes-action: unknown"},
+		{[]string{"-no-config", "-listen", "127.0.0.1:9000", "-admin", "127.0.0.1:9000"}, "-admin and -listen are both 127.0.0.1:9000"},
+		{[]string{"-no-config", "-use-remote-address=maybe"}, "invalid boolean value"},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// run() says the configuration is missing before it opens anything.
+func TestRunWithoutConfigSaysSo(t *testing.T) {
+	err := run(context.Background(), nil, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "-no-config for a filter that takes none") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	var out syncBuffer
+	if _, err := parseFlags([]string{"-h"}, &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("error %v, want flag.ErrHelp", err)
+	}
+	for _, want := range []string{"Usage: wasmhost", "-http-cluster NAME=http://HOST:PORT", "-envoy file", "(default \"127.0.0.1:9901\")"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q", want)
+		}
+	}
+}
+
+func TestFlagsParsed(t *testing.T) {
+	o, err := parseFlags([]string{"-config", "p.json", "-http-cluster", "webdis=http://127.0.0.1:7379", "-http-cluster", "auth=10.0.0.1:80",
+		"-redis-cluster", "r=127.0.0.1:6380", "-xff-num-trusted-hops", "2", "-admin", ""}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]string{"webdis": "127.0.0.1:7379", "auth": "10.0.0.1:80"}; !reflect.DeepEqual(o.httpClusters.m, want) {
+		t.Errorf("http clusters %v", o.httpClusters.m)
+	}
+	if o.redisClusters.m["r"] != "127.0.0.1:6380" || o.xffHops != 2 || o.admin != "" || o.redis != defaultRedis || !o.useRemote {
+		t.Errorf("options %+v", o)
+	}
+	if !o.set["xff-num-trusted-hops"] || o.set["listen"] {
+		t.Errorf("flags given: %v", o.set)
+	}
+}
+
+// Without -wasm, the module is the build the configuration's transport
+// needs.
+func TestDefaultWasmFollowsTransport(t *testing.T) {
+	abi := writeFile(t, "abi.json", `{"redis": {"cluster": "redis"}}`)
+	webdis := writeFile(t, "webdis.json", `{"redis": {"transport": "webdis", "cluster": "webdis"}}`)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-config", abi}, higressWasm},
+		{[]string{"-config", webdis}, stockWasm},
+		{[]string{"-no-config"}, higressWasm},
+		{[]string{"-config", webdis, "-wasm", "x.wasm"}, "x.wasm"},
+	} {
+		o, err := parseFlags(tc.args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := makePlan(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.wasmPath != tc.want {
+			t.Errorf("%q: wasm %q, want %q", tc.args, p.wasmPath, tc.want)
+		}
+	}
+}
+
+// The Redis cluster names of a configuration: the top level's, each
+// _rules_ entry's and each matchRules entry's.
+func TestReadPluginRedis(t *testing.T) {
+	p := readPluginRedis([]byte(`{"redis": {"cluster": "outbound|6379||redis.static"},
+		"_rules_": [{"_match_route_": ["a"], "redis": {"cluster": "r2", "transport": "redis_abi"}}, {"rules": []}],
+		"matchRules": [{"config": {"redis": {"cluster": "w", "transport": "webdis"}}}]}`))
+	if got := p.names("redis_abi"); !reflect.DeepEqual(got, []string{"outbound|6379||redis.static", "r2"}) {
+		t.Errorf("redis_abi names %q", got)
+	}
+	if p.transport() != "mixed" || !reflect.DeepEqual(p.names("webdis"), []string{"w"}) {
+		t.Errorf("transport %q, webdis names %q", p.transport(), p.names("webdis"))
+	}
+	if q := readPluginRedis([]byte("not json")); q.json || q.transport() != "" {
+		t.Errorf("not JSON: %+v", q)
+	}
+	if p.reservesBody {
+		t.Error("no rule reserves from the body, but reservesBody")
+	}
+	body := `{"rules": [{"response_cost": {"reserve": 5}}, {"response_cost": {"reserve": {"body": "max_tokens"}}}]}`
+	for _, cfg := range []string{body, `{"_rules_": [` + body + `]}`, `{"matchRules": [{"config": ` + body + `}]}`} {
+		if !readPluginRedis([]byte(cfg)).reservesBody {
+			t.Errorf("reserve.body not seen in %s", cfg)
+		}
+	}
+}
+
+// A reserve.body rule without -allow-on-headers-stop-iteration is not
+// silently slow: the summary says why.
+func TestReserveBodyNoted(t *testing.T) {
+	cfg := writeFile(t, "p.json", `{"redis": {"cluster": "redis"}, "rules": [{"response_cost": {"reserve": {"body": "max_tokens"}}}]}`)
+	for _, allow := range []bool{false, true} {
+		args := []string{"-config", cfg}
+		if allow {
+			args = append(args, "-allow-on-headers-stop-iteration")
+		}
+		o, err := parseFlags(args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := makePlan(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if noted := strings.Contains(strings.Join(p.notes, "\n"), "waits 1 s for it"); noted == allow {
+			t.Errorf("allow %v: notes %q", allow, p.notes)
+		}
+	}
+}
