@@ -3,7 +3,7 @@ package deploy
 import "testing"
 
 // No shipped configuration trusts X-Forwarded-For in the filter: the
-// client address is the proxy's to compute (README.md, "Client address").
+// client address is the proxy's to compute (docs/proxies.md, "Client address").
 // The proxies these files set up trust no hop in front (envoy.yaml's
 // xff_num_trusted_hops: 0, the gateways' default), so a hop counted by the
 // filter would be an entry a client wrote.

@@ -1,6 +1,6 @@
 package e2e
 
-// Redis Cluster end to end. The filter's keys (README, "Keys and manual
+// Redis Cluster end to end. The filter's keys (docs/operating.md, "Keys and manual
 // blocking") are
 //
 //	<key_prefix>{<rule>|<part>|...}:<limit index>    a limit's state
