@@ -11,7 +11,7 @@ MODULES  := . wasmhost e2e deploy schema cmd/ratelimitctl
 ALL      := github.com/redisrate/envoy-redis-ratelimit/...
 WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
 
-.PHONY: build fixtures deps test bench fuzz check demo soak clean
+.PHONY: build fixtures deps test bench fuzz check demo soak clean diagrams
 
 # The two filter modules users load.
 build:
@@ -59,6 +59,11 @@ bench: deps build fixtures
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkLeases$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) run ./e2e/cmd/plot -out docs/burst.svg
+
+# The explanatory pictures in docs/ (request-flow.svg, reserve-settle.svg);
+# a test fails while they differ from what the command draws.
+diagrams:
+	$(GO) run ./e2e/cmd/diagrams
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:
