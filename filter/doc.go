@@ -72,7 +72,7 @@
 //     as it passes.
 //   - webdis: the Webdis codec (request headers, JSON replies).
 //   - pathnorm: a request's path normalized, as rules match it and keys
-//     hold it.
+//     hold it, and a query component decoded (QueryUnescape).
 //   - ipaddr: client IP addresses read, masked and printed as net/netip
 //     does, normalized (IPv4-mapped is IPv4, no zone), without linking
 //     netip, whose init slows a VM's start.
@@ -93,8 +93,8 @@
 //     leases); match_rules.go (picks a request's Higress _rules_ entry).
 //   - Streams: stream.go (one request's lifecycle); evaluate.go (the rule
 //     loop: match, key, cost, what is answered without Redis, the calls).
-//   - Requests: request.go reads headers, query (decoded as
-//     url.QueryUnescape does, without net/url), cookies and the client
+//   - Requests: request.go reads headers, query (decoded by
+//     pathnorm.QueryUnescape, as url.QueryUnescape does), cookies and the client
 //     address (package ipaddr), the path normalized (package pathnorm),
 //     and matches a rule's match; identity.go reads JWT claims and stream
 //     properties; request_body.go reserves a cost read from the request

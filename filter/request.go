@@ -114,63 +114,13 @@ func (r *request) query(name string) (string, bool) {
 		var pair string
 		pair, q, _ = strings.Cut(q, "&")
 		k, v, _ := strings.Cut(pair, "=")
-		if k, ok := queryUnescape(k); !ok || k != name {
+		if k, ok := pathnorm.QueryUnescape(k); !ok || k != name {
 			continue
 		}
-		v, ok := queryUnescape(v)
+		v, ok := pathnorm.QueryUnescape(v)
 		return v, ok && v != ""
 	}
 	return "", false
-}
-
-// queryUnescape decodes a query component as url.QueryUnescape does
-// ("+" is a space, "%XX" a byte); false when a "%" starts no such escape.
-// It is here so the shipped module does not link net/url, which brings
-// net/netip's init into every VM's start-up.
-func queryUnescape(s string) (string, bool) {
-	escapes, plus := 0, false
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '%':
-			if i+2 >= len(s) || unhex(s[i+1]) < 0 || unhex(s[i+2]) < 0 {
-				return "", false
-			}
-			escapes++
-			i += 2
-		case '+':
-			plus = true
-		}
-	}
-	if escapes == 0 && !plus {
-		return s, true
-	}
-	var b strings.Builder
-	b.Grow(len(s) - 2*escapes)
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '%':
-			b.WriteByte(byte(unhex(s[i+1])<<4 | unhex(s[i+2])))
-			i += 2
-		case '+':
-			b.WriteByte(' ')
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String(), true
-}
-
-// unhex is the value of the hex digit c, or -1.
-func unhex(c byte) int {
-	switch {
-	case c >= '0' && c <= '9':
-		return int(c - '0')
-	case c >= 'a' && c <= 'f':
-		return int(c-'a') + 10
-	case c >= 'A' && c <= 'F':
-		return int(c-'A') + 10
-	}
-	return -1
 }
 
 // cookie returns the first value of a cookie.

@@ -1,4 +1,4 @@
-package filter
+package pathnorm
 
 import (
 	"net/url"
@@ -14,8 +14,8 @@ func TestQueryUnescape(t *testing.T) {
 		{"", "", true}, {"%", "", false}, {"%4", "", false}, {"%zz", "", false}, {"a%4g", "", false},
 		{"%2B", "+", true}, {"%%41", "", false}, {"%00", "\x00", true},
 	} {
-		if got, ok := queryUnescape(tc.in); got != tc.want || ok != tc.ok {
-			t.Errorf("queryUnescape(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
+		if got, ok := QueryUnescape(tc.in); got != tc.want || ok != tc.ok {
+			t.Errorf("QueryUnescape(%q) = %q, %v; want %q, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -27,10 +27,10 @@ func FuzzQueryUnescape(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		got, ok := queryUnescape(s)
+		got, ok := QueryUnescape(s)
 		want, err := url.QueryUnescape(s)
 		if ok != (err == nil) || got != want {
-			t.Fatalf("queryUnescape(%q) = %q, %v; url: %q, %v", s, got, ok, want, err)
+			t.Fatalf("QueryUnescape(%q) = %q, %v; url: %q, %v", s, got, ok, want, err)
 		}
 	})
 }
