@@ -68,7 +68,7 @@ func TestHigressBuildServesTheConfigurationsCluster(t *testing.T) {
 	}
 
 	lines := r.accessLines()
-	if len(lines) != 3 || !strings.Contains(lines[2], `"GET /api HTTP/1.1" 429 `) || !strings.HasSuffix(lines[2], ` rl="-"`) {
+	if len(lines) != 3 || !strings.Contains(lines[2], `"GET /api HTTP/1.1" 429 `) || !strings.HasSuffix(lines[2], ` rl="rule=api limit=per-minute remaining=0 decision=denied reason=rate_limited"`) {
 		t.Errorf("access log:\n%s", strings.Join(lines, "\n"))
 	}
 }
