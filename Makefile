@@ -13,11 +13,14 @@ WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
 
 .PHONY: build fixtures deps test bench fuzz check demo soak clean diagrams
 
-# The two filter modules users load.
+# The two filter modules users load, and the two commands: the wasm host
+# (dist/wasmhost) and the operator's tool (dist/ratelimitctl).
 build:
 	$(GO) build $(ALL)
 	$(WASM) -o $(DIST)/ratelimit.wasm .
 	$(WASM) -tags higress -o $(DIST)/ratelimit-higress.wasm .
+	$(GO) build -o $(DIST)/wasmhost ./wasmhost/cmd/wasmhost
+	$(GO) build -o $(DIST)/ratelimitctl ./cmd/ratelimitctl
 
 # Guest modules the tests load besides the filter; tests read them from
 # dist/ and fail, saying to run this, when they are missing.

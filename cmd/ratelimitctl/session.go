@@ -17,8 +17,12 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
-// defaultRedis is where Redis is without --redis.
+// defaultRedis is where Redis is without --redis or $RATELIMITCTL_REDIS.
 const defaultRedis = "127.0.0.1:6379"
+
+// redisEnv holds Redis's address when --redis is not given, in the same
+// form: host:port, comma-separated for a cluster's nodes.
+const redisEnv = "RATELIMITCTL_REDIS"
 
 // passwordEnv holds the password when --password is not given, so that it
 // stays out of the process list and shell history.
@@ -28,6 +32,7 @@ const passwordEnv = "RATELIMITCTL_PASSWORD"
 type globals struct {
 	config   string // "" for the commands that need none
 	redis    addrList
+	redisArg string // where redis came from, for errors: "--redis" or "$RATELIMITCTL_REDIS"
 	cluster  bool
 	username string
 	password string
@@ -39,7 +44,7 @@ type globals struct {
 // after it, so each registration keeps the values parsed so far.
 func (g *globals) register(fs *flag.FlagSet) {
 	fs.StringVar(&g.config, "config", g.config, "the filter's plugin configuration, a JSON `file` (required but by install, libraries and uninstall)")
-	fs.Var(&g.redis, "redis", "Redis `host:port`; repeatable or comma-separated, for a cluster's nodes (default "+defaultRedis+")")
+	fs.Var(&g.redis, "redis", "Redis `host:port`; repeatable or comma-separated, for a cluster's nodes (default $"+redisEnv+", else "+defaultRedis+")")
 	fs.BoolVar(&g.cluster, "cluster", g.cluster, "Redis is a Redis Cluster; --redis names one or more of its nodes")
 	fs.StringVar(&g.username, "username", g.username, "Redis ACL `user` (needs a password)")
 	fs.StringVar(&g.password, "password", g.password, "Redis password (default $"+passwordEnv+")")
@@ -52,16 +57,23 @@ func (g *globals) check(needConfig bool) error {
 	if g.config == "" && needConfig {
 		return usagef("--config: required: the filter's plugin configuration (JSON)")
 	}
+	g.redisArg = "--redis"
+	if len(g.redis) == 0 {
+		if env := os.Getenv(redisEnv); env != "" {
+			g.redis.Set(env)
+			g.redisArg = "$" + redisEnv
+		}
+	}
 	if len(g.redis) == 0 {
 		g.redis = addrList{defaultRedis}
 	}
 	for _, a := range g.redis {
 		if _, port, err := net.SplitHostPort(a); err != nil || port == "" {
-			return usagef("--redis %q: want host:port", a)
+			return usagef("%s %q: want host:port", g.redisArg, a)
 		}
 	}
 	if len(g.redis) > 1 && !g.cluster {
-		return usagef("--redis: %d addresses need --cluster; a single server takes one", len(g.redis))
+		return usagef("%s: %d addresses need --cluster; a single server takes one", g.redisArg, len(g.redis))
 	}
 	if g.db < 0 {
 		return usagef("--db %d: must be >= 0", g.db)
@@ -128,7 +140,7 @@ func (g *globals) open(ctx context.Context) (*session, error) {
 	}
 	if err := s.rdb.Ping(ctx).Err(); err != nil {
 		s.close()
-		return nil, fmt.Errorf("--redis %s: %w", strings.Join(g.redis, ","), err)
+		return nil, fmt.Errorf("%s %s: %w", g.redisArg, strings.Join(g.redis, ","), err)
 	}
 	return s, nil
 }

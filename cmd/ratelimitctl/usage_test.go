@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,4 +134,49 @@ func TestAuth(t *testing.T) {
 			t.Errorf("$%s=%q, %q: exit %d, stderr %q; want %q", passwordEnv, tc.env, tc.args, code, errOut, tc.want)
 		}
 	}
+}
+
+// Without --redis, Redis's address comes from $RATELIMITCTL_REDIS; --redis
+// wins over it; errors name where the address came from. Not parallel: it
+// sets the environment.
+func TestRedisFromEnv(t *testing.T) {
+	s := redistest.Start(t) // its own server: a key there came through the variable
+	e := writeConfig(t, redistest.Prefix(t), testRules)
+	e.do = func(_ string, args ...any) (any, error) { return s.Do(args...) }
+	closed := closedAddr(t)
+
+	t.Setenv(redisEnv, s.Addr)
+	if _, errOut, code := e.ctl("block", "--rule", "api", "alice"); code != exitOK || errOut != "" {
+		t.Fatalf("$%s=%s alone: exit %d, stderr %q", redisEnv, s.Addr, code, errOut)
+	}
+	if !e.exists(e.key("api", "alice") + ":block") {
+		t.Fatalf("$%s=%s: the block is not on that server", redisEnv, s.Addr)
+	}
+
+	t.Setenv(redisEnv, closed)
+	if _, errOut, code := e.ctl("--redis", s.Addr, "block", "--rule", "api", "bob"); code != exitOK || errOut != "" {
+		t.Fatalf("--redis with $%s set elsewhere: exit %d, stderr %q", redisEnv, code, errOut)
+	}
+	if !e.exists(e.key("api", "bob") + ":block") {
+		t.Fatalf("--redis %s: the block is not on that server", s.Addr)
+	}
+	if _, errOut, code := e.ctl("list"); code != exitError || !strings.HasPrefix(errOut, "ratelimitctl: $"+redisEnv+" "+closed+": ") {
+		t.Errorf("$%s=%s (nothing listening): exit %d, stderr %q", redisEnv, closed, code, errOut)
+	}
+	t.Setenv(redisEnv, "no-port")
+	if _, errOut, code := e.ctl("list"); code != exitUsage || !strings.HasPrefix(errOut, `ratelimitctl list: $`+redisEnv+` "no-port": want host:port`) {
+		t.Errorf("$%s=no-port: exit %d, stderr %q", redisEnv, code, errOut)
+	}
+}
+
+// closedAddr is a local address nothing listens on.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
 }

@@ -2,6 +2,7 @@
 // test reads the same built files instead of compiling its own.
 //
 //	dist/ratelimit.wasm, dist/ratelimit-higress.wasm   the filter (make build)
+//	dist/wasmhost, dist/ratelimitctl                   the commands (make build)
 //	dist/testdata/<name>.wasm                         guest fixtures (make fixtures)
 //
 // The folder is $RATELIMIT_DIST when set, else dist/ beside the go.work file

@@ -76,7 +76,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.redis, "redis", defaultRedis, "Redis `host:port` for every Redis cluster name the configuration uses, and any other the filter asks for")
 	fs.Var(&o.redisClusters, "redis-cluster", "a Redis cluster at its own address, `NAME=HOST:PORT` (repeatable); wins over -redis for NAME")
 	fs.Var(&o.httpClusters, "http-cluster", "a cluster for HTTP callouts (proxy_http_call), `NAME=http://HOST:PORT` (repeatable), e.g. webdis=http://127.0.0.1:7379")
-	fs.StringVar(&o.upstream, "upstream", "", "where allowed requests go, `http://HOST:PORT`; \"builtin\" (the default without -envoy) is an echo server")
+	fs.StringVar(&o.upstream, "upstream", "", "where allowed requests go, `http://HOST:PORT`; \"builtin\" (the default without -envoy) is an echo server (x-echo-status, OpenAI-style .../chat/completions: docs/wasmhost.md)")
 	fs.StringVar(&o.listen, "listen", defaultListen, "`address` to serve HTTP on")
 	fs.StringVar(&o.admin, "admin", defaultAdmin, "admin `address` (/stats, /stats/prometheus, /ready); empty for none")
 	fs.StringVar(&o.accessLog, "access-log", "-", "access log: `file` to append to, \"-\" for stdout, empty for none")
