@@ -1,0 +1,235 @@
+package e2e
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/dist"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// The README's quick start and recipes run as written: each set-up block
+// (```sh) is pasted into bash and each session (```console) is typed,
+// against a real redis-server and the dist/ tools, and every output line
+// must be the one the README shows. Only addresses are changed (Redis,
+// the listener and the admin port get free ones), times that move with
+// the clock are compared as numbers (t=, retry_after, durations), as is
+// the epoch counter, and column padding as one space.
+func TestREADMERunsAsWritten(t *testing.T) {
+	if _, err := exec.LookPath("curl"); err != nil {
+		t.Skip("curl is not installed (.ci/deps installs it)")
+	}
+	dir, err := dist.Dir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range []string{"wasmhost", "ratelimitctl", dist.Higress} {
+		if _, err := os.Stat(filepath.Join(dir, tool)); err != nil {
+			t.Fatalf("%s: run `make build` first (make test does): %v", tool, err)
+		}
+	}
+	recipes := readmeRecipes(t, "../README.md")
+	if len(recipes) < 6 {
+		t.Fatalf("%d runnable sections in README.md, want the quick start and 5 recipes", len(recipes))
+	}
+	srv := redistest.Start(t)
+	for _, r := range recipes {
+		t.Run(r.name, func(t *testing.T) { runRecipe(t, dir, srv.Addr, r) })
+	}
+}
+
+// recipe is a set-up block and the session typed after it.
+type recipe struct {
+	name     string
+	setup    string
+	commands []command
+}
+
+type command struct {
+	line string // as typed, without "$ "
+	want []string
+	at   int // README line
+}
+
+// readmeRecipes finds the quick start's blocks and those after each
+// "<!-- recipe: name -->" marker.
+func readmeRecipes(t *testing.T, path string) []recipe {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []recipe
+	var cur *recipe
+	var block []string
+	lang, name := "", ""
+	marker := regexp.MustCompile(`^<!-- recipe: ([a-z0-9-]+) -->$`)
+	sc := bufio.NewScanner(f)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Text()
+		switch {
+		case lang == "" && strings.HasPrefix(line, "## Quick start"):
+			name = "quick-start"
+		case lang == "" && marker.MatchString(line):
+			name = marker.FindStringSubmatch(line)[1]
+		case lang == "" && strings.HasPrefix(line, "```"):
+			lang, block = strings.TrimPrefix(line, "```"), nil
+		case lang != "" && line == "```":
+			switch {
+			case lang == "sh" && name != "":
+				out = append(out, recipe{name: name, setup: strings.Join(block, "\n")})
+				cur, name = &out[len(out)-1], ""
+			case lang == "console" && cur != nil:
+				cur.commands = parseSession(block, n-len(block))
+				cur = nil
+			}
+			lang = ""
+		case lang != "":
+			block = append(block, line)
+		}
+	}
+	for _, r := range out {
+		if len(r.commands) == 0 {
+			t.Fatalf("README.md: %s has no session (```console) after its set-up", r.name)
+		}
+	}
+	return out
+}
+
+func parseSession(lines []string, first int) []command {
+	var cmds []command
+	for i, l := range lines {
+		if c, ok := strings.CutPrefix(l, "$ "); ok {
+			cmds = append(cmds, command{line: c, at: first + i})
+		} else if len(cmds) > 0 {
+			cmds[len(cmds)-1].want = append(cmds[len(cmds)-1].want, l)
+		}
+	}
+	return cmds
+}
+
+func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
+	// A folder of its own, whose dist/ is the built one: the README's
+	// commands run at the root of a clone.
+	work := t.TempDir()
+	if err := os.Symlink(distDir, filepath.Join(work, "dist")); err != nil {
+		t.Fatal(err)
+	}
+	listen, admin := freeAddr(t), freeAddr(t)
+	cache := filepath.Join(distDir, "cache")
+	rewrite := strings.NewReplacer("localhost:8080", listen, "localhost:9901", admin)
+	var script []string
+	for _, line := range strings.Split(r.setup, "\n") {
+		switch {
+		case strings.HasPrefix(line, "make build"), strings.HasPrefix(line, "redis-server "):
+			continue // done by make test and by redistest
+		case strings.HasPrefix(line, "dist/wasmhost "):
+			// The address flags go in, and the process's id comes out.
+			cmd, redirect, _ := strings.Cut(line, " > ")
+			line = fmt.Sprintf("%s -redis %s -listen %s -admin %s -compile-cache %s > %s\necho $! > wasmhost.pid",
+				cmd, redisAddr, listen, admin, cache, strings.TrimSpace(strings.SplitN(redirect, "#", 2)[0]))
+		}
+		script = append(script, rewrite.Replace(line))
+	}
+	t.Cleanup(func() { stopPID(t, filepath.Join(work, "wasmhost.pid")) })
+	if out, err := bash(work, redisAddr, strings.Join(script, "\n"), 2*time.Minute); err != nil {
+		t.Fatalf("set-up of %s: %v\n%s\n%s", r.name, err, out, readFile(filepath.Join(work, "wasmhost.log")))
+	}
+	for _, c := range r.commands {
+		got, err := bash(work, redisAddr, rewrite.Replace(c.line), time.Minute)
+		if err != nil && len(c.want) > 0 {
+			t.Errorf("README.md:%d: $ %s: %v", c.at, c.line, err)
+		}
+		gotLines := strings.Split(strings.TrimRight(got, "\n"), "\n")
+		if got == "" {
+			gotLines = nil
+		}
+		if normalized(gotLines) != normalized(c.want) {
+			t.Errorf("README.md:%d: $ %s\ngot:\n%s\nREADME shows:\n%s", c.at, c.line, strings.Join(gotLines, "\n"), strings.Join(c.want, "\n"))
+		}
+	}
+}
+
+// bash runs script in dir with ratelimitctl pointed at Redis.
+func bash(dir, redisAddr, script string, timeout time.Duration) (string, error) {
+	cmd := exec.Command("bash", "-e", "-c", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "RATELIMITCTL_REDIS="+redisAddr)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	done := make(chan struct{})
+	var out []byte
+	var err error
+	go func() { out, err = cmd.CombinedOutput(); close(done) }()
+	select {
+	case <-done:
+		return string(out), err
+	case <-time.After(timeout):
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-done
+		return string(out), fmt.Errorf("still running after %v", timeout)
+	}
+}
+
+// Times are compared as numbers: they move with the clock.
+var clockValues = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`t=\d+`), "t=N"},
+	{regexp.MustCompile(`"retry_after":\d+`), `"retry_after":N`},
+	{regexp.MustCompile(`\b(\d+(\.\d+)?(h|ms|m|s))+\b`), "D"},
+	{regexp.MustCompile(`epoch = \d+`), "epoch = N"},
+	{regexp.MustCompile(`[ \t]+`), " "},
+}
+
+func normalized(lines []string) string {
+	var b strings.Builder
+	for _, l := range lines {
+		l = strings.TrimRight(l, " \r")
+		for _, c := range clockValues {
+			l = c.re.ReplaceAllString(l, c.with)
+		}
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func stopPID(t *testing.T, file string) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(b), &pid); err == nil && pid > 0 {
+		syscall.Kill(pid, syscall.SIGTERM)
+		for i := 0; i < 100 && syscall.Kill(pid, 0) == nil; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+func readFile(path string) string {
+	b, _ := os.ReadFile(path)
+	return string(b)
+}
