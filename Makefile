@@ -9,9 +9,11 @@ FUZZTIME ?= 30s
 DIST     := dist
 MODULES  := . wasmhost e2e deploy schema cmd/ratelimitctl
 ALL      := github.com/redisrate/envoy-redis-ratelimit/...
-WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared
+# -trimpath and -buildvcs=false: the same source and Go give the same bytes
+# in any folder and checkout, so the images' digests can be pinned.
+WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -buildvcs=false
 
-.PHONY: build fixtures deps test bench fuzz check demo soak clean diagrams
+.PHONY: build image pin fixtures deps test bench fuzz check demo soak clean diagrams
 
 # The two filter modules users load, and the two commands: the wasm host
 # (dist/wasmhost) and the operator's tool (dist/ratelimitctl).
@@ -21,6 +23,17 @@ build:
 	$(WASM) -tags higress -o $(DIST)/ratelimit-higress.wasm .
 	$(GO) build -o $(DIST)/wasmhost ./wasmhost/cmd/wasmhost
 	$(GO) build -o $(DIST)/ratelimitctl ./cmd/ratelimitctl
+
+# An OCI image of each module, as Istio, Envoy Gateway and Higress fetch
+# it: dist/image/<name>/ (an OCI layout) and dist/image/<name>.tar
+# (deploy/README.md, "Images"). No Docker needed.
+image: build
+	$(GO) run ./deploy/cmd/image
+
+# Sets spec.sha256 in deploy/'s WasmPlugin manifests to the images' digests;
+# a test fails while they differ from the build's.
+pin: build
+	$(GO) run ./deploy/cmd/image -pin
 
 # Guest modules the tests load besides the filter; tests read them from
 # dist/ and fail, saying to run this, when they are missing.

@@ -10,6 +10,8 @@
 //     that a running proxy rate-limits;
 //   - redis/: the Redis ACL users of the proxies and of ratelimitctl, and
 //     render.sh, which sets their passwords.
+//   - image/ and cmd/image/: make image, the OCI image of each module that
+//     the manifests pin by sha256, and the release's push (package image).
 //
 // The tests decode every file with the schema of what reads it (Envoy's API
 // via go-control-plane, Istio's API, the shapes of Higress's CRDs and of
