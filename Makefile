@@ -43,7 +43,8 @@ fixtures:
 	$(WASM) -o $(DIST)/testdata/sleeper.wasm ./e2e/v8/testdata/sleeper
 	$(WASM) -o $(DIST)/testdata/logic.wasm ./e2e/bench/testdata/logic
 
-# Installs redis-server, webdis, node, curl and docker-compose when missing.
+# Installs redis-server, valkey-server, webdis, node, curl and docker-compose
+# when missing.
 deps:
 	@.ci/deps
 
@@ -53,10 +54,15 @@ demo: build
 # The race detector runs over the filter's module and the host, where the
 # concurrency is; the end-to-end, deploy and schema tests run without it
 # (under it they take three times as long, most of it compiling and
-# running wasm, whose machine code it does not see).
+# running wasm, whose machine code it does not see). Then the tests of the
+# Lua (algorithms), of the filter against a real server, of ratelimitctl,
+# of a full server through both builds and of the shipped redis.conf run
+# again on Valkey (docs/redis.md, Valkey).
 test: deps check build fixtures
 	$(GO) test -count=1 -race ./... ./wasmhost/...
 	$(GO) test -count=1 ./e2e/... ./deploy/... ./schema/... ./cmd/ratelimitctl/...
+	REDIS_SERVER=valkey-server $(GO) test -count=1 ./algorithms/ ./filter/ ./internal/redistest/ ./cmd/ratelimitctl/
+	REDIS_SERVER=valkey-server $(GO) test -count=1 -run '^(TestFullRedis|TestShippedRedisConf)$$' ./e2e/ ./deploy/
 
 # First the V8 table: both builds and a no-op module in V8 with Envoy's
 # flags, taking turns in one node process (CPU, host calls, memory, start-up

@@ -8,8 +8,9 @@
 //     uses Higress's Redis callouts, and the McpBridge entry naming Redis;
 //   - compose/: a docker-compose demo of both, and smoke.sh, which proves
 //     that a running proxy rate-limits;
-//   - redis/: the Redis ACL users of the proxies and of ratelimitctl, and
-//     render.sh, which sets their passwords.
+//   - redis/: the Redis ACL users of the proxies and of ratelimitctl,
+//     render.sh, which sets their passwords, and redis.conf, a limiter's
+//     Redis (docs/redis.md), which redis_conf_test.go runs.
 //   - image/ and cmd/image/: make image, the OCI image of each module that
 //     the manifests pin by sha256, and the release's push (package image).
 //

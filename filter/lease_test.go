@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
 // leased is a sliding log of limit per hour on x-user, leased in batches
@@ -21,23 +22,28 @@ func leased(limit, batch int) string {
 // or once one weighs more than 1, the total its member "s" keeps.
 func (h *fakeHost) logCount(key string) int64 {
 	h.t.Helper()
-	key = h.plugin.cfg.Redis.Prefix + key
-	s, err := server.Do("ZSCORE", key, "s")
+	return logCountOn(h.t, server.Client, h.plugin.cfg.Redis.Prefix+key)
+}
+
+// logCountOn is logCount of the whole key on the Redis c talks to.
+func logCountOn(t *testing.T, c *redistest.Client, key string) int64 {
+	t.Helper()
+	s, err := c.Do("ZSCORE", key, "s")
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if s != nil {
 		n, err := strconv.ParseFloat(s.(string), 64)
 		if err != nil {
-			h.t.Fatal(err)
+			t.Fatal(err)
 		}
 		return -int64(n)
 	}
-	n, err := server.Do("ZCARD", key)
+	n, err := c.Int("ZCARD", key)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
-	return n.(int64)
+	return n
 }
 
 // A hot key takes batches: after the first request (cold, one call), the

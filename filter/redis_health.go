@@ -146,7 +146,8 @@ func (s webdisStatus) Error() string { return "webdis answered HTTP " + strconv.
 
 // describeFailure says what failed, for a health line: the cluster is
 // unknown, unreachable, refuses the credentials or a command, lacks the
-// library, or answered something else. err's text is kept whole.
+// library, is full (-OOM) or a replica (-READONLY), or answered something
+// else. err's text is kept whole.
 func describeFailure(err error) string {
 	var (
 		de    *dispatchError
@@ -187,6 +188,11 @@ func describeRedisError(e *redisproto.Error, cause string) string {
 		return "refused AUTH" + cause + ": check redis.username/redis.password"
 	case "MOVED", "ASK":
 		return "redirected the call" + cause + ": it is a raw Redis Cluster"
+	case "READONLY":
+		return "is a replica" + cause + ": point redis.cluster at the primary (docs/redis.md, Replicas and failover)"
+	case "OOM":
+		return "is full" + cause + ": used memory is above maxmemory, and Redis refuses the filter's writes; " +
+			"raise maxmemory or free memory, and keep maxmemory-policy noeviction (docs/redis.md)"
 	}
 	if strings.HasPrefix(e.Msg, "ERR Function not found") {
 		return "lacks the library " + algorithms.Library.Name + cause + ": load it with ratelimitctl install"

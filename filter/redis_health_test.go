@@ -244,3 +244,20 @@ func TestDescribeWebdisFailures(t *testing.T) {
 		}
 	}
 }
+
+// redis.cluster points at a replica: the library's decide may write, so
+// the replica refuses it with -READONLY.
+func TestHealthReplica(t *testing.T) {
+	primary, replica := redistest.Start(t), redistest.Start(t)
+	if _, err := replica.Do("REPLICAOF", "127.0.0.1", strings.TrimPrefix(primary.Addr, "127.0.0.1:")); err != nil {
+		t.Fatal(err)
+	}
+	h := newFakeHost(t, healthConfig("deny", ""))
+	h.Clock, h.Redis = time.Now(), primary.Addr
+	healthy(t, h)
+	h.Close()
+	h.Redis = replica.Addr
+	c := healthCheck{h: h, from: h.Clock, want: "is a replica (READONLY You can't write against a read only replica.): point redis.cluster at the primary",
+		mode: "failure_mode deny: requests get 503", status: 503}
+	c.run(t, func() { h.Close(); h.Redis = primary.Addr })
+}

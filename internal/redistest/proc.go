@@ -45,7 +45,11 @@ const procStartTimeout = 30 * time.Second
 func (p *Proc) Start() {
 	p.t.Helper()
 	_, port, _ := net.SplitHostPort(p.Addr)
-	p.cmd = exec.Command("redis-server", "--port", port, "--bind", "127.0.0.1",
+	bin, err := ServerBinary()
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, "--port", port, "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--dir", p.dir, "--daemonize", "no")
 	out := &strings.Builder{}
 	p.cmd.Stdout, p.cmd.Stderr = out, out

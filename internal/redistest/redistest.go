@@ -13,7 +13,8 @@
 //     the traffic.
 //
 // Tests never skip when redis-server is missing: they fail, because CI must
-// run them.
+// run them. $REDIS_SERVER names another server binary to run instead, such
+// as valkey-server (ServerBinary).
 package redistest
 
 import (
@@ -55,9 +56,9 @@ func Start(t testing.TB, args ...string) *Server {
 // StartServer is Start for callers without a testing.TB, such as TestMain
 // or a benchmark binary. The caller must call Stop.
 func StartServer(args ...string) (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
+	bin, err := ServerBinary()
 	if err != nil {
-		return nil, fmt.Errorf("redistest: redis-server not found on PATH (apt-get install -y redis-server): %w", err)
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "redistest")
 	if err != nil {
@@ -79,6 +80,21 @@ func StartServer(args ...string) (*Server, error) {
 	return nil, lastErr
 }
 
+// ServerBinary is the path of the server the tests run: $REDIS_SERVER
+// when set (e.g. valkey-server, whose Functions, FCALL and ACL selectors
+// are Redis 7's), else redis-server, looked up on PATH.
+func ServerBinary() (string, error) {
+	name := os.Getenv("REDIS_SERVER")
+	if name == "" {
+		name = "redis-server"
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("redistest: %s not found on PATH (make deps installs it): %w", name, err)
+	}
+	return bin, nil
+}
+
 // StartACL runs redis-server with an ACL file (--aclfile); see StartUsers.
 func StartACL(t testing.TB, aclFile string, admin Options) *Server {
 	t.Helper()
@@ -95,9 +111,9 @@ func StartACL(t testing.TB, aclFile string, admin Options) *Server {
 // does, as admin.
 func StartUsers(t testing.TB, admin Options, args ...string) *Server {
 	t.Helper()
-	bin, err := exec.LookPath("redis-server")
+	bin, err := ServerBinary()
 	if err != nil {
-		t.Fatalf("redistest: redis-server not found on PATH: %v", err)
+		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	for attempt := 0; ; attempt++ {

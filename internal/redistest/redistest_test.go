@@ -134,3 +134,19 @@ func TestProxy(t *testing.T) {
 		t.Fatalf("observed %q", seen)
 	}
 }
+
+// The server Start runs is ServerBinary: redis-server, or $REDIS_SERVER
+// (make test runs a subset against valkey-server that way).
+func TestStartRunsServerBinary(t *testing.T) {
+	bin, err := ServerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := Start(t).Client.Text("INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, "\r\nexecutable:"+bin+"\r\n") {
+		t.Fatalf("INFO server does not name %s as its executable:\n%s", bin, info)
+	}
+}
