@@ -43,8 +43,8 @@ fixtures:
 	$(WASM) -o $(DIST)/testdata/sleeper.wasm ./e2e/v8/testdata/sleeper
 	$(WASM) -o $(DIST)/testdata/logic.wasm ./e2e/bench/testdata/logic
 
-# Installs redis-server, valkey-server, webdis, node, curl and docker-compose
-# when missing.
+# Installs redis-server, valkey-server, webdis, node, curl, docker-compose
+# and promtool (Debian's prometheus) when missing.
 deps:
 	@.ci/deps
 

@@ -137,10 +137,10 @@ func readComposeWebdis(t *testing.T, cfg *config.Config) webdisConfig {
 // profile. It needs no Docker engine.
 func TestComposeConfigValid(t *testing.T) {
 	for _, c := range composeImpls(t) {
-		for _, profile := range []string{"", "envoy", "higress"} {
+		for _, profiles := range [][]string{nil, {"envoy"}, {"higress"}, {"envoy", "monitoring"}} {
 			args := append(slices.Clone(c.base[1:]), "-f", repoPath(composeFile))
-			if profile != "" {
-				args = append(args, "--profile", profile)
+			for _, p := range profiles {
+				args = append(args, "--profile", p)
 			}
 			args = append(args, "config", "-q")
 			cmd := exec.Command(c.base[0], args...)
@@ -152,10 +152,12 @@ func TestComposeConfigValid(t *testing.T) {
 }
 
 // Each service belongs where the README says: Redis, install and the echo upstream to
-// both demos, the rest to one profile.
+// both demos, the rest to one profile (Prometheus and Grafana to monitoring,
+// which goes with envoy).
 func TestComposeProfiles(t *testing.T) {
 	c := readCompose(t)
-	want := map[string][]string{"redis": nil, "install": nil, "echo": nil, "webdis": {"envoy"}, "envoy": {"envoy"}, "higress": {"higress"}}
+	want := map[string][]string{"redis": nil, "install": nil, "echo": nil, "webdis": {"envoy"}, "envoy": {"envoy"}, "higress": {"higress"},
+		"prometheus": {"monitoring"}, "grafana": {"monitoring"}}
 	if len(c.Services) != len(want) {
 		t.Errorf("services %v, want %v", slices.Sorted(mapKeys(c.Services)), slices.Sorted(mapKeys(want)))
 	}

@@ -7,7 +7,10 @@
 //   - higress/: a Higress WasmPlugin for dist/ratelimit-higress.wasm, which
 //     uses Higress's Redis callouts, and the McpBridge entry naming Redis;
 //   - compose/: a docker-compose demo of both, and smoke.sh, which proves
-//     that a running proxy rate-limits;
+//     that a running proxy rate-limits, with Prometheus and Grafana beside
+//     Envoy;
+//   - observability/: a Grafana dashboard and Prometheus rules, checked
+//     against the metrics the filter defines and with promtool;
 //   - redis/: the Redis ACL users of the proxies and of ratelimitctl,
 //     render.sh, which sets their passwords, and redis.conf, a limiter's
 //     Redis (docs/redis.md), which redis_conf_test.go runs.
