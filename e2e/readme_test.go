@@ -17,7 +17,8 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
-// The README's quick start and recipes run as written: each set-up block
+// The README's quick start and recipes, and those of docs/ai-budgets.md,
+// run as written: each set-up block
 // (```sh) is pasted into bash and each session (```console) is typed,
 // against a real redis-server and the dist/ tools, and every output line
 // must be the one the README shows. Only addresses are changed (Redis,
@@ -41,6 +42,14 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	if len(recipes) < 6 {
 		t.Fatalf("%d runnable sections in README.md, want the quick start and 5 recipes", len(recipes))
 	}
+	// Pages whose recipes run the same way, in the quick start's set-up.
+	for _, page := range []string{"../docs/ai-budgets.md"} {
+		more := readmeRecipes(t, page)
+		if len(more) == 0 {
+			t.Fatalf("%s: no recipe found", page)
+		}
+		recipes = append(recipes, more...)
+	}
 	srv := redistest.Start(t)
 	for _, r := range recipes {
 		t.Run(r.name, func(t *testing.T) { runRecipe(t, dir, srv.Addr, r) })
@@ -49,6 +58,7 @@ func TestREADMERunsAsWritten(t *testing.T) {
 
 // recipe is a set-up block and the session typed after it.
 type recipe struct {
+	file     string // as the messages name it
 	name     string
 	setup    string
 	commands []command
@@ -87,7 +97,7 @@ func readmeRecipes(t *testing.T, path string) []recipe {
 		case lang != "" && line == "```":
 			switch {
 			case lang == "sh" && name != "":
-				out = append(out, recipe{name: name, setup: strings.Join(block, "\n")})
+				out = append(out, recipe{file: strings.TrimPrefix(path, "../"), name: name, setup: strings.Join(block, "\n")})
 				cur, name = &out[len(out)-1], ""
 			case lang == "console" && cur != nil:
 				cur.commands = parseSession(block, n-len(block))
@@ -100,7 +110,7 @@ func readmeRecipes(t *testing.T, path string) []recipe {
 	}
 	for _, r := range out {
 		if len(r.commands) == 0 {
-			t.Fatalf("README.md: %s has no session (```console) after its set-up", r.name)
+			t.Fatalf("%s: %s has no session (```console) after its set-up", r.file, r.name)
 		}
 	}
 	return out
@@ -148,14 +158,14 @@ func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
 	for _, c := range r.commands {
 		got, err := bash(work, redisAddr, rewrite.Replace(c.line), time.Minute)
 		if err != nil && len(c.want) > 0 {
-			t.Errorf("README.md:%d: $ %s: %v", c.at, c.line, err)
+			t.Errorf("%s:%d: $ %s: %v", r.file, c.at, c.line, err)
 		}
 		gotLines := strings.Split(strings.TrimRight(got, "\n"), "\n")
 		if got == "" {
 			gotLines = nil
 		}
 		if normalized(gotLines) != normalized(c.want) {
-			t.Errorf("README.md:%d: $ %s\ngot:\n%s\nREADME shows:\n%s", c.at, c.line, strings.Join(gotLines, "\n"), strings.Join(c.want, "\n"))
+			t.Errorf("%s:%d: $ %s\ngot:\n%s\nthe page shows:\n%s", r.file, c.at, c.line, strings.Join(gotLines, "\n"), strings.Join(c.want, "\n"))
 		}
 	}
 }
