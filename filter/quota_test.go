@@ -216,3 +216,24 @@ func TestQuotaEndpointRedisDown(t *testing.T) {
 		}
 	}
 }
+
+// One call reads every rule's key; under redis.cluster_mode, one per rule,
+// as their keys' hash tags differ. A rule with a missing key costs none.
+func TestQuotaEndpointCalls(t *testing.T) {
+	for _, tc := range []struct {
+		redis   string
+		headers []string
+		calls   uint32
+	}{
+		{`"redis":{"cluster":"redis"}`, []string{"x-key=k1", "x-team=t1"}, 1},
+		{`"redis":{"cluster":"redis","cluster_mode":true}`, []string{"x-key=k1", "x-team=t1"}, 2},
+		{`"redis":{"cluster":"redis","cluster_mode":true}`, []string{"x-key=k1"}, 1},
+		{`"redis":{"cluster":"redis"}`, nil, 0},
+	} {
+		h := newFakeHost(t, strings.Replace(quotaConfig, `"redis":{"cluster":"redis"}`, tc.redis, 1))
+		r := h.request("GET", "/v1/quota", tc.headers...)
+		if r.status != 200 || len(r.answer.Rules) != 2 || h.Calls != tc.calls {
+			t.Fatalf("%s %v: %d calls, want %d: %+v", tc.redis, tc.headers, h.Calls, tc.calls, r)
+		}
+	}
+}
