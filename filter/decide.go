@@ -104,7 +104,7 @@ func (s *Stream) decide() {
 		return
 	}
 	if !s.inHeaders {
-		s.host.Resume()
+		s.resume()
 	}
 }
 

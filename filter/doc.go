@@ -66,7 +66,8 @@
 //     rules.
 //   - keyspace: the Redis key space, as the filter writes it and
 //     ratelimitctl reads it: a part's encoding, RuleKey, the keys that
-//     extend a rule key, Peek, which reads a key's state uncharged, and
+//     extend a rule key, Peek, which reads a key's state uncharged (several
+//     keys in one call: AppendPeeks), and
 //     Debt, which reads how far past their limits its limits are.
 //   - usage: a response's usage, read from a JSON body or an event stream
 //     as it passes.
@@ -126,6 +127,11 @@
 //     policy renders once; decision.go tells the proxy which rule and
 //     limit decided (the property ratelimit.decision, for access logs)
 //     and counts the admissions near a limit (near_limit).
+//   - The quota endpoint (config.QuotaEndpoint): quota.go answers its
+//     request, once admitted, instead of resuming it: it reads the
+//     caller's keys in one peek (keyspace.PeekAt, AppendPeeks) and, for
+//     spent limits, a settle of cost 0 that shows debt; quota_json.go
+//     renders the answer.
 //   - After the decision: response.go adds the headers and follows a
 //     response_cost rule's response; settle.go sends the settle calls;
 //     concurrency.go gives each request its slot id and releases its

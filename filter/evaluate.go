@@ -60,7 +60,7 @@ func (s *Stream) evaluate() Action {
 	if len(s.calls) == 0 {
 		s.decided, s.allowed = true, true
 		s.tellAdmitted(false) // nothing to tell unless a lease or a shadow rule decided
-		return Continue
+		return s.goOn()
 	}
 	s.outstanding = len(s.calls)
 	s.inHeaders = true
@@ -70,7 +70,7 @@ func (s *Stream) evaluate() Action {
 	}
 	s.inHeaders = false
 	if s.decided && s.allowed && s.delayedAt == 0 {
-		return Continue
+		return s.goOn()
 	}
 	return Pause
 }

@@ -61,6 +61,10 @@ type Stream struct {
 	// until releaseAt (see throttle.go), 0 when not delayed.
 	delayedAt int
 	releaseAt time.Time
+	// quotaAsked: the request is the quota endpoint's, answered here once
+	// admitted (quota.go); quota is its reading of the caller's keys.
+	quotaAsked bool
+	quota      *quotaState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -91,6 +95,9 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	if len(s.vm.policies) > 1 {
 		s.pol = s.vm.pick(&s.req)
 	}
+	if q := s.pol.cfg.Quota; q != nil {
+		s.quotaAsked = q.Matches(s.req.method(), s.req.path())
+	}
 	if s.bodyFollows && s.pol.bodyRules && s.needsBody() {
 		s.awaitBody(true)
 		return Pause
@@ -111,7 +118,7 @@ func (s *Stream) clock() time.Time {
 // once it is admitted. Continue while pending would release the paused
 // request headers undecided.
 func (s *Stream) HoldUntilAdmitted() Action {
-	if s.decided && s.allowed && s.delayedAt == 0 {
+	if s.decided && s.allowed && s.delayedAt == 0 && !s.quotaAsked {
 		return Continue
 	}
 	return Pause
@@ -150,6 +157,8 @@ func (s *Stream) OnDone() {
 		s.undelay()
 	}
 	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
+	s.endQuota()
+	s.quotaAsked = false
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases

@@ -84,7 +84,7 @@ func (p *Plugin) releaseDelayed(now time.Time) {
 	for len(t.queue) > 0 && !t.queue[0].releaseAt.After(now) {
 		s := heap.Pop(&t.queue).(*Stream)
 		t.delayedNow.Add(-1)
-		s.host.Resume()
+		s.resume()
 	}
 	if t.fast && len(t.queue) == 0 && t.ticker.SetTickPeriod(slowTick) {
 		t.fast = false

@@ -57,6 +57,9 @@ type Config struct {
 	// Rules is empty when the configuration holds only _rules_: then
 	// nothing is limited unless one of MatchRules matches.
 	Rules []Rule
+	// Quota, when set, is the path the filter answers with the caller's
+	// remaining quota (quota_endpoint, quota.go).
+	Quota *QuotaEndpoint
 	// MatchRules are Higress's per-route configurations (_rules_, from a
 	// WasmPlugin's matchRules); see match_rules.go.
 	MatchRules []MatchRule
@@ -293,7 +296,7 @@ func Parse(data []byte) (*Config, error) {
 
 // parseConfig parses one configuration object without _rules_.
 func parseConfig(root gjson.Result) (*Config, error) {
-	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio", "decision_filter_state")
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio", "decision_filter_state", "quota_endpoint")
 	if err != nil {
 		return nil, err
 	}
@@ -371,6 +374,9 @@ func parseConfig(root gjson.Result) (*Config, error) {
 		return nil, err
 	}
 	if err := checkClusterThrottles(c); err != nil {
+		return nil, err
+	}
+	if c.Quota, err = parseQuotaEndpoint(o["quota_endpoint"], c.Rules); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -135,7 +135,7 @@ func parseWithMatchRules(rest, rules gjson.Result) (*Config, error) {
 		// Nothing is limited unless an entry matches; the top level only
 		// carries the Redis client that every entry shares.
 		c := *entries[0].Config
-		c.Rules, c.DenyCacheKeys = nil, 0
+		c.Rules, c.DenyCacheKeys, c.Quota = nil, 0, nil
 		top = &c
 	}
 	top.MatchRules = entries

@@ -31,7 +31,7 @@ func NewDebt(ks *KeyState) *Debt {
 	var d Debt
 	for i := range ks.Limits {
 		l := &ks.Limits[i]
-		if l.Remaining != 0 || l.Decided.Algorithm == algorithms.Concurrency || l.Key == "" {
+		if !l.MayOwe() {
 			continue
 		}
 		d.limits = append(d.limits, i)
@@ -78,4 +78,10 @@ func (d *Debt) Apply(ks *KeyState, settled, decided []int64) error {
 		l.Reset = max(l.Reset, l.Clears)
 	}
 	return nil
+}
+
+// MayOwe reports whether l may be in debt, which a Peek cannot tell:
+// nothing remains, and its algorithm can carry a debt (not concurrency).
+func (l *LimitState) MayOwe() bool {
+	return l.Remaining == 0 && l.Decided.Algorithm != algorithms.Concurrency && l.Key != ""
 }

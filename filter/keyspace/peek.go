@@ -59,7 +59,7 @@ type LimitState struct {
 // names the tier when a header or key part names it ("" is the default);
 // it must be "" when Redis names it.
 func NewPeek(c *config.Config, rule *config.Rule, base, tier string) (*Peek, error) {
-	pk := &Peek{rule: rule}
+	at := 0
 	switch t := rule.Tiers; {
 	case tier == "":
 	case t == nil:
@@ -67,22 +67,32 @@ func NewPeek(c *config.Config, rule *config.Rule, base, tier string) (*Peek, err
 	case t.From == config.TierFromRedis:
 		return nil, fmt.Errorf("rule %s takes its tier from Redis: set it with tier set", rule.Name)
 	default:
-		pk.tier = t.TierIndex(tier)
-		if t.Levels[pk.tier].Name != tier {
+		at = t.TierIndex(tier)
+		if t.Levels[at].Name != tier {
 			return nil, fmt.Errorf("rule %s has no tier %q (tiers: %s)", rule.Name, tier, strings.Join(rule.TierNames(), ", "))
 		}
 	}
-	if rule.TiersFromRedis() {
-		pk.tier = tierAny
-	}
+	pk := PeekAt(rule, base, at)
 	if rule.ManualBlock {
 		pk.blocks = []string{BlockKey(base)}
+	}
+	return pk, nil
+}
+
+// PeekAt prepares the call reading base, a key of rule, in tier, an index
+// of the rule's tiers (0 without tiers; ignored when Redis names the
+// tier), as a request naming that tier meets it, without its block key.
+// The filter's quota endpoint reads a caller's keys so (see AppendPeeks).
+func PeekAt(rule *config.Rule, base string, tier int) *Peek {
+	pk := &Peek{rule: rule, tier: tier}
+	if rule.TiersFromRedis() {
+		pk.tier = tierAny
 	}
 	if !rule.ChosenInRedis() {
 		for i, l := range rule.TierLimits(pk.tier) {
 			pk.checks = append(pk.checks, algorithms.Check{Key: StateKey(base, i), Limit: l.Limit, CheckOnly: true})
 		}
-		return pk, nil
+		return pk
 	}
 	tiers := rule.ScriptTiers()
 	ch := algorithms.Choice{CheckOnly: true, Tiers: tiers}
@@ -98,7 +108,7 @@ func NewPeek(c *config.Config, rule *config.Rule, base, tier string) (*Peek, err
 		ch.Keys = append(ch.Keys, StateKey(base, i))
 	}
 	pk.choices = []algorithms.Choice{ch}
-	return pk, nil
+	return pk
 }
 
 // Args is the command, as arguments for a Redis client: FCALL of the
@@ -130,37 +140,46 @@ func clientArgs(cmd []byte) []any {
 // Decode reads the script's reply, given as its integers.
 func (pk *Peek) Decode(reply []int64) (KeyState, error) {
 	var d algorithms.Decision
-	var ks KeyState
 	if err := d.FromIntsCall(reply, len(pk.blocks), len(pk.checks), pk.choices); err != nil {
-		return ks, err
+		return KeyState{}, err
 	}
 	if d.Blocked {
-		ks.Blocked, ks.BlockedFor = true, d.BlockedFor
-		return ks, nil
+		return KeyState{Blocked: true, BlockedFor: d.BlockedFor}, nil
 	}
+	return pk.state(&d, 0, 0, 0), nil
+}
+
+// state reads pk's part of a decision: its checks' results from check
+// and its choice, if any, as choice, whose positions' results start at
+// pos (an index into the choices' positions).
+func (pk *Peek) state(d *algorithms.Decision, check, choice, pos int) KeyState {
+	var ks KeyState
 	tier := pk.tier
-	if len(d.Picks) == 1 {
+	if len(pk.choices) == 1 && choice < len(d.Picks) {
 		switch {
-		case d.Picks[0] == algorithms.PickOverride:
+		case d.Picks[choice] == algorithms.PickOverride:
 			tier, ks.Override = tierOverride, true
 		case tier == tierAny:
-			tier = d.Picks[0]
+			tier = d.Picks[choice]
 		}
 	}
 	if t := pk.rule.Tiers; t != nil && tier >= 0 {
 		ks.Tier = t.Levels[tier].Name
 	}
 	overrides := pk.rule.OverrideNames()
-	for i, r := range d.Results {
-		if r.Unused() {
-			continue
-		}
+	nc := len(d.Results) - len(d.Picked) // the call's checks
+	for i := range len(pk.checks) + pk.positions() {
 		var l algorithms.Limit
 		var key string
+		var r algorithms.Result
 		if i < len(pk.checks) {
-			l, key = pk.checks[i].Limit, pk.checks[i].Key
+			l, key, r = pk.checks[i].Limit, pk.checks[i].Key, d.Results[check+i]
 		} else {
-			l, key = d.Picked[i-len(pk.checks)], pk.choices[0].Keys[i-len(pk.checks)]
+			at := pos + i - len(pk.checks)
+			l, key, r = d.Picked[at], pk.choices[0].Keys[i-len(pk.checks)], d.Results[nc+at]
+		}
+		if r.Unused() {
+			continue
 		}
 		name := overrides[i]
 		if tier >= 0 {
@@ -171,5 +190,59 @@ func (pk *Peek) Decode(reply []int64) (KeyState, error) {
 			Limit: r.Limit, Used: max(0, r.Limit-r.Remaining), Remaining: r.Remaining, Reset: r.ResetAfter,
 			RetryAfter: r.RetryAfter, Window: w, Quota: q, Decided: l})
 	}
-	return ks, nil
+	return ks
+}
+
+// positions is the number of pk's choice's positions (0 without).
+func (pk *Peek) positions() int {
+	if len(pk.choices) == 0 {
+		return 0
+	}
+	return len(pk.choices[0].Keys)
+}
+
+// Limits is the number of limit states the peek reads: what it adds to a
+// call, against config.MaxRequestLimits.
+func (pk *Peek) Limits() int { return len(pk.checks) + pk.positions() }
+
+// AppendPeeks appends one call reading every key of peeks, for Redis
+// Cluster only when their keys share one hash tag: their checks, then
+// their choices, as FCALL of the library's peek (or EvalSHA or Eval of
+// the script's decide, checking only as well). Each must be a PeekAt:
+// block keys are not read.
+func AppendPeeks(dst []byte, f algorithms.Framing, inv algorithms.Invoke, peeks []*Peek) []byte {
+	var checks []algorithms.Check
+	var choices []algorithms.Choice
+	for _, pk := range peeks {
+		checks = append(checks, pk.checks...)
+		choices = append(choices, pk.choices...)
+	}
+	op := algorithms.OpPeek
+	if inv != algorithms.FCall {
+		op = algorithms.OpDecide
+	}
+	return algorithms.AppendCall(dst, f, inv, op, nil, checks, choices)
+}
+
+// DecodePeeks reads the reply to AppendPeeks' call, given as its
+// integers, into one KeyState per peek, appended to states.
+func DecodePeeks(states []KeyState, reply []int64, peeks []*Peek) ([]KeyState, error) {
+	var d algorithms.Decision
+	var checks int
+	var choices []algorithms.Choice
+	for _, pk := range peeks {
+		checks += len(pk.checks)
+		choices = append(choices, pk.choices...)
+	}
+	if err := d.FromIntsCall(reply, 0, checks, choices); err != nil {
+		return states, err
+	}
+	check, choice, pos := 0, 0, 0
+	for _, pk := range peeks {
+		states = append(states, pk.state(&d, check, choice, pos))
+		check += len(pk.checks)
+		choice += len(pk.choices)
+		pos += pk.positions()
+	}
+	return states, nil
 }

@@ -1,0 +1,255 @@
+package filter
+
+import (
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+)
+
+// The quota endpoint (config.QuotaEndpoint): a request to its path is
+// decided as any request, by the rules that match it; once admitted it
+// does not go on, but is answered here with what the caller has left of
+// each limit of the endpoint's rules. Each rule's key is built from the
+// request as the rule builds it, and read as ratelimitctl show reads a key
+// (keyspace.PeekAt, charging nothing): one call for every rule (one per
+// rule under redis.cluster_mode, whose keys differ in hash tag), then, only
+// when a limit has nothing left, one settle of cost 0 that tells how far
+// in debt it is (see keyspace.Debt). Block keys are not read.
+
+// quotaState is the reading of one endpoint request's keys.
+type quotaState struct {
+	rules       []quotaRule
+	calls       []*quotaCall
+	outstanding int
+	err         error // the first call that failed
+}
+
+// quotaRule is one rule of the endpoint: its key is missing, or its state
+// is read by calls[call].
+type quotaRule struct {
+	rule    int
+	missing bool
+	state   keyspace.KeyState
+}
+
+// quotaCall reads some of the rules' keys: a peek, then a settle of
+// cost 0 for the limits with nothing left (debt set).
+type quotaCall struct {
+	s        *Stream
+	rules    []int // indexes into quotaState.rules
+	peeks    []*keyspace.Peek
+	debt     []quotaDebt // the settle's limits, when sent
+	buf      []byte
+	eval     bool
+	id       uint32
+	inFlight bool
+	sentAt   time.Time
+}
+
+// quotaDebt is one limit a settle of cost 0 reads: limit of rules[rule].
+type quotaDebt struct {
+	rule, limit int
+	settle      algorithms.Settle
+}
+
+// goOn lets an admitted request go on: Continue, or for the quota
+// endpoint's request Pause, while its answer is read.
+func (s *Stream) goOn() Action {
+	if !s.quotaAsked {
+		return Continue
+	}
+	s.answerQuota()
+	return Pause
+}
+
+// resume is goOn outside the request headers' callback.
+func (s *Stream) resume() {
+	if s.goOn() == Continue {
+		s.host.Resume()
+	}
+}
+
+// answerQuota builds the endpoint's rules' keys from the request and sends
+// the calls reading them.
+func (s *Stream) answerQuota() {
+	cfg, q := s.pol.cfg, &quotaState{}
+	s.quota = q
+	var c *quotaCall
+	for _, ri := range cfg.Quota.Rules {
+		rule := &cfg.Rules[ri]
+		key, ok := appendRuleKey(nil, cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
+		q.rules = append(q.rules, quotaRule{rule: ri, missing: !ok})
+		if !ok {
+			continue
+		}
+		if c == nil || cfg.Redis.ClusterMode {
+			c = &quotaCall{s: s}
+			q.calls = append(q.calls, c)
+		}
+		c.rules = append(c.rules, len(q.rules)-1)
+		c.peeks = append(c.peeks, keyspace.PeekAt(rule, string(key), max(s.localTier(rule, cfg.TrustedHops), 0)))
+	}
+	q.outstanding = len(q.calls)
+	if q.outstanding == 0 {
+		s.sendQuota()
+		return
+	}
+	for _, c := range q.calls {
+		c.send()
+	}
+}
+
+// send sends the call's peek, or its settle once debt is set; a call that
+// cannot be sent fails at once.
+func (c *quotaCall) send() {
+	p := c.s.pol
+	now := p.vm.host.Now()
+	switch {
+	case now.Before(p.breaker.openUntil):
+		p.metrics.skipped.Increment(1)
+		c.done(errBreakerOpen)
+		return
+	case !p.vm.link.usable(now):
+		c.done(errRedisUninitialized)
+		return
+	}
+	f, inv := p.vm.tr.framing(), p.vm.invoke(c.eval)
+	if c.debt == nil {
+		c.buf = keyspace.AppendPeeks(c.buf[:0], f, inv, c.peeks)
+	} else {
+		settles := make([]algorithms.Settle, len(c.debt))
+		for i := range c.debt {
+			settles[i] = c.debt[i].settle
+		}
+		c.buf = algorithms.AppendSettle(c.buf[:0], f, inv, settles)
+	}
+	id, err := p.vm.tr.send(c.buf)
+	if err != nil {
+		c.done(&dispatchError{err})
+		return
+	}
+	c.id, c.sentAt, c.inFlight = id, now, true
+	p.vm.callouts.add(id, c)
+}
+
+// onReply takes the peek's or the settle's reply.
+func (c *quotaCall) onReply(vm *Plugin, r scriptReply) {
+	c.untrack(vm)
+	ints, err := r.values(&vm.callouts)
+	if err == nil && c.debt == nil {
+		err = c.readPeek(ints)
+	} else if err == nil {
+		err = c.readDebt(ints)
+	}
+	if err != nil && noScript(&c.eval, err) {
+		c.s.pol.metrics.noscript.Increment(1)
+		c.send()
+		return
+	}
+	if err == nil && c.debt == nil && c.owing() {
+		c.send()
+		return
+	}
+	c.done(err)
+}
+
+// overdue fails the call when it is overdue at now.
+func (c *quotaCall) overdue(vm *Plugin, now time.Time) {
+	if vm.late(c.sentAt, now) {
+		c.untrack(vm)
+		c.done(errNoReply)
+	}
+}
+
+func (c *quotaCall) untrack(vm *Plugin) {
+	if c.inFlight {
+		vm.callouts.remove(c.id)
+		c.inFlight = false
+	}
+}
+
+// readPeek reads the peek's reply into the rules' states.
+func (c *quotaCall) readPeek(ints []int64) error {
+	states, err := keyspace.DecodePeeks(nil, ints, c.peeks)
+	if err != nil {
+		return err
+	}
+	for i, at := range c.rules {
+		c.s.quota.rules[at].state = states[i]
+	}
+	return nil
+}
+
+// owing sets debt to the limits the peek found with nothing left whose
+// algorithm can owe (keyspace.LimitState.MayOwe), and reports whether
+// there are any.
+func (c *quotaCall) owing() bool {
+	c.debt = c.debt[:0]
+	for _, at := range c.rules {
+		for li, l := range c.s.quota.rules[at].state.Limits {
+			if l.MayOwe() {
+				c.debt = append(c.debt, quotaDebt{rule: at, limit: li, settle: algorithms.Settle{Key: l.Key, Limit: l.Decided}})
+			}
+		}
+	}
+	if len(c.debt) == 0 {
+		c.debt = nil
+	}
+	c.eval = false
+	return c.debt != nil
+}
+
+// readDebt reads the settle's reply: a negative Remaining is a debt, Used
+// then beyond Limit (keyspace.Debt.Apply, without its second call: the
+// peek's RetryAfter already says when a request of cost 1 fits again).
+func (c *quotaCall) readDebt(ints []int64) error {
+	var st algorithms.Settlement
+	if err := st.FromInts(ints, len(c.debt)); err != nil {
+		return err
+	}
+	for i, d := range c.debt {
+		l := &c.s.quota.rules[d.rule].state.Limits[d.limit]
+		if rem := st.Results[i].Remaining; rem < 0 {
+			l.Remaining, l.Used = rem, l.Limit-rem
+			l.Reset = max(l.Reset, l.RetryAfter)
+		}
+	}
+	return nil
+}
+
+// done ends the call; the last one answers the request.
+func (c *quotaCall) done(err error) {
+	s := c.s
+	if s == nil || s.quota == nil {
+		return // the stream ended
+	}
+	q := s.quota
+	if err != nil {
+		p := s.pol
+		p.metrics.redisErrors.Increment(1)
+		p.vm.health.fail(p.vm.host.Now(), err, p.failureMode)
+		if q.err == nil {
+			q.err = err
+		}
+	} else {
+		s.vm.health.ok()
+	}
+	q.outstanding--
+	if q.outstanding == 0 {
+		s.sendQuota()
+	}
+}
+
+// endQuota drops the calls of a stream that ends: a reply still in flight
+// is ignored.
+func (s *Stream) endQuota() {
+	if s.quota == nil {
+		return
+	}
+	for _, c := range s.quota.calls {
+		c.untrack(s.vm)
+		c.s = nil
+	}
+	s.quota = nil
+}
