@@ -234,6 +234,9 @@ func (h *httpContext) ResponseHeader(name string) string {
 // every value of the request header, which makes Envoy clear its route
 // cache (see filter/degrade.go).
 func (h *httpContext) SetRequestHeader(name, value string) {
+	if !h.enter() {
+		return
+	}
 	if err := proxywasm.ReplaceHttpRequestHeader(name, value); err != nil {
 		proxywasm.LogErrorf("ratelimit: set request header %s: %v", name, err)
 	}
@@ -241,6 +244,9 @@ func (h *httpContext) SetRequestHeader(name, value string) {
 
 // RemoveRequestHeader implements filter.RequestHeaderWriter.
 func (h *httpContext) RemoveRequestHeader(name string) {
+	if !h.enter() {
+		return
+	}
 	if err := proxywasm.RemoveHttpRequestHeader(name); err != nil {
 		proxywasm.LogErrorf("ratelimit: remove request header %s: %v", name, err)
 	}
