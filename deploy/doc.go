@@ -3,6 +3,8 @@
 //
 //   - ../envoy.yaml: a static Envoy bootstrap loading dist/ratelimit.wasm,
 //     which reaches Redis through Webdis;
+//   - envoy-degrade.yaml: one whose routes send the requests a spent
+//     on_limit degrade rule marked to a fallback cluster;
 //   - istio/: an Istio WasmPlugin for the same module, with Webdis and Redis;
 //   - higress/: a Higress WasmPlugin for dist/ratelimit-higress.wasm, which
 //     uses Higress's Redis callouts, and the McpBridge entry naming Redis;

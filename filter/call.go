@@ -15,6 +15,7 @@ import (
 type call struct {
 	stream   *Stream
 	shadow   bool
+	degrade  bool // the limits of on_limit: degrade rules (degrade.go)
 	blocks   []string
 	checks   []algorithms.Check
 	origins  []origin // per result: its rule and limit
@@ -62,8 +63,8 @@ type origin struct {
 	ruleKey              string // the rule's key, "<prefix>{<rule>|<parts>}": the deny cache's key
 }
 
-func (c *call) reset(s *Stream, shadow bool) {
-	c.stream, c.shadow, c.eval, c.err, c.inFlight = s, shadow, false, nil, false
+func (c *call) reset(s *Stream, shadow, degrade bool) {
+	c.stream, c.shadow, c.degrade, c.eval, c.err, c.inFlight = s, shadow, degrade, false, nil, false
 	c.blocks, c.checks, c.origins, c.blockers, c.keys = c.blocks[:0], c.checks[:0], c.origins[:0], c.blockers[:0], c.keys[:0]
 	c.choices, c.choiceOrigins, c.choiceAt, c.leases = c.choices[:0], c.choiceOrigins[:0], c.choiceAt[:0], c.leases[:0]
 	c.slot, c.acquired, c.released, c.replied = 0, false, false, false
@@ -122,12 +123,14 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 }
 
 // callFor returns the call a rule's limits join: the request's call of
-// enforced or of shadow rules, or a new one per rule on Redis Cluster.
+// enforced, of shadow or of degrade rules, or a new one per rule on Redis
+// Cluster.
 func (s *Stream) callFor(rule *config.Rule) *call {
 	var c *call
+	degrade := rule.OnLimit.Degrade
 	if !s.pol.cfg.Redis.ClusterMode {
 		for _, existing := range s.calls {
-			if existing.shadow == rule.Shadow {
+			if existing.shadow == rule.Shadow && existing.degrade == degrade {
 				c = existing
 			}
 		}
@@ -138,7 +141,7 @@ func (s *Stream) callFor(rule *config.Rule) *call {
 		} else {
 			c = &call{}
 		}
-		c.reset(s, rule.Shadow)
+		c.reset(s, rule.Shadow, degrade)
 		s.calls = append(s.calls, c)
 	}
 	return c

@@ -78,6 +78,9 @@ func (s *Stream) decide() {
 			s.noteBlock(c, &out)
 		default:
 			s.countRules(c)
+			if c.degrade && s.noteDegrade(c) {
+				continue
+			}
 			if !c.shadow {
 				s.noteResults(c)
 				continue
@@ -98,6 +101,7 @@ func (s *Stream) decide() {
 	}
 	s.allowed = true
 	s.countNear()
+	s.setDegradeHeaders()
 	s.tellAdmitted(out.failed && s.pol.cfg.FailOpen)
 	if delay := s.throttleDelay(); delay > 0 {
 		s.delay(delay)
@@ -155,12 +159,13 @@ func (s *Stream) countRules(c *call) {
 		switch {
 		case ruleAllowed:
 			m.allowed.Increment(1)
+		case c.degrade: // counted as degraded by noteDegrade
 		case c.shadow:
 			m.shadowDenied.Increment(1)
 		default:
 			m.denied.Increment(1)
 		}
-		if !c.shadow {
+		if !c.shadow && (!c.degrade || c.decision.Allowed()) {
 			s.enforced = append(s.enforced, s.enforcedRule(c, start, end))
 		}
 		start = end

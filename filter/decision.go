@@ -18,8 +18,10 @@ import (
 //     most constraining result (algorithms.Tighter);
 //   - remaining: that limit's remaining after the request (before it, for
 //     a denial);
-//   - decision: allowed, denied, or would_deny (admitted, but a shadow
-//     rule would have denied it: rule and limit are that shadow rule's);
+//   - decision: allowed, denied, would_deny (admitted, but a shadow
+//     rule would have denied it: rule and limit are that shadow rule's),
+//     or degraded (admitted with an on_limit degrade rule's header: rule
+//     and limit are its first spent limit's);
 //   - reason: why a request was denied (the local reply's "error":
 //     rate_limited, blocked, missing_key, cost_exceeds_capacity,
 //     ratelimit_unavailable), or ratelimit_unavailable for a request
@@ -41,9 +43,10 @@ const (
 	decidedAllowed decisionKind = iota
 	decidedDenied
 	decidedWouldDeny
+	decidedDegraded
 )
 
-var decisionNames = [...]string{decidedAllowed: "allowed", decidedDenied: "denied", decidedWouldDeny: "would_deny"}
+var decisionNames = [...]string{decidedAllowed: "allowed", decidedDenied: "denied", decidedWouldDeny: "would_deny", decidedDegraded: "degraded"}
 
 // decisionFrom is the from field.
 type decisionFrom uint8
@@ -82,6 +85,9 @@ func (s *Stream) tellAdmitted(failOpen bool) {
 		from = fromLocal
 	}
 	switch {
+	case len(s.degraded) > 0:
+		d := s.degraded[0]
+		s.tell(&verdict{rule: d.rule, limit: d.limit, tier: d.tier, reason: reasonRateLimited}, decidedDegraded, why, from, false)
 	case s.hasShadow && s.shadowDenies():
 		s.tell(&s.shadow, decidedWouldDeny, s.shadow.reason, from, false)
 	case s.hasVerdict:
@@ -157,26 +163,41 @@ func (s *Stream) shadowDenies() bool {
 }
 
 // countNear counts, once per rule, the admission in the rule's near_limit
-// when one of its limits has used more than near_limit_ratio of its quota
-// (as envoyproxy/ratelimit's near_limit): with a quota of 10 and 0.8, past
+// when one of its limits has used more than its share of its quota (the
+// rule's near_limit.ratio, else near_limit_ratio; as
+// envoyproxy/ratelimit's near_limit): with a quota of 10 and 0.8, past
 // floor(0.8 × 10) = 8 used, so the 9th and 10th requests of a window.
-// The results are Redis's, or the VM's under failure_mode: local; a spend
-// from a lease is not counted.
+// Each such limit of an enforced rule with a near_limit.header is kept
+// for the response's warning (near.go). The results are Redis's, or the
+// VM's under failure_mode: local; a spend from a lease is not counted,
+// nor a degrade call that charged nothing.
 func (s *Stream) countNear() {
-	ratio := s.pol.nearLimit
+	rules := s.pol.cfg.Rules
 	for _, c := range s.calls {
-		if c.err != nil || c.decision.Blocked || len(c.decision.Results) != len(c.origins) {
+		if c.err != nil || c.decision.Blocked || len(c.decision.Results) != len(c.origins) ||
+			c.degrade && !c.decision.Allowed() {
 			continue
 		}
 		counted := -1
 		for i := range c.origins {
-			ri, r := c.origins[i].rule, &c.decision.Results[i]
-			if ri == counted || r.Unused() || !r.Allowed || r.Limit <= 0 {
+			o, r := &c.origins[i], &c.decision.Results[i]
+			ri := o.rule
+			if r.Unused() || !r.Allowed || r.Limit <= 0 {
 				continue
 			}
-			if r.Limit-r.Remaining > shareOf(r.Limit, ratio) {
+			ratio := rules[ri].NearLimit.Ratio
+			if ratio == 0 {
+				ratio = s.pol.nearLimit
+			}
+			if r.Limit-r.Remaining <= shareOf(r.Limit, ratio) {
+				continue
+			}
+			if ri != counted {
 				s.pol.metrics.rules[ri].nearLimit.Increment(1)
 				counted = ri // a rule's results are adjacent
+			}
+			if !c.shadow && rules[ri].NearLimit.Header != "" {
+				s.warnings = append(s.warnings, nearWarning{rule: ri, limit: o.limit, tier: o.tier, remaining: r.Remaining})
 			}
 		}
 	}

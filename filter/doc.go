@@ -21,7 +21,8 @@
 //     the deny cache holds, or a cost above a limit's capacity, is denied
 //     at once, with no Redis call.
 //  2. The limits of the enforced rules share one call, those of the shadow
-//     rules another (with redis.cluster_mode, each rule has its own). Each
+//     rules another, those of the on_limit degrade rules a third (with
+//     redis.cluster_mode, each rule has its own). Each
 //     call is one FCALL of the library's decide (EVALSHA with
 //     redis.command: evalsha), sent through the proxy's Redis callout or,
 //     with the webdis transport, an HTTP callout; the stream pauses.
@@ -35,8 +36,10 @@
 //     then the tightest denying limit, then, if an enforced call failed,
 //     the failure mode (under failure_mode: local, the VM first decides
 //     each failed call itself: local.go, its states in local_table.go).
-//     It resumes the request, or sends the local reply (rejected_status,
-//     or failure_status when Redis failed and failure_mode is deny).
+//     A degrade call's denial only marks the request degraded: it goes on
+//     with the rule's request header (degrade.go). It resumes the request,
+//     or sends the local reply (rejected_status, or failure_status when
+//     Redis failed and failure_mode is deny).
 //  5. Stream.OnResponseHeaders adds the rate-limit headers to an admitted
 //     response; Stream.OnDone hands the stream back for reuse. A stream
 //     with a response_cost rule or concurrency slots is followed to its
@@ -126,7 +129,10 @@
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
 //     policy renders once; decision.go tells the proxy which rule and
 //     limit decided (the property ratelimit.decision, for access logs)
-//     and counts the admissions near a limit (near_limit).
+//     and counts the admissions near a limit (near_limit), whose warning
+//     header near.go renders; degrade.go admits a request a spent
+//     on_limit degrade rule would have denied, with its request header
+//     (RequestHeaderWriter).
 //   - The quota endpoint (config.QuotaEndpoint): quota.go answers its
 //     request, once admitted, instead of resuming it: it reads the
 //     caller's keys in one peek (keyspace.PeekAt, AppendPeeks) and, for

@@ -9,6 +9,9 @@ import "github.com/redisrate/envoy-redis-ratelimit/filter/config"
 // returns Pause until every call has answered.
 func (s *Stream) evaluate() Action {
 	cfg := s.pol.cfg
+	if len(s.pol.degradeHeaders) > 0 {
+		s.stripDegradeHeaders()
+	}
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
 		if !matches(&rule.Match, &s.req) {
@@ -28,6 +31,10 @@ func (s *Stream) evaluate() Action {
 		if !rule.Shadow {
 			if v, r, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
 				s.pol.metrics.cacheHits.Increment(1)
+				if rule.OnLimit.Degrade && !v.blocked {
+					s.degrade(&v)
+					continue
+				}
 				s.countDenial(&v)
 				return s.rejectCached(&v, r)
 			}
@@ -38,8 +45,13 @@ func (s *Stream) evaluate() Action {
 				s.noteShadowDenial(verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
 				continue
 			}
+			v := verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity}
+			if rule.OnLimit.Degrade {
+				s.degrade(&v)
+				continue
+			}
 			s.pol.metrics.rules[ri].denied.Increment(1)
-			return s.reject(&verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
+			return s.reject(&v)
 		}
 		if t := s.pol.leaseTable(ri); t != nil && cost > 0 {
 			switch how, e := s.lease(t, tier, cost); how {
@@ -59,6 +71,7 @@ func (s *Stream) evaluate() Action {
 	}
 	if len(s.calls) == 0 {
 		s.decided, s.allowed = true, true
+		s.setDegradeHeaders()
 		s.tellAdmitted(false) // nothing to tell unless a lease or a shadow rule decided
 		return s.goOn()
 	}

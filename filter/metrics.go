@@ -42,6 +42,9 @@ func (m *metrics) sampleLatency() bool {
 // config.RuleMetricName), and the admissions near a limit (near_limit).
 type ruleMetrics struct {
 	allowed, denied, shadowDenied, blocked, nearLimit Counter
+	// degraded counts an on_limit degrade rule's spent requests; nil for
+	// other rules.
+	degraded Counter
 	// response counts a response_cost rule's settling; nil for others.
 	response *responseMetrics
 	// slots count a rule's concurrency releases; nil without concurrency
@@ -85,6 +88,9 @@ func newMetrics(cfg *config.Config, h PluginHost) metrics {
 			blocked:      h.Counter(config.RuleMetricName(r.Name, config.OutcomeBlocked)),
 			nearLimit:    h.Counter(config.RuleMetricName(r.Name, config.EventNearLimit)),
 		})
+		if r.OnLimit.Degrade {
+			m.rules[len(m.rules)-1].degraded = h.Counter(config.RuleMetricName(r.Name, config.OutcomeDegraded))
+		}
 		if r.Response != nil {
 			m.rules[len(m.rules)-1].response = &responseMetrics{
 				charged:      h.Counter(config.RuleMetricName(r.Name, config.EventCharged)),

@@ -32,6 +32,8 @@ type policy struct {
 	fallback *localLimiter
 	// bodyRules: a rule reserves from the request body.
 	bodyRules bool
+	// degradeHeaders are the degrade rules' headers (degrade.go).
+	degradeHeaders []string
 	// headers are the header pieces of each rule, rendered once.
 	headers []ruleHeaders
 	// leases are each rule's leases (nil for a rule without, or all nil).
@@ -59,6 +61,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.fallback = newLocalLimiter(cfg, host)
 	p.leases = newLeaseTables(cfg)
+	p.degradeHeaders = degradeHeaders(cfg)
 	if p.leases != nil {
 		p.leaseMetrics = newLeaseMetrics(host)
 	}

@@ -240,6 +240,9 @@ func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
 			s.host.AddResponseHeader(h[0], h[1])
 		}
 	}
+	if s.allowed {
+		s.addNearWarnings()
+	}
 	if s.allowed && s.charged {
 		s.startResponse()
 		if endOfStream && s.resp.watching {

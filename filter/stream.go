@@ -57,6 +57,10 @@ type Stream struct {
 	waitingBody  bool
 	waitingSince time.Time
 	body         []byte
+	// degraded are the spent limits of degrade rules (degrade.go);
+	// warnings the limits past their near_limit share (near.go).
+	degraded []degradedLimit
+	warnings []nearWarning
 	// delayedAt is 1 + the stream's place among the requests a throttle holds
 	// until releaseAt (see throttle.go), 0 when not delayed.
 	delayedAt int
@@ -171,6 +175,7 @@ func (s *Stream) OnDone() {
 	}
 	s.calls = s.calls[:0]
 	s.enforced = s.enforced[:0]
+	s.degraded, s.warnings = s.degraded[:0], s.warnings[:0]
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
 	s.hasShadow, s.local = false, false
 	s.host = nil

@@ -230,6 +230,28 @@ func (h *httpContext) ResponseHeader(name string) string {
 	return v
 }
 
+// SetRequestHeader implements filter.RequestHeaderWriter: it replaces
+// every value of the request header, which makes Envoy clear its route
+// cache (see filter/degrade.go).
+func (h *httpContext) SetRequestHeader(name, value string) {
+	if !h.enter() {
+		return
+	}
+	if err := proxywasm.ReplaceHttpRequestHeader(name, value); err != nil {
+		proxywasm.LogErrorf("ratelimit: set request header %s: %v", name, err)
+	}
+}
+
+// RemoveRequestHeader implements filter.RequestHeaderWriter.
+func (h *httpContext) RemoveRequestHeader(name string) {
+	if !h.enter() {
+		return
+	}
+	if err := proxywasm.RemoveHttpRequestHeader(name); err != nil {
+		proxywasm.LogErrorf("ratelimit: remove request header %s: %v", name, err)
+	}
+}
+
 func (h *httpContext) AddResponseHeader(name, value string) {
 	if err := proxywasm.AddHttpResponseHeader(name, value); err != nil {
 		proxywasm.LogErrorf("ratelimit: add response header %s: %v", name, err)

@@ -158,6 +158,10 @@ type Rule struct {
 	// Throttle, when set, holds a request its funnels deny now until it
 	// conforms, up to a max delay, instead of denying it.
 	Throttle *Throttle
+	// OnLimit: deny, or degrade (admit, naming the spent limits in a
+	// request header); NearLimit: the rule's near-limit share and warning.
+	OnLimit   OnLimit
+	NearLimit NearLimit
 }
 
 // NamedLimit is a limit with the policy name the headers show.

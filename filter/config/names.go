@@ -13,6 +13,9 @@ const (
 	OutcomeDenied    = "denied"
 	OutcomeWouldDeny = "would_deny"
 	OutcomeBlocked   = "blocked"
+	// OutcomeDegraded: an on_limit degrade rule's limit was spent, and
+	// the request went on with its header.
+	OutcomeDegraded = "degraded"
 )
 
 // EventNearLimit is a rule's admissions with a limit past
@@ -34,7 +37,7 @@ const (
 	EventSlotsExpired   = "slots_expired"
 )
 
-var ruleOutcomes = [...]string{OutcomeAllowed, OutcomeDenied, OutcomeWouldDeny, OutcomeBlocked, EventNearLimit,
+var ruleOutcomes = [...]string{OutcomeAllowed, OutcomeDenied, OutcomeWouldDeny, OutcomeBlocked, OutcomeDegraded, EventNearLimit,
 	EventCharged, EventRefunded, EventOverdrawn, EventUsageMissing, EventStreamReset,
 	EventReleasesFailed, EventSlotsExpired}
 

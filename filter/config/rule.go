@@ -16,7 +16,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit")
 	if err != nil {
 		return r, err
 	}
@@ -102,6 +102,12 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		return r, err
 	}
 	if r.Throttle, err = parseThrottle(o["throttle"], path+".throttle", &r); err != nil {
+		return r, err
+	}
+	if r.OnLimit, err = parseOnLimit(o["on_limit"], path+".on_limit", &r); err != nil {
+		return r, err
+	}
+	if r.NearLimit, err = parseNearLimit(o["near_limit"], path+".near_limit"); err != nil {
 		return r, err
 	}
 	return r, nil

@@ -179,6 +179,10 @@ type Stream struct {
 	// times it was set.
 	Decision  string
 	Decisions int
+	// SetRequest holds the request headers the filter set, RemovedRequest
+	// those it removed, in order.
+	SetRequest     map[string]string
+	RemovedRequest []string
 }
 
 // ResponseHeader returns Upstream[name], "" when absent.
@@ -224,6 +228,19 @@ func (s *Stream) AddResponseHeader(name, value string) {
 		s.Response = map[string]string{}
 	}
 	s.Response[name] = value
+}
+
+// SetRequestHeader records the header in SetRequest.
+func (s *Stream) SetRequestHeader(name, value string) {
+	if s.SetRequest == nil {
+		s.SetRequest = map[string]string{}
+	}
+	s.SetRequest[name] = value
+}
+
+// RemoveRequestHeader records the name in RemovedRequest.
+func (s *Stream) RemoveRequestHeader(name string) {
+	s.RemovedRequest = append(s.RemovedRequest, name)
 }
 
 // SetDecision records the value in Decision, and counts it.

@@ -1,0 +1,51 @@
+package filter
+
+import "strconv"
+
+// Near-limit warnings: a rule's near_limit.header on an admitted response,
+// one item per limit of the rule past its near_limit share, in the
+// RateLimit header's syntax: "<limit>";r=<remaining>, ", " between (rules
+// that name one header share it). countNear (decision.go) finds them.
+
+// nearWarning is a limit past its share, as the request left it.
+type nearWarning struct {
+	rule, limit, tier int
+	remaining         int64
+}
+
+// addNearWarnings adds the warning headers to an admitted response.
+func (s *Stream) addNearWarnings() {
+	if len(s.warnings) == 0 {
+		return
+	}
+	rules := s.pol.cfg.Rules
+	for i, w := range s.warnings {
+		h := rules[w.rule].NearLimit.Header
+		if s.warnedBefore(i, h) {
+			continue
+		}
+		var b []byte
+		for _, x := range s.warnings[i:] {
+			if rules[x.rule].NearLimit.Header != h {
+				continue
+			}
+			if len(b) > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(b, s.pol.limitName(&verdict{rule: x.rule, limit: x.limit, tier: x.tier})...)
+			b = append(b, ";r="...)
+			b = strconv.AppendInt(b, max(x.remaining, 0), 10)
+		}
+		s.host.AddResponseHeader(h, string(b))
+	}
+}
+
+// warnedBefore reports whether a warning before the i-th names header h.
+func (s *Stream) warnedBefore(i int, h string) bool {
+	for _, x := range s.warnings[:i] {
+		if s.pol.cfg.Rules[x.rule].NearLimit.Header == h {
+			return true
+		}
+	}
+	return false
+}
