@@ -49,7 +49,7 @@ const fracDigits = 9
 // most 9 decimals, from 0 to 1,000,000.
 func ParsePrice(s string) (uint64, error) {
 	whole, frac, dot := strings.Cut(s, ".")
-	if whole == "" || len(whole) > 7 || dot && (frac == "" || len(frac) > fracDigits) {
+	if whole == "" || dot && (frac == "" || len(frac) > fracDigits) {
 		return 0, errors.New(`must be a decimal such as "2.50": at most 9 decimals, from 0 to 1000000`)
 	}
 	var v uint64
@@ -58,7 +58,9 @@ func ParsePrice(s string) (uint64, error) {
 		if c < '0' || c > '9' {
 			return 0, errors.New(`must be a decimal such as "2.50"`)
 		}
-		v = v*10 + uint64(c-'0')
+		if v = v*10 + uint64(c-'0'); v > MaxPrice/1_000_000_000 {
+			return 0, errors.New("must be at most 1000000 per million tokens")
+		}
 	}
 	for i := 0; i < fracDigits; i++ {
 		v *= 10
