@@ -57,6 +57,7 @@ type Stream struct {
 	waitingBody  bool
 	waitingSince time.Time
 	body         []byte
+	models       []reqModel // per priced rule, the model its request names (money.go)
 	// delayedAt is 1 + the stream's place among the requests a throttle holds
 	// until releaseAt (see throttle.go), 0 when not delayed.
 	delayedAt int
@@ -150,6 +151,7 @@ func (s *Stream) OnDone() {
 		s.undelay()
 	}
 	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
+	s.models = s.models[:0]
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases
