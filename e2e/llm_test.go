@@ -86,7 +86,7 @@ func (n *nativeLLM) call(t *testing.T, path string, headers map[string]string) l
 		h[k] = v
 	}
 	o := n.n.exchange(t, h, resp)
-	r := llmResult{status: o.status, headers: o.headers, reset: o.status == 200 && resp.Reset}
+	r := llmResult{status: o.status, headers: o.headers, reset: o.status == 200 && resp.Reset, body: o.body}
 	if o.status == 200 {
 		fmt.Sscan(resp.Headers[":status"], &r.status)
 	}

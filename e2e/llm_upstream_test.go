@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"compress/gzip"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,10 @@ import (
 // events. The test chooses through request headers:
 //
 //	x-usage-in, x-usage-out   the usage the response reports
+//	x-usage-cached            of the input, cached (OpenAI; Anthropic: cache reads, apart)
+//	x-usage-reasoning         of the output, reasoning (OpenAI)
+//	x-model                   the model the response names
+//	x-gzip: 1                 compress the body (content-encoding: gzip)
 //	x-stream: 1               answer text/event-stream
 //	x-status: 401             answer that status (a JSON error, no usage)
 //	x-hold: <name>            stream the first event, then wait for release(name)
@@ -65,10 +70,16 @@ func (u *llmUpstream) releaseAll() {
 	}
 }
 
+// llmUsage is what a response reports.
+type llmUsage struct {
+	in, out, cached, reasoning int
+	model                      string
+}
+
 func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
-	in, _ := strconv.Atoi(r.Header.Get("x-usage-in"))
-	out, _ := strconv.Atoi(r.Header.Get("x-usage-out"))
+	num := func(h string) int { n, _ := strconv.Atoi(r.Header.Get(h)); return n }
+	use := llmUsage{num("x-usage-in"), num("x-usage-out"), num("x-usage-cached"), num("x-usage-reasoning"), r.Header.Get("x-model")}
 	if s := r.Header.Get("x-status"); s != "" {
 		status, _ := strconv.Atoi(s)
 		w.Header().Set("content-type", "application/json")
@@ -81,16 +92,24 @@ func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	var out io.Writer = w
+	flush := w.(http.Flusher).Flush
+	if r.Header.Get("x-gzip") == "1" {
+		w.Header().Set("content-encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		defer zw.Close()
+		out = zw
+		flush = func() { zw.Flush(); w.(http.Flusher).Flush() }
+	}
 	if r.Header.Get("x-stream") != "1" {
 		w.Header().Set("content-type", "application/json")
-		io.WriteString(w, llmJSON(api, in, out))
+		io.WriteString(out, llmJSON(api, use))
 		return
 	}
 	w.Header().Set("content-type", "text/event-stream")
 	w.Header().Set("cache-control", "no-cache")
-	events := llmEvents(api, in, out)
-	flush := w.(http.Flusher).Flush
-	io.WriteString(w, events[0])
+	events := llmEvents(api, use)
+	io.WriteString(out, events[0])
 	flush()
 	if r.Header.Get("x-reset") == "1" {
 		panic(http.ErrAbortHandler) // the connection drops mid-stream
@@ -104,7 +123,7 @@ func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	for _, e := range events[1:] {
-		io.WriteString(w, e)
+		io.WriteString(out, e)
 		flush()
 	}
 }
@@ -121,44 +140,61 @@ func llmAPI(path string) string {
 	return ""
 }
 
+// llmModel is the model a response names: the test's, else each API's own.
+func llmModel(api string, u llmUsage) string {
+	if u.model != "" {
+		return u.model
+	}
+	return map[string]string{"openai_chat": "gpt-4o-mini", "openai_responses": "gpt-4o", "anthropic": "claude-sonnet-4-5"}[api]
+}
+
 // llmJSON is a non-streaming response reporting in + out tokens.
-func llmJSON(api string, in, out int) string {
+func llmJSON(api string, u llmUsage) string {
+	in, out, model := u.in, u.out, llmModel(api, u)
 	switch api {
 	case "openai_chat":
-		return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini",`+
+		return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","model":%q,`+
 			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello."},"finish_reason":"stop"}],`+
-			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":0}}}`, in, out, in+out)
+			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d},"completion_tokens_details":{"reasoning_tokens":%d}}}`,
+			model, in, out, in+out, u.cached, u.reasoning)
 	case "openai_responses":
-		return fmt.Sprintf(`{"id":"resp_1","object":"response","status":"completed",`+
+		return fmt.Sprintf(`{"id":"resp_1","object":"response","status":"completed","model":%q,`+
 			`"output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Hello."}]}],`+
-			`"usage":{"input_tokens":%d,"input_tokens_details":{"cached_tokens":0},"output_tokens":%d,"total_tokens":%d}}`, in, out, in+out)
+			`"usage":{"input_tokens":%d,"input_tokens_details":{"cached_tokens":%d},"output_tokens":%d,"output_tokens_details":{"reasoning_tokens":%d},"total_tokens":%d}}`,
+			model, in, u.cached, out, u.reasoning, in+out)
 	}
-	return fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",`+
+	return fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":%q,`+
 		`"content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn",`+
-		`"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":%d}}`, in, out)
+		`"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":%d,"output_tokens":%d}}`, model, in, u.cached, out)
 }
 
 // llmEvents is a streamed response, one string per event; the usage is
 // in the last events, as each API sends it.
-func llmEvents(api string, in, out int) []string {
+func llmEvents(api string, u llmUsage) []string {
+	in, out, model := u.in, u.out, llmModel(api, u)
 	var ev []string
 	switch api {
 	case "openai_chat": // with stream_options.include_usage
-		ev = append(ev, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null}`+"\n\n")
+		chunk := `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"` + model + `",`
+		ev = append(ev, chunk+`"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null}`+"\n\n")
 		for _, w := range strings.Fields("Hello there , how can I help ?") {
-			ev = append(ev, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"`+w+`"}}],"usage":null}`+"\n\n")
+			ev = append(ev, chunk+`"choices":[{"index":0,"delta":{"content":"`+w+`"}}],"usage":null}`+"\n\n")
 		}
-		ev = append(ev, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`+"\n\n",
-			fmt.Sprintf(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}`+"\n\n", in, out, in+out),
+		ev = append(ev, chunk+`"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`+"\n\n",
+			chunk+fmt.Sprintf(`"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d},"completion_tokens_details":{"reasoning_tokens":%d}}}`,
+				in, out, in+out, u.cached, u.reasoning)+"\n\n",
 			"data: [DONE]\n\n")
 	case "openai_responses":
-		ev = append(ev, "event: response.created\n"+`data: {"type":"response.created","response":{"id":"resp_1","status":"in_progress","usage":null}}`+"\n\n")
+		ev = append(ev, "event: response.created\n"+`data: {"type":"response.created","response":{"id":"resp_1","status":"in_progress","model":"`+model+`","usage":null}}`+"\n\n")
 		for _, w := range strings.Fields("Hello there , how can I help ?") {
 			ev = append(ev, "event: response.output_text.delta\n"+`data: {"type":"response.output_text.delta","delta":"`+w+`"}`+"\n\n")
 		}
-		ev = append(ev, "event: response.completed\n"+fmt.Sprintf(`data: {"type":"response.completed","response":{"id":"resp_1","status":"completed","usage":{"input_tokens":%d,"output_tokens":%d,"total_tokens":%d}}}`, in, out, in+out)+"\n\n")
+		ev = append(ev, "event: response.completed\n"+fmt.Sprintf(`data: {"type":"response.completed","response":{"id":"resp_1","status":"completed","model":%q,`+
+			`"usage":{"input_tokens":%d,"input_tokens_details":{"cached_tokens":%d},"output_tokens":%d,"output_tokens_details":{"reasoning_tokens":%d},"total_tokens":%d}}}`,
+			model, in, u.cached, out, u.reasoning, in+out)+"\n\n")
 	default: // anthropic
-		ev = append(ev, "event: message_start\n"+fmt.Sprintf(`data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":%d,"output_tokens":1}}}`, in)+"\n\n",
+		ev = append(ev, "event: message_start\n"+fmt.Sprintf(`data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":%q,"content":[],`+
+			`"usage":{"input_tokens":%d,"cache_read_input_tokens":%d,"output_tokens":1}}}`, model, in, u.cached)+"\n\n",
 			"event: content_block_start\n"+`data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`+"\n\n",
 			"event: ping\n"+`data: {"type": "ping"}`+"\n\n")
 		for _, w := range strings.Fields("Hello there , how can I help ?") {

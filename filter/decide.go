@@ -18,6 +18,7 @@ const (
 	reasonMissingKey                            // a key part is absent under on_missing_key: deny
 	reasonCostExceedsCapacity                   // the request costs more than a limit can ever admit
 	reasonUnavailable                           // Redis failed and failure_mode is deny
+	reasonUnknownModel                          // the request names a model a price table refuses
 )
 
 var reasonNames = [...]string{
@@ -26,6 +27,7 @@ var reasonNames = [...]string{
 	reasonMissingKey:          "missing_key",
 	reasonCostExceedsCapacity: "cost_exceeds_capacity",
 	reasonUnavailable:         "ratelimit_unavailable",
+	reasonUnknownModel:        "unknown_model",
 }
 
 func (r reason) String() string {

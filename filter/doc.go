@@ -73,7 +73,10 @@
 //     keys in one call: AppendPeeks), and
 //     Debt, which reads how far past their limits its limits are.
 //   - usage: a response's usage, read from a JSON body or an event stream
-//     as it passes.
+//     as it passes, through gzip when the upstream compressed it; a
+//     preset's tokens per kind and the model the response names.
+//   - price: a price table per model, and a response's tokens turned into
+//     an integer cost in a named unit (micro-dollars), exactly.
 //   - webdis: the Webdis codec (request headers, JSON replies).
 //   - pathnorm: a request's path normalized, as rules match it and keys
 //     hold it, and a query component decoded (QueryUnescape).
@@ -139,7 +142,9 @@
 //     spent limits, a settle of cost 0 that shows debt; quota_json.go
 //     renders the answer.
 //   - After the decision: response.go adds the headers and follows a
-//     response_cost rule's response; settle.go sends the settle calls;
+//     response_cost rule's response; money.go prices it, and the
+//     reservation, for a rule with a price table; settle.go sends the
+//     settle calls;
 //     concurrency.go gives each request its slot id and releases its
 //     slots however its stream ends.
 //   - Run-time state: denycache.go remembers, per rule key and policy,

@@ -76,6 +76,7 @@ func (s *Stream) startResponse() {
 				r.scanners = append(r.scanners, usage.Scanner{})
 			}
 			r.scanners[x.scanner].Start(rc.Usage, sse, rc.MaxBodyBytes)
+			r.scanners[x.scanner].SetEncoding(rr.ResponseHeader("content-encoding"))
 		default: // a status-only rule: the matching response costs 1
 			x.cost, x.found = 1, true
 		}
@@ -146,6 +147,9 @@ func (s *Stream) endResponse(complete bool) {
 		rc, m := cfg.Rules[x.rule].Response, s.pol.metrics.rules[x.rule].response
 		if x.scanner >= 0 && complete {
 			x.cost, x.found = r.scanners[x.scanner].Finish()
+			if x.found && rc.Price != nil {
+				x.cost, x.found = s.moneyCost(x.rule, rc, &r.scanners[x.scanner])
+			}
 		}
 		switch {
 		case !complete:

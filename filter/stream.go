@@ -57,6 +57,7 @@ type Stream struct {
 	waitingBody  bool
 	waitingSince time.Time
 	body         []byte
+	models       []reqModel // per priced rule, the model its request names (money.go)
 	// degraded are the spent limits of degrade rules (degrade.go);
 	// warnings the limits past their near_limit share (near.go).
 	degraded []degradedLimit
@@ -163,6 +164,7 @@ func (s *Stream) OnDone() {
 	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
 	s.endQuota()
 	s.quotaAsked = false
+	s.models = s.models[:0]
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases

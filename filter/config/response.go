@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
 	"github.com/tidwall/gjson"
 )
@@ -33,6 +34,9 @@ type ResponseCost struct {
 	Default int64
 	// MaxBodyBytes bounds the JSON body kept to read usage from.
 	MaxBodyBytes int
+	// Price, when set, turns the usage's tokens into money (price.go): the
+	// cost is then in Price.Unit, and Reserve counts output tokens.
+	Price *price.Table
 }
 
 // StatusRange is a range of HTTP statuses, From <= status <= To.
@@ -68,7 +72,7 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
-	o, err := fields(v, path, "header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes")
+	o, err := fields(v, path, "header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes", "price")
 	if err != nil {
 		return nil, err
 	}
@@ -85,6 +89,12 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 	}
 	if rc.Header != "" && rc.Usage != nil {
 		return nil, errAt(path, "header and usage/json are exclusive: the cost comes from one place")
+	}
+	if rc.Price, err = parsePrice(o["price"], path+".price"); err != nil {
+		return nil, err
+	}
+	if rc.Price != nil && (rc.Usage == nil || !rc.Usage.HasKinds()) {
+		return nil, errAt(path+".price", "needs usage: a preset, whose fields tell the kinds of tokens apart")
 	}
 	if rc.Statuses, err = parseStatuses(o["statuses"], path+".statuses"); err != nil {
 		return nil, err
@@ -213,6 +223,16 @@ func parseEstimate(v gjson.Result, path string) (Estimate, error) {
 		err = errAt(path, "must be a number, or an object with header or body, and default")
 	}
 	return e, err
+}
+
+// DefaultReservation is what a request reserves when its estimate takes
+// the default: with a price, the default's output tokens at the table's
+// dearest output price.
+func (rc *ResponseCost) DefaultReservation() int64 {
+	if rc.Price == nil {
+		return rc.Reserve.Default
+	}
+	return min(price.Estimate(rc.Price.Unit, &rc.Price.Bound, 0, rc.Reserve.Default), MaxResponseCost)
 }
 
 // ChargesStatus reports whether a response with this status is charged.

@@ -68,7 +68,7 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 			at += ".default"
 		}
 		for i, l := range r.Limits {
-			if err := l.Limit.CheckCost(r.Response.Reserve.Default); err != nil {
+			if err := l.Limit.CheckCost(r.Response.DefaultReservation()); err != nil {
 				return r, costError(at, i, err)
 			}
 		}
@@ -79,7 +79,7 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 			at += ".default"
 		}
 		if r.Response != nil {
-			def, at = r.Response.Reserve.Default, path+".response_cost.reserve"
+			def, at = r.Response.DefaultReservation(), path+".response_cost.reserve"
 			if o["response_cost"].Get("reserve").IsObject() {
 				at += ".default"
 			}

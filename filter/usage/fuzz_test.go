@@ -13,8 +13,8 @@ import (
 // usageFuzzFields are the field sets the fuzz targets pick from.
 var usageFuzzFields = []*Fields{
 	usagePreset("openai_chat"), usagePreset("openai_responses"), usagePreset("anthropic"),
-	{json: []string{"n"}, sse: []string{"n"}},
-	{json: []string{"a.n", "b"}, sse: []string{"a.n", "b"}},
+	Paths([]string{"n"}),
+	Paths([]string{"a.n", "b"}),
 }
 
 // usageRandomChunks cuts b at random places, with empty chunks at times.
@@ -43,7 +43,8 @@ func usageRefInt(r gjson.Result) (int64, bool) {
 
 // usageRefSSE reads a whole event stream the simple way: lines first,
 // then events.
-func usageRefSSE(paths []string, in []byte) (int64, bool) {
+func usageRefSSE(f *Fields, in []byte) (int64, bool) {
+	paths := f.sse
 	s := strings.TrimPrefix(string(in), bom)
 	var lines []string
 	for {
@@ -57,7 +58,7 @@ func usageRefSSE(paths []string, in []byte) (int64, bool) {
 		}
 		s = s[i+1:]
 	}
-	vals := make([]int64, len(paths))
+	vals := make([]int64, f.slots)
 	for k := range vals {
 		vals[k] = -1
 	}
@@ -75,17 +76,20 @@ func usageRefSSE(paths []string, in []byte) (int64, bool) {
 			for k, p := range paths {
 				if strings.Contains(d, p[strings.LastIndexByte(p, '.')+1:]) && jsonbound.ValidString(d) {
 					if v, ok := usageRefInt(gjson.Get(d, p)); ok {
-						vals[k] = v
+						vals[slot(f.sseSlot, k)] = v
 					}
 				}
 			}
 		}
 		data = ""
 	}
-	var total int64
-	found := false
-	for _, v := range vals {
-		if v >= 0 {
+	return usageRefSum(f, vals)
+}
+
+// usageRefSum sums the counted slots found.
+func usageRefSum(f *Fields, vals []int64) (total int64, found bool) {
+	for k, v := range vals {
+		if v >= 0 && f.counted&(1<<k) != 0 {
 			total, found = total+v, true
 		}
 	}
@@ -102,7 +106,7 @@ func FuzzUsageSSE(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte, which uint8, seed uint64) {
 		fields := usageFuzzFields[int(which)%len(usageFuzzFields)]
-		want, wantFound := usageRefSSE(fields.sse, in)
+		want, wantFound := usageRefSSE(fields, in)
 		bytewise := make([][]byte, len(in))
 		for i := range in {
 			bytewise[i] = in[i : i+1]
@@ -123,15 +127,18 @@ func FuzzUsageJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte, which uint8, maxBytes uint16, seed uint64) {
 		fields := usageFuzzFields[int(which)%len(usageFuzzFields)]
-		var want int64
-		wantFound := false
+		vals := make([]int64, fields.slots)
+		for k := range vals {
+			vals[k] = -1
+		}
 		if len(in) <= int(maxBytes) && jsonbound.Valid(in) {
-			for _, p := range fields.json {
+			for i, p := range fields.json {
 				if v, ok := usageRefInt(gjson.GetBytes(in, p)); ok {
-					want, wantFound = want+v, true
+					vals[slot(fields.jsonSlot, i)] = v
 				}
 			}
 		}
+		want, wantFound := usageRefSum(fields, vals)
 		var u Scanner
 		for i := range uint64(2) {
 			if got, found := usageScan(&u, fields, false, int(maxBytes), usageRandomChunks(in, seed+i)...); got != want || found != wantFound {

@@ -209,7 +209,10 @@ func (u *Scanner) dispatch() {
 			checked = true
 		}
 		if v, ok := fieldInt(gjson.Get(s, p)); ok {
-			u.vals[k] = v
+			u.vals[slot(u.f.sseSlot, k)] = v
 		}
+	}
+	if checked {
+		u.readModel(s, u.f.model[1])
 	}
 }

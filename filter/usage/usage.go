@@ -13,14 +13,26 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/tidwall/gjson"
 )
 
-// Fields are where a response's usage lies: integer fields, summed.
+// Fields are where a response's usage lies: integer fields, each filling a
+// slot, and the slots counted summed. Per slot, the last field found
+// counts: in a stream, the last event that has one of its fields.
 type Fields struct {
 	json []string // gjson paths in a JSON body
-	sse  []string // gjson paths in the JSON data of server-sent events; per path, the last event that has it counts
+	sse  []string // gjson paths in the JSON data of server-sent events
+	// jsonSlot, sseSlot: per path, its slot; nil when path i fills slot i.
+	jsonSlot, sseSlot []uint8
+	slots             int    // how many
+	counted           uint16 // the slots summed, one bit each
+	// A preset's slots are the kinds of tokens (price.Input, ...), raw as
+	// the API counts them; included: its input count includes the cached
+	// tokens and its output count the reasoning tokens (OpenAI's).
+	kinds, included bool
+	model           [2]string // the model's path in a JSON body, in an event; "" when none
 }
 
 // Preset returns the fields of the named preset (openai_chat,
@@ -43,20 +55,25 @@ func PresetNames() []string {
 	return names
 }
 
-// Paths returns fields at the given gjson paths, the same in a JSON body
-// and in each event of a stream. It keeps paths.
+// Paths returns fields at the given gjson paths (at most 16), the same in
+// a JSON body and in each event of a stream, all summed. It keeps paths.
 func Paths(paths []string) *Fields {
-	return &Fields{json: paths, sse: paths}
+	return &Fields{json: paths, sse: paths, slots: len(paths), counted: 1<<len(paths) - 1}
 }
 
-// presets by configuration name. What each counts:
+// HasKinds reports whether the fields tell the kinds of tokens apart (a
+// preset's do), so that Scanner.Tokens has a meaning.
+func (f *Fields) HasKinds() bool { return f.kinds }
+
+// presets by configuration name. What each counts (summed: the first two
+// fields; the others tell the kinds apart, for prices):
 //
 //   - openai_chat (Chat Completions): prompt_tokens, which includes cached
 //     prompt tokens (prompt_tokens_details.cached_tokens), plus
 //     completion_tokens, which includes reasoning and audio tokens
-//     (completion_tokens_details). Streamed, usage comes only with
-//     stream_options.include_usage, in the last chunk (choices empty) before
-//     [DONE]; the other chunks carry "usage":null.
+//     (completion_tokens_details.reasoning_tokens). Streamed, usage comes
+//     only with stream_options.include_usage, in the last chunk (choices
+//     empty) before [DONE]; the other chunks carry "usage":null.
 //   - openai_responses (Responses): input_tokens, including
 //     input_tokens_details.cached_tokens, plus output_tokens, including
 //     output_tokens_details.reasoning_tokens. Streamed: response.usage of
@@ -65,21 +82,54 @@ func Paths(paths []string) *Fields {
 //   - anthropic (Messages): input_tokens, which excludes cache reads and
 //     writes (cache_read_input_tokens, cache_creation_input_tokens: add those
 //     fields to count them), plus output_tokens, which includes extended
-//     thinking. Streamed: input from message_start (message.usage), output
-//     from the last message_delta (usage, cumulative).
+//     thinking. Streamed: message_start's message.usage, then each
+//     message_delta's usage, cumulative: output_tokens always, and, with
+//     server tools, input_tokens and the cache counts, which then replace
+//     message_start's.
 var presets = map[string]Fields{
-	"openai_chat": {
-		json: []string{"usage.prompt_tokens", "usage.completion_tokens"},
-		sse:  []string{"usage.prompt_tokens", "usage.completion_tokens"},
-	},
-	"openai_responses": {
-		json: []string{"usage.input_tokens", "usage.output_tokens"},
-		sse:  []string{"response.usage.input_tokens", "response.usage.output_tokens"},
-	},
-	"anthropic": {
-		json: []string{"usage.input_tokens", "usage.output_tokens"},
-		sse:  []string{"message.usage.input_tokens", "usage.output_tokens"},
-	},
+	"openai_chat": preset(true, "model", "model",
+		kindPath{price.Input, "usage.prompt_tokens", "usage.prompt_tokens"},
+		kindPath{price.Output, "usage.completion_tokens", "usage.completion_tokens"},
+		kindPath{price.Cached, "usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"},
+		kindPath{price.Reasoning, "usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"}),
+	"openai_responses": preset(true, "model", "response.model",
+		kindPath{price.Input, "usage.input_tokens", "response.usage.input_tokens"},
+		kindPath{price.Output, "usage.output_tokens", "response.usage.output_tokens"},
+		kindPath{price.Cached, "usage.input_tokens_details.cached_tokens", "response.usage.input_tokens_details.cached_tokens"},
+		kindPath{price.Reasoning, "usage.output_tokens_details.reasoning_tokens", "response.usage.output_tokens_details.reasoning_tokens"}),
+	"anthropic": preset(false, "model", "message.model",
+		kindPath{price.Input, "usage.input_tokens", "message.usage.input_tokens"},
+		kindPath{price.Output, "usage.output_tokens", "usage.output_tokens"},
+		kindPath{price.Cached, "usage.cache_read_input_tokens", "message.usage.cache_read_input_tokens"},
+		kindPath{price.CacheWrite, "usage.cache_creation_input_tokens", "message.usage.cache_creation_input_tokens"},
+		kindPath{price.Input, "", "usage.input_tokens"}, // message_delta's, later, wins
+		kindPath{price.Cached, "", "usage.cache_read_input_tokens"},
+		kindPath{price.CacheWrite, "", "usage.cache_creation_input_tokens"}),
+}
+
+// kindPath is a preset's field of one kind, in a JSON body and in an event.
+type kindPath struct {
+	kind      uint8
+	json, sse string
+}
+
+func preset(included bool, modelJSON, modelSSE string, paths ...kindPath) Fields {
+	f := Fields{slots: price.Kinds, counted: 1<<price.Input | 1<<price.Output, kinds: true, included: included, model: [2]string{modelJSON, modelSSE}}
+	for _, p := range paths {
+		if p.json != "" {
+			f.json, f.jsonSlot = append(f.json, p.json), append(f.jsonSlot, p.kind)
+		}
+		f.sse, f.sseSlot = append(f.sse, p.sse), append(f.sseSlot, p.kind)
+	}
+	return f
+}
+
+// slot is the slot of path i of paths (json or sse).
+func slot(slots []uint8, i int) int {
+	if slots == nil {
+		return i
+	}
+	return int(slots[i])
 }
 
 // maxValue is the largest field value counted: 2^53, exact in a double.
@@ -95,7 +145,8 @@ const maxValue = 1 << 53
 // of the current event is held, and each event's data is read when it
 // ends, if it may hold a path: it must contain the text of the path's last
 // key (a key spelled with JSON escapes is not seen) and be valid JSON
-// within jsonbound's bounds.
+// within jsonbound's bounds. A gzip body is kept compressed and read at
+// Finish (gzip.go).
 type Scanner struct {
 	f    *Fields
 	sse  bool
@@ -103,10 +154,14 @@ type Scanner struct {
 	over bool // JSON: the body passed max; SSE: the event passed eventMax
 	// eventMax bounds one event of a stream: max(maxEvent, maxBytes).
 	eventMax int
-	buf      []byte // JSON: the body; SSE: the event's data lines, each ending in '\n'
+	buf      []byte  // JSON: the body; SSE: the event's data lines, each ending in '\n'
+	vals     []int64 // per slot, its last value, or -1
+	model    [price.MaxModelLen]byte
+	modelLen int // -1: no model read
+	enc      encoding
+	z        gzipState
 
 	// SSE only.
-	vals    []int64  // per path, its last value, or -1
 	needles []string // per path, its last key as text; "" when not plain
 	gate    string   // a suffix all needles share, searched first; "" when none
 	st      uint8    // line state (sse.go)
@@ -123,13 +178,19 @@ func (u *Scanner) Start(f *Fields, sse bool, maxBytes int) {
 	u.f, u.sse, u.max, u.over = f, sse, maxBytes, false
 	u.eventMax = max(maxEvent, maxBytes)
 	u.buf = u.buf[:0]
-	u.vals, u.needles, u.gate = u.vals[:0], u.needles[:0], ""
+	u.vals, u.needles, u.gate, u.modelLen, u.enc = u.vals[:0], u.needles[:0], "", -1, identity
+	u.z.reset()
 	u.st, u.nameLen, u.first, u.cr = lineStart, 0, true, false
-	if f == nil || !sse {
+	if f == nil {
+		return
+	}
+	for range f.slots {
+		u.vals = append(u.vals, -1)
+	}
+	if !sse {
 		return
 	}
 	for _, p := range f.sse {
-		u.vals = append(u.vals, -1)
 		u.needles = append(u.needles, needleOf(p))
 	}
 	u.gate = gateOf(u.needles)
@@ -139,6 +200,16 @@ func (u *Scanner) Start(f *Fields, sse bool, maxBytes int) {
 func (u *Scanner) Write(chunk []byte) {
 	switch {
 	case u.f == nil:
+	case u.enc != identity:
+		u.writeEncoded(chunk)
+	default:
+		u.write(chunk)
+	}
+}
+
+// write reads a chunk of the body as it is, decoded.
+func (u *Scanner) write(chunk []byte) {
+	switch {
 	case u.sse:
 		u.writeSSE(chunk)
 	case u.over:
@@ -149,31 +220,73 @@ func (u *Scanner) Write(chunk []byte) {
 	}
 }
 
-// Finish returns the sum of the fields found; found is false when none
-// was present as an integer from 0 to 2^53. An event stream's unterminated
-// last event is discarded.
+// Finish returns the sum of the counted fields found; found is false when
+// none was present as an integer from 0 to 2^53. An event stream's
+// unterminated last event is discarded.
 func (u *Scanner) Finish() (total int64, found bool) {
 	if u.f == nil {
 		return 0, false
 	}
-	if u.sse {
-		for _, v := range u.vals {
-			if v >= 0 {
-				total, found = addCapped(total, v), true
-			}
-		}
-		return total, found
-	}
-	if u.over || !jsonbound.Valid(u.buf) {
+	if u.enc != identity && !u.decode() {
 		return 0, false
 	}
-	body := bytesString(u.buf)
-	for _, p := range u.f.json {
-		if v, ok := fieldInt(gjson.Get(body, p)); ok {
+	if !u.sse {
+		u.readJSON()
+	}
+	for k, v := range u.vals {
+		if v >= 0 && u.f.counted&(1<<k) != 0 {
 			total, found = addCapped(total, v), true
 		}
 	}
 	return total, found
+}
+
+// readJSON reads the fields and the model of the JSON body held.
+func (u *Scanner) readJSON() {
+	if u.over || !jsonbound.Valid(u.buf) {
+		return
+	}
+	body := bytesString(u.buf)
+	for i, p := range u.f.json {
+		if v, ok := fieldInt(gjson.Get(body, p)); ok {
+			u.vals[slot(u.f.jsonSlot, i)] = v
+		}
+	}
+	u.readModel(body, u.f.model[0])
+}
+
+// readModel keeps the model named at path in JSON data, if any.
+func (u *Scanner) readModel(data, path string) {
+	if path == "" {
+		return
+	}
+	if r := gjson.Get(data, path); r.Type == gjson.String && len(r.Str) <= len(u.model) {
+		u.modelLen = copy(u.model[:], r.Str)
+	}
+}
+
+// Tokens are, after Finish, the response's tokens per kind, disjoint
+// (cached tokens out of the input, reasoning tokens out of the output,
+// where the API counts them inside), and the model it names ("" when
+// none; valid until the next Start). Only for fields with kinds (a
+// preset's).
+func (u *Scanner) Tokens() (t price.Tokens, model string) {
+	if u.f == nil || !u.f.kinds {
+		return t, ""
+	}
+	for k := range price.Kinds {
+		t[k] = max(u.vals[k], 0)
+	}
+	if u.f.included {
+		t[price.Cached] = min(t[price.Cached], t[price.Input])
+		t[price.Input] -= t[price.Cached]
+		t[price.Reasoning] = min(t[price.Reasoning], t[price.Output])
+		t[price.Output] -= t[price.Reasoning]
+	}
+	if u.modelLen > 0 {
+		model = bytesString(u.model[:u.modelLen])
+	}
+	return t, model
 }
 
 // fieldInt reads a field: a plain JSON integer from 0 to 2^53. Fractions,

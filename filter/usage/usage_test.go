@@ -128,8 +128,8 @@ func TestUsagePresets(t *testing.T) {
 }
 
 func TestUsageSSE(t *testing.T) {
-	n := &Fields{sse: []string{"n"}}
-	two := &Fields{sse: []string{"u.a", "u.b"}}
+	n := Paths([]string{"n"})
+	two := Paths([]string{"u.a", "u.b"})
 	// manyLines is one event of valid JSON over k data lines of 1 KiB.
 	manyLines := func(k int) string {
 		return "data: {\"n\":9\n" + strings.Repeat("data: ,\"p\":\""+strings.Repeat("x", 1017)+"\"\n", k) + "data: }\n\n"
@@ -201,7 +201,7 @@ func TestUsageSSE(t *testing.T) {
 
 // The data lines of an event, as held before the blank line ends it.
 func TestUsageSSEData(t *testing.T) {
-	f := &Fields{sse: []string{"n"}}
+	f := Paths([]string{"n"})
 	for body, want := range map[string]string{
 		"data: a\ndata\ndata:b\r\ndata:  c\r":     "a\n\nb\n c\n",
 		"\xEF\xBB\xBFdata\nevent: data\n: data\n": "\n",
@@ -221,7 +221,7 @@ func TestUsageSSEData(t *testing.T) {
 }
 
 func TestUsageNumbers(t *testing.T) {
-	f := &Fields{json: []string{"a", "b"}, sse: []string{"a", "b"}}
+	f := Paths([]string{"a", "b"})
 	for _, tc := range []struct {
 		body  string
 		want  int64

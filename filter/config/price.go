@@ -1,0 +1,130 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
+	"github.com/tidwall/gjson"
+)
+
+// maxModels bounds a price table.
+const maxModels = 256
+
+// parsePrice reads response_cost.price: {"unit": "micro_usd", "models":
+// {"gpt-4o": {"input": "2.50", "output": "10", ...}}, "default": {...} or
+// "refuse", "model_header": "x-model"}.
+func parsePrice(v gjson.Result, path string) (*price.Table, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	o, err := fields(v, path, "unit", "models", "default", "model_header")
+	if err != nil {
+		return nil, err
+	}
+	t := &price.Table{Models: map[string]*price.Prices{}}
+	unit, err := str(o["unit"], path+".unit", "")
+	if err != nil {
+		return nil, err
+	}
+	if !o["unit"].Exists() {
+		return nil, errAt(path+".unit", `required: what a cost counts, such as "micro_usd"`)
+	}
+	if t.Unit, err = price.ParseUnit(unit); err != nil {
+		return nil, errAt(path+".unit", "%s", err)
+	}
+	models := o["models"]
+	if !models.IsObject() {
+		return nil, errAt(path+".models", `must be an object of prices by model, such as {"gpt-4o": {"input": "2.50", "output": "10"}}`)
+	}
+	models.ForEach(func(k, pv gjson.Result) bool {
+		name := k.String()
+		at := fmt.Sprintf("%s.models[%q]", path, name)
+		switch {
+		case name == "" || len(name) > price.MaxModelLen:
+			err = errAt(at, "a model's name must have 1 to %d bytes", price.MaxModelLen)
+		case t.Models[name] != nil:
+			err = errAt(at, "duplicate field")
+		case len(t.Models) == maxModels:
+			err = errAt(path+".models", "must list at most %d models", maxModels)
+		}
+		if err != nil {
+			return false
+		}
+		var p *price.Prices
+		p, err = parsePrices(pv, at)
+		t.Models[name] = p
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Models) == 0 {
+		return nil, errAt(path+".models", "must list at least one model")
+	}
+	switch d := o["default"]; {
+	case !d.Exists():
+		return nil, errAt(path+".default", `required: the prices a model not listed pays, or "refuse"`)
+	case d.Type == gjson.String && d.Str == "refuse":
+		t.Refuse = true
+	case d.IsObject():
+		if t.Default, err = parsePrices(d, path+".default"); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, errAt(path+".default", `must be prices such as {"input": "2.50", "output": "10"}, or "refuse"`)
+	}
+	if t.ModelHeader, err = readHeaderName(o["model_header"], path+".model_header"); err != nil {
+		return nil, err
+	}
+	t.Seal()
+	return t, nil
+}
+
+// parsePrices reads one model's prices per million tokens: input and
+// output, required; cached_input and cache_write, input's when absent;
+// reasoning, output's when absent.
+func parsePrices(v gjson.Result, path string) (*price.Prices, error) {
+	o, err := fields(v, path, price.KindNames[:]...)
+	if err != nil {
+		return nil, err
+	}
+	var p price.Prices
+	for k, name := range price.KindNames {
+		f := o[name]
+		if !f.Exists() {
+			if k == price.Input || k == price.Output {
+				return nil, errAt(path+"."+name, `required: the price per million tokens, a decimal string such as "2.50"`)
+			}
+			continue
+		}
+		if f.Type != gjson.String {
+			return nil, errAt(path+"."+name, `must be a string such as "2.50": a decimal, exact`)
+		}
+		if p[k], err = price.ParsePrice(f.Str); err != nil {
+			return nil, errAt(path+"."+name, "%s", err)
+		}
+	}
+	for _, k := range []int{price.Cached, price.CacheWrite} {
+		if !o[price.KindNames[k]].Exists() {
+			p[k] = p[price.Input]
+		}
+	}
+	if !o[price.KindNames[price.Reasoning]].Exists() {
+		p[price.Reasoning] = p[price.Output]
+	}
+	return &p, nil
+}
+
+// readHeaderName reads an optional name of a header the filter reads,
+// lowercased.
+func readHeaderName(v gjson.Result, path string) (string, error) {
+	s, err := str(v, path, "")
+	if err != nil {
+		return "", err
+	}
+	if v.Exists() && s == "" {
+		return "", errAt(path, "must not be empty")
+	}
+	return strings.ToLower(s), nil
+}

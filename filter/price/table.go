@@ -1,0 +1,89 @@
+package price
+
+import "strings"
+
+// MaxModelLen bounds a model name: longer ones are unknown.
+const MaxModelLen = 128
+
+// Table is a price per model, and what a model not listed pays.
+type Table struct {
+	Unit Unit
+	// Models by exact name; a name ending in '*' is a prefix (wild).
+	Models map[string]*Prices
+	wild   []wildPrice // the prefixes, longest first
+	// Default is what a model not listed pays; nil when Refuse.
+	Default *Prices
+	// Refuse: a model not listed is refused (see Lookup).
+	Refuse bool
+	// ModelHeader is a request header naming the model; "" when none.
+	ModelHeader string
+	// Bound is, per kind, the dearest price of the table and default: a
+	// request whose model is not known yet reserves at it.
+	Bound Prices
+}
+
+type wildPrice struct {
+	prefix string
+	p      *Prices
+}
+
+// Seal readies t after Models and Default are set: the prefixes and the
+// bound.
+func (t *Table) Seal() {
+	t.wild = t.wild[:0]
+	t.Bound = Prices{}
+	if t.Default != nil {
+		t.Bound = *t.Default
+	}
+	for name, p := range t.Models {
+		if prefix, ok := strings.CutSuffix(name, "*"); ok {
+			t.wild = append(t.wild, wildPrice{prefix, p})
+		}
+		for k := range Kinds {
+			t.Bound[k] = max(t.Bound[k], p[k])
+		}
+	}
+	// Longest first, then by name: one order whatever the map's.
+	for i := 1; i < len(t.wild); i++ {
+		for j := i; j > 0 && longer(t.wild[j].prefix, t.wild[j-1].prefix); j-- {
+			t.wild[j], t.wild[j-1] = t.wild[j-1], t.wild[j]
+		}
+	}
+}
+
+func longer(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) > len(b)
+	}
+	return a < b
+}
+
+// Lookup finds a model's prices: its exact name, else the longest prefix
+// ("gpt-4o-*" for "gpt-4o-2024-08-06"). ok is false when neither lists it.
+func (t *Table) Lookup(model string) (p *Prices, ok bool) {
+	if model == "" || len(model) > MaxModelLen {
+		return nil, false
+	}
+	if p, ok := t.Models[model]; ok && !strings.HasSuffix(model, "*") {
+		return p, true
+	}
+	for _, w := range t.wild {
+		if strings.HasPrefix(model, w.prefix) {
+			return w.p, true
+		}
+	}
+	return nil, false
+}
+
+// For is the price a response pays: that of the model it names, else that
+// of the model its request named, else the default; nil when none applies
+// (refused).
+func (t *Table) For(respModel, reqModel string) *Prices {
+	if p, ok := t.Lookup(respModel); ok {
+		return p
+	}
+	if p, ok := t.Lookup(reqModel); ok {
+		return p
+	}
+	return t.Default
+}
