@@ -11,6 +11,7 @@ func (s *Stream) evaluate() Action {
 	cfg := s.pol.cfg
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
+		s.req.bodyMax = rule.MaxRequestBodyBytes
 		if !matches(&rule.Match, &s.req) {
 			continue
 		}
@@ -97,7 +98,7 @@ func (s *Stream) cost(rule *config.Rule) (cost int64, checkOnly bool) {
 			cost = max(cost, rule.Cost.Min) // a client may not lower its charge
 		}
 	case body != "":
-		if n, ok := bodyInteger(s.body, body); ok {
+		if n, ok := s.req.bodyInteger(body); ok {
 			cost = n
 		}
 	}
