@@ -31,7 +31,7 @@ func (r *Rule) ReadsBody() bool {
 
 // bodyPath reads a body field's path: dotted names, no gjson operators.
 func bodyPath(v gjson.Result, at string) (string, error) {
-	const want = `must be a dotted field path such as model or metadata.team`
+	const want = `must be a dotted field path such as model or metadata.team: at most 16 names, without # * ? | @ \ or NUL`
 	if !v.Exists() {
 		return "", errAt(at, "required")
 	}
@@ -39,7 +39,7 @@ func bodyPath(v gjson.Result, at string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if p == "" || strings.ContainsAny(p, "#*?|@\\\x00") || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
+	if p == "" || strings.ContainsAny(p, "#*?|@\\\x00") || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") || strings.Count(p, ".") >= maxPropertySegments {
 		return "", errAt(at, want)
 	}
 	return p, nil
