@@ -47,7 +47,9 @@
 //     concurrency.go), or to OnDone, however it ends.
 //
 // Stream.HoldUntilAdmitted answers body and trailers callbacks meanwhile:
-// they must not release the paused headers before the decision.
+// they must not release the paused headers before the decision. A request
+// a body-reading rule matches is decided at its body's end instead
+// (request_body.go): its headers go on, and its body is held.
 //
 // # The host interface
 //
@@ -104,8 +106,9 @@
 //     pathnorm.QueryUnescape, as url.QueryUnescape does), cookies and the client
 //     address (package ipaddr), the path normalized (package pathnorm),
 //     and matches a rule's match; identity.go reads JWT claims and stream
-//     properties; request_body.go reserves a cost read from the request
-//     body.
+//     properties; request_body.go waits for the request body when a rule
+//     reads it (a body key part, match.body, a reservation), holding it
+//     until the decision, and reads its fields.
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     a request, with package keyspace's encoding; each limit's key and
 //     the block key extend it, and its braces hold the Redis Cluster hash

@@ -14,6 +14,7 @@ func (s *Stream) evaluate() Action {
 	}
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
+		s.req.bodyMax = rule.MaxRequestBodyBytes
 		if !matches(&rule.Match, &s.req) {
 			continue
 		}
@@ -119,7 +120,7 @@ func (s *Stream) cost(rule *config.Rule, model string) (cost int64, checkOnly bo
 			cost = max(cost, rule.Cost.Min) // a client may not lower its charge
 		}
 	case body != "":
-		if n, ok := bodyInteger(s.body, body); ok {
+		if n, ok := s.req.bodyInteger(body); ok {
 			cost = n
 		}
 	}

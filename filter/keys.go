@@ -35,6 +35,9 @@ func (r *request) keyPartValue(p config.KeyPart, hops int) (string, bool) {
 		return r.jwtClaim(&p)
 	case config.SourceProperty:
 		return r.property(p.Path)
+	case config.SourceBody:
+		v, _ := r.bodyValue(p.BodyPath)
+		return v, v != ""
 	}
 	return "", false
 }

@@ -23,15 +23,14 @@ type reqModel struct {
 }
 
 // requestModel is the model the request names for rule: its model_header,
-// else the "model" of a request body read for a reservation; "" when
-// neither.
+// else the "model" of a request body a rule read; "" when neither.
 func (s *Stream) requestModel(t *price.Table) string {
 	if t.ModelHeader != "" {
 		v, _ := s.req.header(t.ModelHeader)
 		return v
 	}
-	if len(s.body) > 0 {
-		if v := gjson.Get(bytesString(s.body), "model"); v.Type == gjson.String {
+	if len(s.req.body) > 0 {
+		if v := gjson.Get(bytesString(s.req.body), "model"); v.Type == gjson.String {
 			return v.Str
 		}
 	}
@@ -82,7 +81,7 @@ func (s *Stream) moneyReservation(t *price.Table, model string, out int64) int64
 // inputEstimate is the request's input tokens, guessed from its size: the
 // body read, else content-length, over bytesPerToken, rounded up.
 func (s *Stream) inputEstimate() int64 {
-	n := int64(len(s.body))
+	n := int64(s.req.bodyLen)
 	if n == 0 {
 		if v, ok := s.req.header("content-length"); ok {
 			n, _ = config.ParseCost(v)

@@ -30,7 +30,8 @@ type policy struct {
 	denyCache *denyCache
 	// fallback decides while Redis cannot (failure_mode: local); else nil.
 	fallback *localLimiter
-	// bodyRules: a rule reserves from the request body.
+	// bodyRules: a rule reads the request body (its key, match or
+	// reservation).
 	bodyRules bool
 	// degradeHeaders are the degrade rules' headers (degrade.go).
 	degradeHeaders []string
@@ -66,7 +67,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 		p.leaseMetrics = newLeaseMetrics(host)
 	}
 	for _, r := range cfg.Rules {
-		p.bodyRules = p.bodyRules || r.Response != nil && r.Response.Reserve.Body != ""
+		p.bodyRules = p.bodyRules || r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
 		p.headers = append(p.headers, newRuleHeaders(&r))
 	}
 	return p

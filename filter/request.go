@@ -17,11 +17,17 @@ type request struct {
 	// normPath is path(), computed once; valid when hasPath.
 	normPath string
 	hasPath  bool
+	// body is the request's JSON body when a rule reads it (empty when it
+	// is not JSON within jsonbound's bounds, or too large to read);
+	// bodyLen its size; bodyMax the bound of the rule being evaluated.
+	body    []byte
+	bodyLen int
+	bodyMax int
 }
 
 // reset readies r for a new request from source, keeping its buffers.
 func (r *request) reset(source StreamHost) {
-	*r = request{source: source, bearer: bearerPayload{json: r.bearer.json[:0]}}
+	*r = request{source: source, bearer: bearerPayload{json: r.bearer.json[:0]}, body: r.body[:0]}
 }
 
 // header returns every value of the named header, joined by ", " when it
@@ -56,23 +62,26 @@ func (r *request) headerValues(name string) (string, bool) {
 // headersMatch reports whether every header match holds for r.
 func headersMatch(ms []config.HeaderMatch, r *request) bool {
 	for i := range ms {
-		v, present := r.headerValues(ms[i].Name)
-		var ok bool
-		switch ms[i].Op {
-		case config.HeaderExact:
-			ok = present && v == ms[i].Value
-		case config.HeaderPrefix:
-			ok = present && strings.HasPrefix(v, ms[i].Value)
-		case config.HeaderPresent:
-			ok = present
-		case config.HeaderAbsent:
-			ok = !present
-		}
-		if !ok {
+		if v, present := r.headerValues(ms[i].Name); !valueMatches(&ms[i], v, present) {
 			return false
 		}
 	}
 	return true
+}
+
+// valueMatches reports whether m holds for a value v (present or not).
+func valueMatches(m *config.HeaderMatch, v string, present bool) bool {
+	switch m.Op {
+	case config.HeaderExact:
+		return present && v == m.Value
+	case config.HeaderPrefix:
+		return present && strings.HasPrefix(v, m.Value)
+	case config.HeaderPresent:
+		return present
+	case config.HeaderAbsent:
+		return !present
+	}
+	return false
 }
 
 func (r *request) method() string { v, _ := r.header(":method"); return v }
@@ -205,6 +214,11 @@ func parseIP(s string) (ipaddr.Addr, bool) {
 
 // matches reports whether r meets m: each condition m sets.
 func matches(m *config.Match, r *request) bool {
+	return matchesHead(m, r) && (len(m.Body) == 0 || bodyMatch(m.Body, r))
+}
+
+// matchesHead reports whether r meets m's conditions on its headers.
+func matchesHead(m *config.Match, r *request) bool {
 	if m.Path != "" && r.path() != m.Path {
 		return false
 	}

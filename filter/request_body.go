@@ -8,15 +8,24 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// A reservation may come from the request's JSON body, such as max_tokens.
-// The decision then waits for the whole body: the headers pause, and the
-// body is buffered by the proxy until its end reaches OnRequestBody.
+// A rule may read the request's JSON body: its key or match
+// (config.Rule.ReadsBody), or its reservation (reserve.body, such as
+// max_tokens). The decision then waits for the body's end: end_of_stream,
+// the trailers, or more than the rules' max_request_body_bytes (whose
+// fields are then missing).
 //
-// Envoy delivers body callbacks to a filter whose headers paused only with
-// allow_on_headers_stop_iteration (false by default): otherwise the body
-// waits behind the paused headers. So a stream never waits more than
-// bodyWait: then it is decided with the estimates' defaults, and its body
-// follows once it resumes.
+// A key or match lets the headers go on and holds the body (Pause from
+// each body callback buffers it) until the decision: no body byte reaches
+// the upstream before it, whatever allow_on_headers_stop_iteration says,
+// but Envoy's router may have sent the headers (docs/proxies.md, "The
+// request body").
+//
+// A reservation alone pauses the headers, so the upstream sees nothing
+// before the decision. Envoy delivers body callbacks to a filter whose
+// headers paused only with allow_on_headers_stop_iteration (false by
+// default): otherwise the body waits behind the paused headers. So such a
+// stream never waits more than bodyWait: then it is decided with the
+// estimates' defaults, and its body follows once it resumes.
 const bodyWait = time.Second
 
 // SetBodyFollows tells the stream, before its request headers, whether a
@@ -25,44 +34,70 @@ func (s *Stream) SetBodyFollows(follows bool) { s.bodyFollows = follows }
 
 // WantsRequestBody reports whether the stream waits for the request body:
 // the proxy must then buffer it (Pause) and hand over the whole body at
-// its end.
+// its end (OnRequestBody), or its size once over RequestBodyLimit
+// (OnRequestBodyTooLarge).
 func (s *Stream) WantsRequestBody() bool { return s.waitingBody }
 
-// OnRequestBody takes the whole request body once it has ended, and
-// decides the request.
+// RequestBodyLimit is the most body bytes the stream reads; valid while
+// WantsRequestBody.
+func (s *Stream) RequestBodyLimit() int { return s.bodyLimit }
+
+// OnRequestBody takes the whole request body once it has ended (at
+// end_of_stream or at the trailers), and decides the request.
 func (s *Stream) OnRequestBody(body []byte) Action {
 	if !s.waitingBody {
 		return s.HoldUntilAdmitted()
 	}
-	s.awaitBody(false)
-	s.body = append(s.body[:0], body...)
-	if !jsonbound.Valid(s.body) {
-		s.body = s.body[:0] // every estimate from it takes its default
-	}
+	s.stopWaiting()
+	s.req.bodyLen = len(body)
+	s.req.body = s.req.body[:0]
+	if len(body) <= s.bodyLimit && jsonbound.Valid(body) {
+		s.req.body = append(s.req.body, body...)
+	} // else every field of it is missing
 	return s.decideLater()
 }
 
-// needsBody reports whether a rule the request matches reserves from the
-// body.
-func (s *Stream) needsBody() bool {
-	for i := range s.pol.cfg.Rules {
-		r := &s.pol.cfg.Rules[i]
-		if r.Response != nil && r.Response.Reserve.Body != "" && matches(&r.Match, &s.req) {
-			return true
-		}
+// OnRequestBodyTooLarge decides the request once its body, still coming,
+// holds size bytes, more than RequestBodyLimit: its fields are missing.
+func (s *Stream) OnRequestBodyTooLarge(size int) Action {
+	if !s.waitingBody {
+		return s.HoldUntilAdmitted()
 	}
-	return false
+	s.stopWaiting()
+	s.req.body, s.req.bodyLen = s.req.body[:0], size
+	return s.decideLater()
 }
 
-// awaitBody starts or stops waiting for the body.
-func (s *Stream) awaitBody(wait bool) {
-	s.waitingBody = wait
-	vm := s.vm
-	if wait {
-		s.waitingSince = s.clock()
-		vm.waiting = append(vm.waiting, s)
-		return
+// waitForBody starts waiting for the body when a rule the request matches,
+// as far as its headers tell, reads it: Continue when a key or match
+// reads it (the body is held), Pause for a reservation alone.
+func (s *Stream) waitForBody() (Action, bool) {
+	keys, reserve, limit := false, false, 0
+	for i := range s.pol.cfg.Rules {
+		r := &s.pol.cfg.Rules[i]
+		k, res := r.ReadsBody(), r.Response != nil && r.Response.Reserve.Body != ""
+		if !k && !res || !matchesHead(&r.Match, &s.req) {
+			continue
+		}
+		keys, reserve, limit = keys || k, reserve || res, max(limit, r.MaxRequestBodyBytes)
 	}
+	if !keys && !reserve {
+		return Continue, false
+	}
+	s.bodyLimit = limit
+	if keys {
+		s.waitingBody = true // the body callbacks come: no bodyWait
+		return Continue, true
+	}
+	s.waitingBody, s.waitingSince = true, s.clock()
+	s.vm.waiting = append(s.vm.waiting, s)
+	return Pause, true
+}
+
+// stopWaiting ends the wait for the body.
+func (s *Stream) stopWaiting() {
+	s.waitingBody = false
+	vm := s.vm
 	for i, w := range vm.waiting {
 		if w == s {
 			vm.waiting = append(vm.waiting[:i], vm.waiting[i+1:]...)
@@ -71,8 +106,9 @@ func (s *Stream) awaitBody(wait bool) {
 	}
 }
 
-// decideLater evaluates the rules outside the request headers' callback:
-// the stream is paused, so an admission resumes it.
+// decideLater evaluates the rules outside the request headers' callback,
+// answering by return value: an admission continues the body callback, or
+// resumes the paused stream once Redis has answered.
 func (s *Stream) decideLater() Action {
 	s.inHeaders = true
 	a := s.evaluate()
@@ -89,7 +125,7 @@ func (p *Plugin) sweepBodyWaits(now time.Time) {
 			i++
 			continue
 		}
-		s.awaitBody(false)
+		s.stopWaiting()
 		s.now = now
 		if s.decideLater() == Continue {
 			s.host.Resume()
@@ -97,13 +133,51 @@ func (p *Plugin) sweepBodyWaits(now time.Time) {
 	}
 }
 
-// bodyInteger reads a non-negative integer field of a JSON body that
-// OnRequestBody found within jsonbound's bounds.
-func bodyInteger(body []byte, path string) (int64, bool) {
-	if len(body) == 0 {
+// jsonBody is the request's body for the rule being evaluated (bodyMax):
+// empty when there is none, it is not JSON within jsonbound's bounds, or
+// it is larger than the rule reads.
+func (r *request) jsonBody() string {
+	if r.bodyLen > r.bodyMax {
+		return ""
+	}
+	return bytesString(r.body)
+}
+
+// bodyValue reads a body field as a key part or match sees it: a string's
+// text, or a number or boolean as written; present is false for a field
+// that is absent, null, an object or an array.
+func (r *request) bodyValue(path string) (v string, present bool) {
+	body := r.jsonBody()
+	if body == "" {
+		return "", false
+	}
+	f := gjson.Get(body, path)
+	switch f.Type {
+	case gjson.String:
+		return f.Str, true
+	case gjson.Number, gjson.True, gjson.False:
+		return f.Raw, true
+	}
+	return "", false
+}
+
+// bodyMatch reports whether every match.body entry holds for r.
+func bodyMatch(ms []config.HeaderMatch, r *request) bool {
+	for i := range ms {
+		if v, present := r.bodyValue(ms[i].Name); !valueMatches(&ms[i], v, present) {
+			return false
+		}
+	}
+	return true
+}
+
+// bodyInteger reads a non-negative integer field of the body.
+func (r *request) bodyInteger(path string) (int64, bool) {
+	body := r.jsonBody()
+	if body == "" {
 		return 0, false
 	}
-	v := gjson.Get(bytesString(body), path)
+	v := gjson.Get(body, path)
 	if v.Type != gjson.Number || v.Num < 0 || v.Num > config.MaxResponseCost || v.Num != float64(int64(v.Num)) {
 		return 0, false
 	}

@@ -51,12 +51,13 @@ type Stream struct {
 	// leased are the request's spends from leases (see lease.go).
 	leased []leaseUse
 	// bodyFollows: the request has a body (set by the proxy before the
-	// headers). body is the request's body when a rule's reservation
-	// reads it; waitingSince is when the stream began to wait for it.
+	// headers). waitingBody: the decision waits for it (request_body.go),
+	// reading at most bodyLimit bytes; waitingSince is when a stream
+	// whose headers paused began to wait.
 	bodyFollows  bool
 	waitingBody  bool
+	bodyLimit    int
 	waitingSince time.Time
-	body         []byte
 	models       []reqModel // per priced rule, the model its request names (money.go)
 	// degraded are the spent limits of degrade rules (degrade.go);
 	// warnings the limits past their near_limit share (near.go).
@@ -103,9 +104,10 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	if q := s.pol.cfg.Quota; q != nil {
 		s.quotaAsked = q.Matches(s.req.method(), s.req.path())
 	}
-	if s.bodyFollows && s.pol.bodyRules && s.needsBody() {
-		s.awaitBody(true)
-		return Pause
+	if s.bodyFollows && s.pol.bodyRules {
+		if a, wait := s.waitForBody(); wait {
+			return a
+		}
 	}
 	return s.evaluate()
 }
@@ -156,12 +158,12 @@ func (s *Stream) OnDone() {
 	}
 	s.resp.started = false
 	if s.waitingBody {
-		s.awaitBody(false)
+		s.stopWaiting()
 	}
 	if s.delayedAt != 0 {
 		s.undelay()
 	}
-	s.charged, s.bodyFollows, s.body, s.slot, s.leased = false, false, s.body[:0], 0, s.leased[:0]
+	s.charged, s.bodyFollows, s.slot, s.leased = false, false, 0, s.leased[:0]
 	s.endQuota()
 	s.quotaAsked = false
 	s.models = s.models[:0]

@@ -54,14 +54,20 @@ func setEffective(id uint32) error {
 // the default for ABI 0.2); with allow_on_headers_stop_iteration it would,
 // and Continue from them would release the paused headers undecided.
 //
-// A stream that reserves from the body buffers it (Pause), and takes it
-// whole at its end.
+// A stream that reads the body buffers it (Pause), and takes it whole at
+// its end: end_of_stream, or the trailers, where Envoy (>= 1.32) serves
+// the buffered body. A body over the stream's limit is not read: the
+// request is decided without it.
 func (h *httpContext) OnHttpRequestBody(size int, endOfStream bool) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
 	if !h.stream.WantsRequestBody() {
 		return action(h.stream.HoldUntilAdmitted())
+	}
+	limit := h.stream.RequestBodyLimit()
+	if size > limit {
+		return h.decideOnBody(func(s *filter.Stream) filter.Action { return s.OnRequestBodyTooLarge(size) })
 	}
 	if !endOfStream {
 		return types.ActionPause
@@ -70,17 +76,31 @@ func (h *httpContext) OnHttpRequestBody(size int, endOfStream bool) types.Action
 	if size > 0 {
 		body, _ = proxywasm.GetHttpRequestBody(0, size)
 	}
-	effective = h.id
-	a := h.stream.OnRequestBody(body)
-	effective = 0
-	return action(a)
+	return h.decideOnBody(func(s *filter.Stream) filter.Action { return s.OnRequestBody(body) })
 }
 
 func (h *httpContext) OnHttpRequestTrailers(int) types.Action {
 	if h.stream == nil {
 		return types.ActionContinue
 	}
-	return action(h.stream.HoldUntilAdmitted())
+	if !h.stream.WantsRequestBody() {
+		return action(h.stream.HoldUntilAdmitted())
+	}
+	limit := h.stream.RequestBodyLimit()
+	body, _ := proxywasm.GetHttpRequestBody(0, limit+1) // the host reads no more than it holds
+	if len(body) > limit {
+		return h.decideOnBody(func(s *filter.Stream) filter.Action { return s.OnRequestBodyTooLarge(len(body)) })
+	}
+	return h.decideOnBody(func(s *filter.Stream) filter.Action { return s.OnRequestBody(body) })
+}
+
+// decideOnBody runs a body callback's decision with the stream's context
+// effective.
+func (h *httpContext) decideOnBody(decide func(*filter.Stream) filter.Action) types.Action {
+	effective = h.id
+	a := decide(h.stream)
+	effective = 0
+	return action(a)
 }
 
 // The response headers are the last thing the filter acts on, so the

@@ -172,7 +172,7 @@ func (v *vm) bufferFor(t uint32) (data []byte, target *[]byte, status uint32) {
 	s := v.activeStream()
 	switch t {
 	case bufferHTTPRequestBody:
-		if s != nil && s.phase == phaseRequestBody {
+		if s != nil && (s.phase == phaseRequestBody || s.phase == phaseRequestTrailers && s.reqBodyHeld) {
 			return s.reqBody, &s.reqBody, statusOK
 		}
 		return nil, nil, statusOK

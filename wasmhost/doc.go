@@ -64,6 +64,9 @@
 //     is written and flushed before the next chunk is read. The upstream's
 //     end is a last proxy_on_response_body(size, true), size possibly 0,
 //     or, when it sent trailers, proxy_on_response_trailers instead.
+//   - A request body callback that returns Pause buffers the body: the
+//     trailers' callback then reads it whole, as Envoy (>= 1.32) serves
+//     the decoding buffer while buffering_request_body_.
 //   - A body callback that returns Pause buffers (StopIterationAndBuffer):
 //     the next callback sees the bytes so far and the new ones (Envoy >=
 //     1.32, PR #36411), and continue_stream(Response) sends them on. A
@@ -181,7 +184,11 @@
 //
 //   - The request body is not streamed: it is read whole first and
 //     delivered in one proxy_on_request_body call (end of stream set), and
-//     capped (MaxBodyBytes). The response body is streamed.
+//     capped (MaxBodyBytes). The response body is streamed. The upstream
+//     request starts only once the whole request has passed the guest:
+//     when the guest continues the headers and holds the body, Envoy's
+//     router has already started it (the headers may reach the upstream),
+//     here nothing reaches it until the body goes on.
 //   - Response streaming is a model of Envoy's, not its timing: a chunk is
 //     what one read returns (Envoy's HTTP/1 codec may merge or split them
 //     otherwise), the next chunk is read only once the last was written

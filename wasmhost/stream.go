@@ -53,6 +53,7 @@ type stream struct {
 	reqHeadersLive  bool // the guest may read and change them
 	headersHeld     bool // paused by StopIteration while the body goes on
 	reqBody         []byte
+	reqBodyHeld     bool       // the body callback buffered it (Pause): the trailers see it
 	reqTrailers     *headerMap // nil until the client sends or the guest adds trailers
 	clientTrailers  bool
 	respHeaders     *headerMap
@@ -167,6 +168,9 @@ func (v *vm) advance(s *stream) {
 			v.invoke(s)
 		case s.resultPending:
 			s.resultPending = false
+			if s.phase == phaseRequestBody {
+				s.reqBodyHeld = s.result != actionContinue && !s.continueRequested()
+			}
 			switch {
 			case s.continues():
 				v.next(s)

@@ -206,6 +206,8 @@ func describeKey(key []config.KeyPart) string {
 			d[i] = "jwt_claim " + p.Name
 		case config.SourceProperty:
 			d[i] = "property " + strings.Join(p.Path, ".")
+		case config.SourceBody:
+			d[i] = "body " + p.BodyPath
 		default:
 			d[i] = "?"
 		}

@@ -162,6 +162,10 @@ type Rule struct {
 	// request header); NearLimit: the rule's near-limit share and warning.
 	OnLimit   OnLimit
 	NearLimit NearLimit
+	// MaxRequestBodyBytes bounds the request body the rule reads (its body
+	// key parts, match.body, response_cost.reserve.body): a larger body
+	// has none of its fields.
+	MaxRequestBodyBytes int
 }
 
 // NamedLimit is a limit with the policy name the headers show.
@@ -178,6 +182,9 @@ type Match struct {
 	Hosts      []string // exact :authority, without port
 	// Headers must all hold (match.headers).
 	Headers []HeaderMatch
+	// Body must all hold (match.body): each entry's Name is a dotted
+	// field path of the request's JSON body, read as a body key part is.
+	Body []HeaderMatch
 }
 
 // HeaderMatch tests one request header, by its values joined with ", "
@@ -217,6 +224,8 @@ const (
 	// SourceProperty is any stream property the proxy serves, such as
 	// connection.uri_san_peer_certificate.
 	SourceProperty
+	// SourceBody is a field of the request's JSON body, such as model.
+	SourceBody
 )
 
 // String is the source's name in the configuration ("header", "client_ip" ...).
@@ -229,7 +238,7 @@ func (s KeySource) String() string {
 
 var sourceNames = []string{SourceHeader: "header", SourceQuery: "query", SourceCookie: "cookie",
 	SourceClientIP: "client_ip", SourcePath: "path", SourceMethod: "method", SourceHost: "host", SourceConstant: "constant",
-	SourceJWTClaim: "jwt_claim", SourceProperty: "property"}
+	SourceJWTClaim: "jwt_claim", SourceProperty: "property", SourceBody: "body"}
 
 // KeyPart is one dimension of a rule's key.
 type KeyPart struct {
@@ -249,6 +258,7 @@ type KeyPart struct {
 	IPv4Prefix, IPv6Prefix PrefixLen
 
 	ClaimPath string // SourceJWTClaim: Name as a gjson path, each segment escaped
+	BodyPath  string // SourceBody: the field's dotted path ("metadata.team")
 }
 
 // PrefixLen is a CIDR prefix length; the zero value is none.

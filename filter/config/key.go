@@ -18,6 +18,7 @@ var keyPartFields = map[KeySource][]string{
 	SourceConstant: {"value"},
 	SourceJWTClaim: {"name", "payload_in_metadata"},
 	SourceProperty: {"path"},
+	SourceBody:     {"path"},
 }
 
 // JWTAuthnNamespace is the dynamic metadata namespace Envoy's jwt_authn
@@ -70,6 +71,11 @@ func parseKeyPart(o map[string]gjson.Result, at string, src KeySource) (KeyPart,
 		err = parseClaim(&part, o, at)
 	case SourceProperty:
 		part.Path, err = propertyPath(o["path"], at+".path")
+	case SourceBody:
+		if !o["path"].Exists() {
+			return part, errAt(at+".path", "required for source body")
+		}
+		part.BodyPath, err = bodyPath(o["path"], at+".path")
 	}
 	return part, err
 }
@@ -151,32 +157,40 @@ func propertyPath(v gjson.Result, path string) ([]string, error) {
 	return segs, nil
 }
 
-// maxHeaderMatches bounds match.headers.
+// maxHeaderMatches bounds match.headers, and match.body.
 const maxHeaderMatches = 16
 
 // parseHeaderMatches reads match.headers: entries that must all hold.
 func parseHeaderMatches(v gjson.Result, path string) ([]HeaderMatch, error) {
+	return parseValueMatches(v, path, "header", "name", func(n gjson.Result, at string) (string, error) {
+		name, err := str(n, at, "")
+		if err == nil && name == "" {
+			err = errAt(at, "required")
+		}
+		return strings.ToLower(name), err
+	})
+}
+
+// parseValueMatches reads a list of matches on what (headers, body
+// fields), each naming its value in the field nameField, read by name.
+func parseValueMatches(v gjson.Result, path, what, nameField string, name func(gjson.Result, string) (string, error)) ([]HeaderMatch, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
 	if !v.IsArray() || len(v.Array()) > maxHeaderMatches {
-		return nil, errAt(path, "must be an array of at most %d header matches", maxHeaderMatches)
+		return nil, errAt(path, "must be an array of at most %d %s matches", maxHeaderMatches, what)
 	}
 	var out []HeaderMatch
 	for i, e := range v.Array() {
 		at := elem(path, i)
-		o, err := fields(e, at, "name", "exact", "prefix", "present", "absent")
+		o, err := fields(e, at, nameField, "exact", "prefix", "present", "absent")
 		if err != nil {
 			return nil, err
 		}
 		m := HeaderMatch{}
-		if m.Name, err = str(o["name"], at+".name", ""); err != nil {
+		if m.Name, err = name(o[nameField], at+"."+nameField); err != nil {
 			return nil, err
 		}
-		if m.Name == "" {
-			return nil, errAt(at+".name", "required")
-		}
-		m.Name = strings.ToLower(m.Name)
 		n := 0
 		for _, op := range []string{"exact", "prefix", "present", "absent"} {
 			if o[op].Exists() {

@@ -16,7 +16,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes")
 	if err != nil {
 		return r, err
 	}
@@ -110,6 +110,9 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 	if r.NearLimit, err = parseNearLimit(o["near_limit"], path+".near_limit"); err != nil {
 		return r, err
 	}
+	if r.MaxRequestBodyBytes, err = parseMaxRequestBody(o["max_request_body_bytes"], path+".max_request_body_bytes", &r); err != nil {
+		return r, err
+	}
 	return r, nil
 }
 
@@ -118,7 +121,7 @@ func parseMatch(v gjson.Result, path string) (Match, error) {
 	if !v.Exists() {
 		return m, nil
 	}
-	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers")
+	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers", "body")
 	if err != nil {
 		return m, err
 	}
@@ -157,6 +160,9 @@ func parseMatch(v gjson.Result, path string) (Match, error) {
 		m.Hosts[i] = strings.ToLower(h)
 	}
 	if m.Headers, err = parseHeaderMatches(o["headers"], path+".headers"); err != nil {
+		return m, err
+	}
+	if m.Body, err = parseBodyMatches(o["body"], path+".body"); err != nil {
 		return m, err
 	}
 	return m, nil

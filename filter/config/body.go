@@ -1,0 +1,63 @@
+package config
+
+import (
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// A rule may read fields of the request's JSON body: a key part
+// {"source": "body", "path": "model"} and match.body entries. Its decision
+// then waits for the body's end (see filter/request_body.go).
+
+// DefaultMaxRequestBodyBytes is max_request_body_bytes when unset: Envoy's
+// default per_connection_buffer_limit_bytes, past which it answers 413 to a
+// body held whole.
+const DefaultMaxRequestBodyBytes = 1 << 20
+
+// ReadsBody reports whether the rule's key or match reads the request
+// body.
+func (r *Rule) ReadsBody() bool {
+	if len(r.Match.Body) > 0 {
+		return true
+	}
+	for _, p := range r.Key {
+		if p.Source == SourceBody {
+			return true
+		}
+	}
+	return false
+}
+
+// bodyPath reads a body field's path: dotted names, no gjson operators.
+func bodyPath(v gjson.Result, at string) (string, error) {
+	const want = `must be a dotted field path such as model or metadata.team: at most 16 names, without # * ? | @ \ or NUL`
+	if !v.Exists() {
+		return "", errAt(at, "required")
+	}
+	p, err := str(v, at, "")
+	if err != nil {
+		return "", err
+	}
+	if p == "" || strings.ContainsAny(p, "#*?|@\\\x00") || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") || strings.Count(p, ".") >= maxPropertySegments {
+		return "", errAt(at, want)
+	}
+	return p, nil
+}
+
+// parseBodyMatches reads match.body: fields of the request's JSON body
+// that must all hold, in the shape of match.headers with path for name.
+func parseBodyMatches(v gjson.Result, path string) ([]HeaderMatch, error) {
+	return parseValueMatches(v, path, "body", "path", bodyPath)
+}
+
+// parseMaxRequestBody reads a rule's max_request_body_bytes, which only a
+// rule that reads the body takes.
+func parseMaxRequestBody(v gjson.Result, path string, r *Rule) (int, error) {
+	reads := r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
+	if v.Exists() && !reads {
+		return 0, errAt(path, "only for a rule that reads the request body (a body key part, match.body or response_cost.reserve.body)")
+	}
+	n, err := integer(v, path, DefaultMaxRequestBodyBytes, 1, 64<<20)
+	return int(n), err
+}
