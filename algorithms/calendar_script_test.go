@@ -24,7 +24,7 @@ func redisSeconds(t *testing.T, c *conn) int64 {
 // the code, with a boundary that Redis's clock reaches soon.
 func boundaryZone(t *testing.T, end int64) string {
 	name := fmt.Sprintf("Test/%s/%d", t.Name(), end)
-	zones.Store(name, time.FixedZone(name, int(-(end % 3600))))
+	zones.Store(name, time.FixedZone(name, int(-(end%3600))))
 	return name
 }
 
