@@ -146,6 +146,9 @@ func compatible(base, limits []NamedLimit, path, baseName string) error {
 		if a.Algorithm == algorithms.SlidingCounter && a.Period != b.Period {
 			return errAt(fmt.Sprintf("%s[%d].window", path, i), "must be %s, as limit %d of %s: a sliding counter's state counts windows", a.Period, i, baseName)
 		}
+		if a.Algorithm == algorithms.CalendarWindow && a.Calendar != b.Calendar {
+			return errAt(fmt.Sprintf("%s[%d]", path, i), "must have the period, time_zone and week_starts of limit %d of %s: a calendar limit's state counts its periods", i, baseName)
+		}
 	}
 	return nil
 }
@@ -165,6 +168,18 @@ func (r *Rule) TierLimits(i int) []NamedLimit {
 		return r.Limits
 	}
 	return r.Tiers.Levels[i].Limits
+}
+
+// HasCalendar reports whether a tier of the rule holds a calendar limit.
+func (r *Rule) HasCalendar() bool {
+	for _, level := range r.Levels() {
+		for _, l := range level.Limits {
+			if l.Limit.Algorithm == algorithms.CalendarWindow {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // HasConcurrency reports whether a tier of the rule holds a concurrency
