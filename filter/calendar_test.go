@@ -95,6 +95,21 @@ func TestCalendarMonthTiersAndOverride(t *testing.T) {
 	if s := headerSeconds(t, o.headers["ratelimit"]); s < lo || s > hi {
 		t.Fatalf("the override resets in %d s, want %d to %d", s, lo, hi)
 	}
+	// ratelimitctl show reads the override's month as a request meets it.
+	pk, err := keyspace.NewPeek(cfg, rule, base, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before = time.Now()
+	ks, err := runPeek(t, pk)
+	lo, hi = untilMonthEnd(t, before, time.Now())
+	if err != nil || !ks.Override || len(ks.Limits) != 1 || ks.Limits[0].Used != 4 || ks.Limits[0].Remaining != 496 ||
+		ks.Limits[0].Algorithm != "calendar" || ks.Limits[0].Decided.Calendar.Zone != "Europe/Berlin" {
+		t.Fatalf("peek: %+v, %v", ks, err)
+	}
+	if s := int64(ks.Limits[0].Reset / time.Second); s < lo-1 || s > hi {
+		t.Fatalf("peek: resets in %v, want %d to %d s", ks.Limits[0].Reset, lo, hi)
+	}
 	for limits, want := range map[string]string{
 		`[{"algorithm":"calendar","limit":500,"period":"month","time_zone":"UTC"}]`:                 "must have the period, time_zone and week_starts",
 		`[{"algorithm":"calendar","limit":500,"period":"week","time_zone":"Europe/Berlin"}]`:        "must have the period, time_zone and week_starts",
