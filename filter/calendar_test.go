@@ -139,3 +139,18 @@ func TestCalendarSettlesTheRealCost(t *testing.T) {
 		}
 	}
 }
+
+// Under failure_mode local, with Redis down, the VM decides a rule's other
+// limits and leaves its calendar limit alone: the period is Redis's.
+func TestCalendarNotDecidedLocally(t *testing.T) {
+	h := newFakeHost(t, localConfig("1", "", `[{"name":"r","key":[{"source":"header","name":"x-user"}],
+		"limits":[{"name":"month","algorithm":"calendar","limit":1,"period":"month"},
+		          {"name":"minute","algorithm":"sliding_log","limit":3,"window":"1m"}]}]`))
+	h.Clock = time.Now()
+	h.Down = true
+	for i, want := range []int{200, 200, 200, 429} {
+		if o := h.send("x-user=a"); o.status != want || want == 429 && !strings.Contains(o.body, `"limit":"minute"`) {
+			t.Fatalf("request %d: %+v, want %d from the minute's limit", i, o, want)
+		}
+	}
+}
