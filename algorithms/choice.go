@@ -140,11 +140,8 @@ func AppendCall(dst []byte, f Framing, inv Invoke, op Op, blocks []string, check
 		for _, t := range c.Tiers {
 			w.str(t.Name)
 			w.int(int64(len(t.Limits)))
-			for _, l := range t.Limits {
-				a, b := l.args()
-				w.str(l.Algorithm.code())
-				w.int(a)
-				w.int(b)
+			for i := range t.Limits {
+				w.limit(&t.Limits[i])
 			}
 		}
 	}
@@ -160,10 +157,7 @@ func (c *Choice) wireCost() int64 {
 
 // check writes a check's four arguments: algorithm, a, b, cost.
 func (w *argWriter) check(c *Check) {
-	a, b := c.Limit.args()
-	w.str(c.Limit.Algorithm.code())
-	w.int(a)
-	w.int(b)
+	w.limit(&c.Limit)
 	if c.CheckOnly {
 		w.int(-1)
 	} else {
@@ -250,6 +244,11 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 			var l Limit
 			if pick >= 0 && p < len(c.Tiers[pick].Limits) {
 				l = c.Tiers[pick].Limits[p]
+			} else if v[5] == 5 {
+				var ok bool
+				if l, ok = withPeriodOf(Limit{Algorithm: CalendarWindow, Rate: v[1]}, c.Tiers[0].Limits, p); !ok {
+					return fmt.Errorf("%w: choice %d position %d: a calendar override without a calendar tier", ErrUnexpectedReply, ci, p)
+				}
 			} else if l, err = limitFromArgs(v[5], v[1], v[6]); err != nil {
 				return fmt.Errorf("%w: choice %d position %d: %v", ErrUnexpectedReply, ci, p, err)
 			}
@@ -263,12 +262,32 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 // Unused reports a choice position the picked limits left unused.
 func (r *Result) Unused() bool { return r.Limit == 0 }
 
+// withPeriodOf is a calendar override's limit l as it decides: with the
+// period of the default tier's limit at its position p, which must be a
+// calendar limit (else false, and Redis ignores the override).
+func withPeriodOf(l Limit, defaults []Limit, p int) (Limit, bool) {
+	if p >= len(defaults) || defaults[p].Algorithm != CalendarWindow {
+		return l, false
+	}
+	d := defaults[p]
+	d.Rate, d.Burst = l.Rate, l.Rate
+	return d, true
+}
+
 // limitFromArgs rebuilds a limit from the script's algorithm number (1 l,
-// 2 c, 3 f, 4 k) and its a and b. A funnel's rate and period come back as
-// 1 per its emission interval, which decides and advertises alike.
+// 2 c, 3 f, 4 k, 5 p) and its a and b. A funnel's rate and period come
+// back as 1 per its emission interval, which decides and advertises
+// alike. A calendar limit's b is its unit, as an override holds it; it
+// comes back without its zone (see withPeriodOf), unvalidated.
 func limitFromArgs(code, a, b int64) (Limit, error) {
 	var l Limit
 	switch code {
+	case 5:
+		u := CalendarUnit(b)
+		if a < 1 || b < int64(Hour) || b > int64(Month) {
+			return l, fmt.Errorf("calendar limit %d per unit %d", a, b)
+		}
+		return Limit{Algorithm: CalendarWindow, Rate: a, Burst: a, Period: u.nominal(), Calendar: Calendar{Unit: u}}, nil
 	case 1:
 		l = Limit{Algorithm: SlidingLog, Rate: a, Burst: a, Period: time.Duration(b) * time.Microsecond}
 	case 2:
@@ -298,13 +317,16 @@ func EncodeOverride(limits []Limit) (string, error) {
 			b.WriteByte(',')
 		}
 		x, y := l.args()
+		if l.Algorithm == CalendarWindow {
+			y = int64(l.Calendar.Unit) // its period is the default tier's: withPeriodOf
+		}
 		fmt.Fprintf(&b, "%s:%d:%d", l.Algorithm.code(), x, y)
 	}
 	return b.String(), nil
 }
 
 // DecodeOverride reads an override key's value back into limits, as the
-// script decides them (funnels as in limitFromArgs).
+// script decides them (funnels and calendar limits as in limitFromArgs).
 func DecodeOverride(s string) ([]Limit, error) {
 	var out []Limit
 	for i, item := range strings.Split(s, ",") {
@@ -312,7 +334,7 @@ func DecodeOverride(s string) ([]Limit, error) {
 		if len(f) != 3 {
 			return nil, fmt.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
 		}
-		code := int64(strings.Index("lcfk", f[0]) + 1)
+		code := int64(strings.Index("lcfkp", f[0]) + 1)
 		a, errA := strconv.ParseInt(f[1], 10, 64)
 		b, errB := strconv.ParseInt(f[2], 10, 64)
 		if len(f[0]) != 1 || code == 0 || errA != nil || errB != nil {

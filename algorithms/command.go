@@ -99,6 +99,20 @@ func (w *argWriter) str(s string) {
 	w.end()
 }
 
+// limit writes a limit's algorithm, a and b.
+func (w *argWriter) limit(l *Limit) {
+	a, b := l.args()
+	w.str(l.Algorithm.code())
+	w.int(a)
+	if l.Algorithm == CalendarWindow {
+		var buf [48]byte
+		bs, _ := l.Calendar.wire(buf[:0]) // Validate loaded its zone
+		w.str(string(bs))
+		return
+	}
+	w.int(b)
+}
+
 // int writes a decimal, which needs no encoding in either framing.
 func (w *argWriter) int(v int64) {
 	var buf [20]byte

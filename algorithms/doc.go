@@ -3,7 +3,7 @@
 // same code as one script for EVALSHA), parses their replies, and holds a
 // pure Go reference model of every algorithm.
 //
-// Three rate-limit algorithms are offered:
+// Four rate-limit algorithms are offered:
 //
 //   - SlidingLog: an exact sliding window kept as a sorted set with one
 //     member per admission, carrying its weight (its cost). Memory is
@@ -12,6 +12,10 @@
 //     windows. Memory is O(1) per key; for limits such as 1,000,000/minute.
 //   - Funnel: a leaky bucket computed as GCRA, with the semantics of
 //     redis-cell's CL.THROTTLE. A token bucket maps onto it (see TokenBucket).
+//   - CalendarWindow: a fixed window that is a calendar period, an hour,
+//     day, week or month of local time in an IANA zone (Calendar). The
+//     proxy sends the bounds of three periods around its clock, from the
+//     embedded zone database; Redis's clock picks the one it is in.
 //
 // One more limits the requests in flight:
 //

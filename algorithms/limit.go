@@ -18,6 +18,9 @@ const (
 	// Concurrency admits at most Rate requests in flight; a slot not
 	// released within Period expires.
 	Concurrency
+	// CalendarWindow admits at most Rate per calendar period (Calendar):
+	// a fixed window that is an hour, day, week or month of local time.
+	CalendarWindow
 )
 
 // code is the algorithm's name inside the script's arguments.
@@ -31,6 +34,8 @@ func (a Algorithm) code() string {
 		return "f"
 	case Concurrency:
 		return "k"
+	case CalendarWindow:
+		return "p"
 	}
 	return "?"
 }
@@ -45,18 +50,20 @@ func (a Algorithm) String() string {
 		return "funnel"
 	case Concurrency:
 		return "concurrency"
+	case CalendarWindow:
+		return "calendar"
 	}
 	return fmt.Sprintf("Algorithm(%d)", uint8(a))
 }
 
 // ParseAlgorithm is the inverse of Algorithm.String.
 func ParseAlgorithm(s string) (Algorithm, error) {
-	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel, Concurrency} {
+	for _, a := range []Algorithm{SlidingLog, SlidingCounter, Funnel, Concurrency, CalendarWindow} {
 		if a.String() == s {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want sliding_log, sliding_counter, funnel or concurrency)", s)
+	return 0, fmt.Errorf("unknown algorithm %q (want sliding_log, sliding_counter, funnel, concurrency or calendar)", s)
 }
 
 // Limits on parameters keep every value the script computes an exact integer
@@ -71,7 +78,8 @@ const (
 )
 
 // Limit is one rate limit. Build it with NewSlidingLog, NewSlidingCounter,
-// NewFunnel, TokenBucket or NewConcurrency, which reject bad parameters.
+// NewFunnel, TokenBucket, NewConcurrency or NewCalendar, which reject bad
+// parameters.
 type Limit struct {
 	Algorithm Algorithm
 	// Rate is the number of requests per Period: the window's quota for the
@@ -85,6 +93,9 @@ type Limit struct {
 	// algorithms and Concurrency, the bucket capacity for Funnel. Funnel{Burst: 10, Rate: 10,
 	// Period: time.Second} admits 10 at once, then one every 100 ms.
 	Burst int64
+	// Calendar is a CalendarWindow limit's period; zero for the others,
+	// whose Period it replaces (Period is then its nominal length).
+	Calendar Calendar
 }
 
 // NewSlidingLog admits at most limit requests in any window of length window.
@@ -131,7 +142,7 @@ func NewConcurrency(limit int64, maxDuration time.Duration) (Limit, error) {
 // Validate reports the first bad parameter as a *ParamError.
 func (l Limit) Validate() error {
 	switch l.Algorithm {
-	case SlidingLog, SlidingCounter, Funnel, Concurrency:
+	case SlidingLog, SlidingCounter, Funnel, Concurrency, CalendarWindow:
 	default:
 		return &ParamError{Param: ParamAlgorithm, Want: "unknown"}
 	}
@@ -167,6 +178,16 @@ func (l Limit) Validate() error {
 		if l.Burst > maxTau/t {
 			return &ParamError{Param: ParamBurst, Expr: "%s * period / rate", Want: "must be <= 2^48us"}
 		}
+	case CalendarWindow:
+		if err := l.Calendar.validate(); err != nil {
+			return err
+		}
+		if l.Period != l.Calendar.Unit.nominal() {
+			return &ParamError{Param: ParamPeriod, Want: "must be the unit's nominal length"}
+		}
+		if l.Rate > maxScaled {
+			return &ParamError{Param: ParamRate, Want: "must be <= 2^50"}
+		}
 	case Concurrency:
 		if l.Period < time.Millisecond || l.Period > maxSlotDuration {
 			return &ParamError{Param: ParamPeriod, Want: "must be >= 1ms and <= 24h"}
@@ -174,6 +195,9 @@ func (l Limit) Validate() error {
 		if l.Rate > maxLogLimit {
 			return &ParamError{Param: ParamRate, Want: fmt.Sprintf("must be <= %d", maxLogLimit)}
 		}
+	}
+	if l.Algorithm != CalendarWindow && l.Calendar != (Calendar{}) {
+		return &ParamError{Param: ParamPeriod, Want: "a calendar is for a calendar limit only"}
 	}
 	if l.Algorithm != Funnel && l.Burst != l.Rate {
 		return &ParamError{Param: ParamBurst, Want: "must equal rate for sliding algorithms and concurrency"}
@@ -203,9 +227,12 @@ func (l Limit) interval() int64 {
 	return (p + l.Rate/2) / l.Rate
 }
 
-// args returns the script's a and b for this limit.
+// args returns the script's a and b for this limit; a CalendarWindow
+// limit's b is its bounds (Calendar.wire), and args returns 0.
 func (l Limit) args() (a, b int64) {
 	switch l.Algorithm {
+	case CalendarWindow:
+		return l.Rate, 0
 	case SlidingLog, Concurrency:
 		return l.Rate, l.Period.Microseconds()
 	case SlidingCounter:
@@ -216,7 +243,8 @@ func (l Limit) args() (a, b int64) {
 }
 
 // Policy returns the quota and window a RateLimit-Policy header advertises:
-// Rate per Period for the sliding algorithms; for Funnel, Burst per the time
+// Rate per Period for the sliding algorithms (for CalendarWindow, its
+// unit's nominal length: 1h, 1d, 7d, 30d); for Funnel, Burst per the time
 // an empty funnel takes to fill (NewFunnel(16, 30, time.Minute): 16 per 32s);
 // for Concurrency, Rate requests in flight and no window (0).
 func (l Limit) Policy() (quota int64, window time.Duration) {

@@ -10,10 +10,11 @@ import "time"
 // Keys expire in Redis only once their state no longer affects a decision,
 // so the Model does not track TTLs.
 type Model struct {
-	tats     map[string]int64
-	logs     map[string][]logEntry
-	counters map[string]counterState
-	slots    map[string]map[int64]int64 // a concurrency key's slots: id -> expiry
+	tats      map[string]int64
+	logs      map[string][]logEntry
+	counters  map[string]counterState
+	slots     map[string]map[int64]int64 // a concurrency key's slots: id -> expiry
+	calendars map[string]calendarState
 	// Tiers and Overrides are the tier and override keys an operator set:
 	// a tier's name, an override's value (see EncodeOverride).
 	Tiers, Overrides map[string]string
@@ -24,7 +25,7 @@ type counterState struct{ window, cur, prev int64 }
 // NewModel returns a Model with every key empty.
 func NewModel() *Model {
 	return &Model{tats: map[string]int64{}, logs: map[string][]logEntry{}, counters: map[string]counterState{},
-		slots: map[string]map[int64]int64{}, Tiers: map[string]string{}, Overrides: map[string]string{}}
+		slots: map[string]map[int64]int64{}, calendars: map[string]calendarState{}, Tiers: map[string]string{}, Overrides: map[string]string{}}
 }
 
 // outcome is one limit's verdict, in the script's units, before commit.
@@ -201,7 +202,7 @@ func (m *Model) expand(checks []Check, choices []Choice, d *Decision) ([]Check, 
 	for _, c := range choices {
 		pick, limits := 0, c.Tiers[0].Limits
 		if v, ok := m.Overrides[c.OverrideKey]; ok && c.OverrideKey != "" {
-			if ov, err := DecodeOverride(v); err == nil && len(ov) <= len(c.Keys) {
+			if ov, err := DecodeOverride(v); err == nil && len(ov) <= len(c.Keys) && calendarsOf(ov, c.Tiers[0].Limits) {
 				pick, limits = PickOverride, ov
 			}
 		}
@@ -241,6 +242,8 @@ func (m *Model) check(c Check, now, n int64) outcome {
 		return m.counterCheck(c.Key, now, a, b, n)
 	case Concurrency:
 		return m.concCheck(c.Key, now, a, b, n)
+	case CalendarWindow:
+		return m.calendarCheck(c.Key, now, a, c.Limit.Calendar, n)
 	default:
 		return m.funnelCheck(c.Key, now, a, b, n)
 	}
@@ -312,6 +315,23 @@ func (m *Model) counterCheck(key string, now, limit, w, n int64) outcome {
 		d = 2*w - e
 	}
 	return outcome{remaining: max(0, floorDiv(free, w)), retry: d*1000 - sub, reset: reset}
+}
+
+// calendarsOf gives an override's calendar limits the period of the
+// default tier's at their positions, in place; false when one has none,
+// and the script ignores the override.
+func calendarsOf(ov, defaults []Limit) bool {
+	for p := range ov {
+		if ov[p].Algorithm != CalendarWindow {
+			continue
+		}
+		l, ok := withPeriodOf(ov[p], defaults, p)
+		if !ok {
+			return false
+		}
+		ov[p] = l
+	}
+	return true
 }
 
 // floorDiv is Lua's math.floor(a / b) for the exact integers the script uses.

@@ -14,6 +14,8 @@ func (m *Model) Settle(now int64, settles []Settle) Settlement {
 			r = m.counterSettle(s, now, a, b)
 		case Concurrency:
 			r = m.concRelease(s, now, a)
+		case CalendarWindow:
+			r = m.calendarSettle(s, now, a)
 		default:
 			r = m.funnelSettle(s, now, a, b)
 		}

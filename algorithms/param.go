@@ -8,11 +8,13 @@ import "fmt"
 type Param string
 
 const (
-	ParamAlgorithm Param = "algorithm" // Limit.Algorithm
-	ParamRate      Param = "rate"      // Limit.Rate: a sliding window's or concurrency limit's limit, a funnel's rate, a token bucket's refill
-	ParamBurst     Param = "burst"     // Limit.Burst: a funnel's or token bucket's capacity
-	ParamPeriod    Param = "period"    // Limit.Period: a sliding window's window, a concurrency limit's max_duration
-	ParamCost      Param = "cost"      // the n of Limit.CheckCost
+	ParamAlgorithm Param = "algorithm"  // Limit.Algorithm
+	ParamRate      Param = "rate"       // Limit.Rate: a sliding window's or concurrency limit's limit, a funnel's rate, a token bucket's refill
+	ParamBurst     Param = "burst"      // Limit.Burst: a funnel's or token bucket's capacity
+	ParamPeriod    Param = "period"     // Limit.Period: a sliding window's window, a concurrency limit's max_duration
+	ParamCost      Param = "cost"       // the n of Limit.CheckCost
+	ParamZone      Param = "zone"       // Calendar.Zone
+	ParamWeekStart Param = "week_start" // Calendar.WeekStart
 )
 
 // ParamError is a parameter out of range, as Limit.Validate and

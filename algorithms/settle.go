@@ -102,10 +102,7 @@ func AppendSettle(dst []byte, f Framing, inv Invoke, settles []Settle) []byte {
 	w.str("s")
 	for i := range settles {
 		s := &settles[i]
-		a, b := s.Limit.args()
-		w.str(s.Limit.Algorithm.code())
-		w.int(a)
-		w.int(b)
+		w.limit(&s.Limit)
 		w.int(s.At)
 		w.int(s.Reserved)
 		w.int(s.Cost)

@@ -72,9 +72,11 @@ func (l *localLimiter) decide(c *call, cfg *config.Config, now time.Time) verdic
 	for i := range c.origins {
 		o := &c.origins[i]
 		key, lim, checkOnly, ok := c.target(i, cfg)
-		if !ok || lim.Algorithm == algorithms.Concurrency {
+		if !ok || lim.Algorithm == algorithms.Concurrency || lim.Algorithm == algorithms.CalendarWindow {
 			// Unused, or in flight elsewhere: slots are Redis's to count,
-			// and a VM alone cannot release what the others hold.
+			// and a VM alone cannot release what the others hold. A
+			// calendar period is Redis's to place: the VM's clock is
+			// monotonic, and a share of a month is no outage's limit.
 			l.at = append(l.at, -1)
 			continue
 		}

@@ -67,8 +67,8 @@ var tierExceptions = []exception{
 	},
 	{
 		name:    "tiers-positions-differ",
-		why:     "limit i of every tier shares one state, so their algorithms (and sliding counters' windows) must agree across the tiers: a comparison across arrays",
-		message: regexp.MustCompile(`^rules\[\d+\]\.tiers\.limits\.[A-Za-z0-9_.-]+\[\d+\](\.window)?: must be a?.*, as limit \d+ of `),
+		why:     "limit i of every tier shares one state, so their algorithms (and sliding counters' windows, calendar limits' periods) must agree across the tiers: a comparison across arrays",
+		message: regexp.MustCompile(`^rules\[\d+\]\.tiers\.limits\.[A-Za-z0-9_.-]+\[\d+\](\.window)?: must (be a?.*, as|have the period, time_zone and week_starts of) limit \d+ of `),
 		applies: func(_ []byte, doc map[string]any) bool {
 			for _, r := range objects(doc["rules"]) {
 				t, _ := r["tiers"].(map[string]any)
@@ -83,6 +83,9 @@ var tierExceptions = []exception{
 						if algo == "sliding_counter" {
 							w, _ := json.Marshal(l["window"])
 							algo += string(w)
+						}
+						if algo == "calendar" {
+							algo += calendarPeriod(l)
 						}
 						if seen, ok := byPosition[i]; ok && seen != algo {
 							return true

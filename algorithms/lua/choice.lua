@@ -18,7 +18,8 @@
 -- choice, the pick (0 the override, else the tier's number), for a lease
 -- the units it took (0 when denied), for a throttle the call's delay in
 -- microseconds (0 when denied), then per position: allowed, a, remaining,
--- retry_after_us, reset_after_us, algorithm (1 l, 2 c, 3 f, 4 k) and b,
+-- retry_after_us, reset_after_us, algorithm (1 l, 2 c, 3 f, 4 k, 5 p) and
+-- b (a calendar limit's: its period's end, us),
 -- or 1, 0, 0, -1, 0, 0, 0 when the picked limits leave the position unused.
 
 local F_TIER, F_OVERRIDE, F_SLOT, F_LEASE, F_THROTTLE = 1, 2, 4, 8, 16
@@ -37,16 +38,25 @@ end
 
 -- pick_override appends to limits the override's limits for a choice's
 -- keys from KEYS[k] on, and returns their count; 0, appending nothing,
--- when override is not one this code wrote.
-local function pick_override(limits, override, KEYS, k, m, cost, slot)
+-- when override is not one this code wrote. A calendar limit's override
+-- ("p:L:unit") sets L only: its period is that of the default tier's
+-- limit at its position, whose arguments start at ARGV[t] (its count),
+-- and which must be a calendar limit too.
+local function pick_override(limits, override, KEYS, ARGV, t, k, m, cost, slot, now)
   local first, count = #limits + 1, 0
-  for code, a, b in string.gmatch(override, '([lcfk]):(%d+):(%d+)') do
+  for code, a, b in string.gmatch(override, '([lcfkp]):(%d+):(%d+)') do
     count = count + 1
-    if count > m or tonumber(a) < 1 or tonumber(b) < 1 then
+    local bv = tonumber(b)
+    if code == 'p' then
+      local q = t + 3 * count - 2 -- the default tier's limit at this position
+      bv = nil
+      if count <= (tonumber(ARGV[t]) or 0) and ARGV[q] == 'p' then bv = limit_b('p', ARGV[q + 2], now) end
+    end
+    if count > m or tonumber(a) < 1 or not bv or bv < 1 then
       for i = #limits, first, -1 do limits[i] = nil end
       return 0
     end
-    limits[first + count - 1] = new_limit(KEYS[k + count - 1], code, tonumber(a), tonumber(b), code == 'k' and slot or cost)
+    limits[first + count - 1] = new_limit(KEYS[k + count - 1], code, tonumber(a), bv, code == 'k' and slot or cost)
   end
   return count
 end
@@ -54,7 +64,7 @@ end
 -- read_choices appends the choices from ARGV[j] on to choices, and their
 -- picked limits to limits. KEYS[k] is the first choice's first key. It
 -- returns nil, or an error reply.
-local function read_choices(limits, choices, KEYS, ARGV, j, k)
+local function read_choices(limits, choices, KEYS, ARGV, j, k, now)
   while j <= #ARGV do
     local flags, m, cost, ntiers = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4])
     if ARGV[j] ~= 'x' or not flags or not m or not cost or not ntiers or m < 1 or ntiers < 1
@@ -92,7 +102,7 @@ local function read_choices(limits, choices, KEYS, ARGV, j, k)
     end
     local first, pick, count = #limits + 1, 1, 0
     if override then
-      count = pick_override(limits, override, KEYS, k, m, cost, slot)
+      count = pick_override(limits, override, KEYS, ARGV, j + 6, k, m, cost, slot, now)
       if count > 0 then pick = 0 end
     end
     j = j + 5
@@ -109,7 +119,7 @@ local function read_choices(limits, choices, KEYS, ARGV, j, k)
       count = tonumber(ARGV[tier_arg + 1])
       for p = 1, count do
         local q = tier_arg + 3 * p - 1
-        limits[first + p - 1] = new_limit(KEYS[k + p - 1], ARGV[q], tonumber(ARGV[q + 1]), tonumber(ARGV[q + 2]),
+        limits[first + p - 1] = new_limit(KEYS[k + p - 1], ARGV[q], tonumber(ARGV[q + 1]), limit_b(ARGV[q], ARGV[q + 2], now),
           ARGV[q] == 'k' and slot or cost)
       end
     end

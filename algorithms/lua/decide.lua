@@ -2,7 +2,8 @@
 -- all-or-nothing, on one Redis clock.
 -- ARGV[1] = nb, the number of block keys; KEYS[1..nb] are block keys and
 -- KEYS[nb+i] is the key of limit i. ARGV then holds four values per limit:
--- algorithm ('l', 'c', 'f' or 'k'), a, b, cost. A cost of 0 peeks; a cost
+-- algorithm ('l', 'c', 'f', 'k' or 'p'), a, b, cost (a calendar limit's
+-- b is its bounds: calendar.lua). A cost of 0 peeks; a cost
 -- of -1 checks only: decided as a cost of 1, reported as a peek when it
 -- fits, never charged. A concurrency limit takes a slot (limits.lua).
 -- ARGV[1] = 'g' is a call with choices: see choice.lua.
@@ -66,13 +67,13 @@ local function decide(KEYS, ARGV, peek)
     if not np or np < 0 or nb + np > #KEYS then
       return bad('bad plain limit count')
     end
-    read_limits(limits, KEYS, ARGV, nb, np, 4)
+    read_limits(limits, KEYS, ARGV, nb, np, 4, now)
     choices = {}
-    local err = read_choices(limits, choices, KEYS, ARGV, 4 * np + 4, nb + np + 1)
+    local err = read_choices(limits, choices, KEYS, ARGV, 4 * np + 4, nb + np + 1, now)
     if err then return err end
     proceed_at = throttle_time(limits, choices, now)
   else
-    read_limits(limits, KEYS, ARGV, nb, np, 2)
+    read_limits(limits, KEYS, ARGV, nb, np, 2, now)
   end
 
   local n, all = #limits, true

@@ -5,6 +5,6 @@ package lua
 // libraryDigest is the first 12 hex digits of the SHA-1 of the library's
 // code; scriptSHA is the SHA-1 of Script.Source().
 const (
-	libraryDigest = "d078a848da30"
-	scriptSHA     = "e2f1b765afaaadebd20f3cd71351a4f853de8510"
+	libraryDigest = "152edc2b0b3c"
+	scriptSHA     = "f0ab3ff63d2b7acd0db43e9e72f6dded624a53c4"
 )

@@ -6,12 +6,12 @@
 -- reset (us), then up to two values for its commit(key, a, b, now, n, ...),
 -- which charges it.
 
-local checks = {l = log_check, c = counter_check, f = funnel_check, k = conc_check}
-local commits = {l = log_commit, c = counter_commit, f = funnel_commit, k = conc_commit}
-local codes = {l = 1, c = 2, f = 3, k = 4} -- in a choice's reply
+local checks = {l = log_check, c = counter_check, f = funnel_check, k = conc_check, p = calendar_check}
+local commits = {l = log_commit, c = counter_commit, f = funnel_commit, k = conc_commit, p = calendar_commit}
+local codes = {l = 1, c = 2, f = 3, k = 4, p = 5} -- in a choice's reply
 
--- new_limit is one limit: its state key, algorithm ('l', 'c', 'f' or
--- 'k'), a, b and the cost it takes (-1 checks only). decide fills in its
+-- new_limit is one limit: its state key, algorithm ('l', 'c', 'f', 'k'
+-- or 'p'), a, b and the cost it takes (-1 checks only). decide fills in its
 -- verdict (allowed, remaining, retry and reset, in us) and what its check
 -- returned for its commit (state1, state2); a throttle marks it late.
 -- The fields set to nil only size the table.
@@ -24,9 +24,10 @@ end
 -- KEYS[nb + i], and four values from ARGV[first + 4 * (i - 1)] on are its
 -- algorithm, a, b and cost. A concurrency limit ('k') takes one slot
 -- whatever the request's cost: its cost carries the slot id (> 0).
-local function read_limits(limits, KEYS, ARGV, nb, count, first)
+local function read_limits(limits, KEYS, ARGV, nb, count, first, now)
   for i = 1, count do
     local j = first + 4 * i - 4
-    limits[i] = new_limit(KEYS[nb + i], ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]))
+    limits[i] = new_limit(KEYS[nb + i], ARGV[j], tonumber(ARGV[j + 1]), limit_b(ARGV[j], ARGV[j + 2], now),
+      tonumber(ARGV[j + 3]))
   end
 end

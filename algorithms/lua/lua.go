@@ -21,7 +21,7 @@ var files embed.FS
 // and constants), and runs nothing: Library registers the entry points,
 // Script dispatches to them.
 var parts = []string{"args.lua", "roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
-	"concurrency.lua", "settle.lua", "epoch.lua", "limits.lua", "choice.lua", "throttle.lua", "lease.lua",
+	"calendar.lua", "concurrency.lua", "settle.lua", "epoch.lua", "limits.lua", "choice.lua", "throttle.lua", "lease.lua",
 	"short.lua", "decide.lua"}
 
 // Library is the Functions library: one function per operation, defined

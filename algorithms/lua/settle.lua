@@ -1,7 +1,8 @@
 -- settle: the entry point that adjusts what admitted requests were
 -- charged, once their real costs are known; and each algorithm's settle.
 -- ARGV[1] = 's'; KEYS[i] is the key of settle i, and ARGV then holds six
--- values per settle: algorithm, a, b, at (the admission's Redis time, us),
+-- values per settle: algorithm, a, b (a calendar limit's bounds, as
+-- decide takes them), at (the admission's Redis time, us),
 -- reserved (what it charged; 0 for none) and cost (the real cost, >= 0).
 -- Reply: {now_us, then per settle: applied, remaining}: applied is the
 -- signed change made (> 0 charged, < 0 refunded), remaining what is left
@@ -87,7 +88,7 @@ local function conc_settle(key, limit, _, now, _, slot)
   return -gone, limit - used + gone
 end
 
-local settle_by = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle}
+local settle_by = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle, p = calendar_settle}
 
 -- settle applies one call's settles. Every key is a state key (roles.lua).
 local function settle(KEYS, ARGV)
@@ -96,10 +97,10 @@ local function settle(KEYS, ARGV)
     return bad('bad settle argument count')
   end
   -- Every settle is read before any is applied: a bad one writes nothing.
-  local settles = {}
+  local settles, now = {}, clock_us()
   for i = 1, count do
     local j = 6 * i - 4
-    local algorithm, a, b, at, reserved, cost = ARGV[j], tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]),
+    local algorithm, a, b, at, reserved, cost = ARGV[j], tonumber(ARGV[j + 1]), limit_b(ARGV[j], ARGV[j + 2], now),
       tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
     if not settle_by[algorithm] or not a or not b or not at or not reserved or not cost
         or a < 1 or b < 1 or reserved < 0 or cost < 0 then
@@ -109,9 +110,9 @@ local function settle(KEYS, ARGV)
     if not bounded(a, b, reserved) or not bounded(at, cost, 0) then
       return bad('bad arguments for settle ' .. i)
     end
+    if algorithm == 'p' then b = ARGV[j + 2] end -- calendar_settle reads its bounds
     settles[i] = {algorithm = algorithm, a = a, b = b, at = at, reserved = reserved, cost = cost}
   end
-  local now = clock_us()
   local reply = {now}
   for i = 1, count do
     local s = settles[i]

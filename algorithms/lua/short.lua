@@ -24,7 +24,8 @@ end
 -- decide_one decides one plain limit: key KEYS[nb + 1], and ARGV[2..5]
 -- its algorithm, a, b and cost.
 local function decide_one(KEYS, ARGV, nb, now, peek)
-  local key, algorithm, a, b, cost = KEYS[nb + 1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+  local key, algorithm, a, b, cost = KEYS[nb + 1], ARGV[2], tonumber(ARGV[3]), limit_b(ARGV[2], ARGV[4], now),
+    tonumber(ARGV[5])
   local check, commit = checks[algorithm], commits[algorithm]
   if not is_state(key) then return role_error(nb + 1) end
   if not check or not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then

@@ -48,6 +48,8 @@ func parseLease(v gjson.Result, path string, r *Rule) (*Lease, error) {
 		return nil, errAt(path, "not with response_cost: a batch is taken before any response says what it cost")
 	case r.HasConcurrency():
 		return nil, errAt(path, "not with a concurrency limit: a slot is held per request")
+	case r.HasCalendar():
+		return nil, errAt(path, "not with a calendar limit: a batch could outlive its period")
 	case r.ChosenInRedis():
 		return nil, errAt(path, "not with overrides or tiers from redis: the VM must know the key's limits")
 	case r.Shadow:

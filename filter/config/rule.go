@@ -208,6 +208,8 @@ var limitFields = map[string]map[algorithms.Param]string{
 	"funnel":          {algorithms.ParamRate: "rate", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
 	"token_bucket":    {algorithms.ParamRate: "refill", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
 	"concurrency":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "max_duration"},
+	"calendar": {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "period",
+		algorithms.ParamZone: "time_zone", algorithms.ParamWeekStart: "week_starts"},
 }
 
 const maxLimitsPerRule = MaxRequestLimits
@@ -247,7 +249,7 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 	if !v.IsObject() {
 		return nl, errAt(path, "must be an object")
 	}
-	algo, err := enum(v.Get("algorithm"), path+".algorithm", "", "sliding_log", "sliding_counter", "funnel", "token_bucket", "concurrency")
+	algo, err := enum(v.Get("algorithm"), path+".algorithm", "", "sliding_log", "sliding_counter", "funnel", "token_bucket", "concurrency", "calendar")
 	if err != nil {
 		return nl, err
 	}
@@ -258,6 +260,9 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 	allowed := []string{"algorithm", "name", names[algorithms.ParamBurst], names[algorithms.ParamRate], names[algorithms.ParamPeriod]}
 	if names[algorithms.ParamBurst] == names[algorithms.ParamRate] {
 		allowed = append(allowed[:2], allowed[3:]...)
+	}
+	if algo == "calendar" {
+		allowed = append(allowed, names[algorithms.ParamZone], names[algorithms.ParamWeekStart])
 	}
 	o, err := fields(v, path, allowed...)
 	if err != nil {
@@ -303,6 +308,14 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 		}
 		if err != nil {
 			return nl, limitError(path, names, err)
+		}
+	case "calendar":
+		limit, err := number("limit")
+		if err != nil {
+			return nl, err
+		}
+		if l, err = parseCalendar(o, path, limit, names); err != nil {
+			return nl, err
 		}
 	case "concurrency":
 		limit, err := number("limit")

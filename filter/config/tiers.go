@@ -101,7 +101,20 @@ func parseTiers(v gjson.Result, path, rule string, keyParts int) (*Tiers, error)
 		return nil, errAt(path+".limits", "at most %d tiers", maxTiers)
 	}
 	var perr error
+	// A repeated tier is reported before anything in it, as fields does.
+	seen := map[string]bool{}
+	lv.ForEach(func(k, _ gjson.Result) bool {
+		if seen[k.String()] {
+			perr = errAt(path+".limits."+k.String(), "duplicate field")
+			return false
+		}
+		seen[k.String()] = true
+		return true
+	})
 	lv.ForEach(func(k, v gjson.Result) bool {
+		if perr != nil {
+			return false
+		}
 		name, at := k.String(), path+".limits."+k.String()
 		if !validName(name) {
 			perr = errAt(at, "a tier name must be 1-64 characters of A-Z a-z 0-9 _ . -")
@@ -146,6 +159,9 @@ func compatible(base, limits []NamedLimit, path, baseName string) error {
 		if a.Algorithm == algorithms.SlidingCounter && a.Period != b.Period {
 			return errAt(fmt.Sprintf("%s[%d].window", path, i), "must be %s, as limit %d of %s: a sliding counter's state counts windows", a.Period, i, baseName)
 		}
+		if a.Algorithm == algorithms.CalendarWindow && a.Calendar != b.Calendar {
+			return errAt(fmt.Sprintf("%s[%d]", path, i), "must have the period, time_zone and week_starts of limit %d of %s: a calendar limit's state counts its periods", i, baseName)
+		}
 	}
 	return nil
 }
@@ -165,6 +181,18 @@ func (r *Rule) TierLimits(i int) []NamedLimit {
 		return r.Limits
 	}
 	return r.Tiers.Levels[i].Limits
+}
+
+// HasCalendar reports whether a tier of the rule holds a calendar limit.
+func (r *Rule) HasCalendar() bool {
+	for _, level := range r.Levels() {
+		for _, l := range level.Limits {
+			if l.Limit.Algorithm == algorithms.CalendarWindow {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // HasConcurrency reports whether a tier of the rule holds a concurrency
