@@ -23,7 +23,7 @@ import (
 // against a real redis-server and the dist/ tools, and every output line
 // must be the one the README shows. Only addresses are changed (Redis,
 // the listener and the admin port get free ones), times that move with
-// the clock are compared as numbers (t=, retry_after, durations), as is
+// the clock are compared as numbers (t=, retry_after, reset, durations), as is
 // the epoch counter, and column padding as one space.
 func TestREADMERunsAsWritten(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
@@ -197,6 +197,7 @@ var clockValues = []struct {
 }{
 	{regexp.MustCompile(`t=\d+`), "t=N"},
 	{regexp.MustCompile(`"retry_after":\d+`), `"retry_after":N`},
+	{regexp.MustCompile(`"reset":\d+`), `"reset":N`},
 	{regexp.MustCompile(`\b(\d+(\.\d+)?(h|ms|m|s))+\b`), "D"},
 	{regexp.MustCompile(`epoch = \d+`), "epoch = N"},
 	{regexp.MustCompile(`[ \t]+`), " "},
