@@ -114,8 +114,11 @@ func moneyPhase(url, redisAddr string) error {
 			berlin, _ := time.LoadLocation("Europe/Berlin")
 			fmt.Printf("\nthe quota endpoint's reset: the month's budget is back at %s\n",
 				time.Now().Add(time.Duration(q.Reset)*time.Second).In(berlin).Format("Mon 2 Jan 2006 15:04 MST"))
-			fmt.Printf("\nrequest %d reserves %d %s output tokens and more than the %d left: it is degraded instead\n", i+1, reserve, t.model, q.Remaining)
-			fmt.Printf("of denied (\"on_limit\": {\"action\": \"degrade\"}), and charged nothing. The upstream received\n")
+			fmt.Printf("\nrequest %d reserves %d %s output tokens (%d µ$, and its input), more than the %d µ$ left:\n",
+				i+1, reserve, t.model, reserve*centiPrices[t.model][1]/100, q.Remaining)
+			fmt.Printf("it is degraded instead ")
+			fmt.Printf("of denied (\"on_limit\": {\"action\": \"degrade\"}), and charged nothing.\n")
+			fmt.Printf("The upstream received\n")
 			fmt.Printf("  x-ratelimit-exhausted: %s\n", degraded)
 			fmt.Printf("routed to fallback: yes. The header reached the upstream; the wasm host routes by path only, so\n")
 			fmt.Printf("the same upstream answered. In Envoy a route on that header sends it to a cheaper model's\n")
