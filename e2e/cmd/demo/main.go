@@ -3,7 +3,9 @@
 // prints per second what was allowed and denied, and one 429's headers.
 // Then a hot key is leased (hot.go), a burst is throttled (throttle.go), and an API key sends chat requests to the demo's LLM-like upstream until
 // its token limit denies (tokens.go): per request what it reserved, used
-// and had left, and at the end the token rule's metrics.
+// and had left, and at the end the token rule's metrics. Last, a team
+// spends a monthly money budget across two models until a request is
+// degraded instead of denied (money.go).
 //
 // Redis is REDIS_ADDR if set; else a redis-server started on a free port if
 // one is installed; else an embedded Redis-compatible server (miniredis),
@@ -115,9 +117,13 @@ func run(wasm, config string, seconds int, keep bool) error {
 	if err != nil {
 		return err
 	}
+	if err := moneyPhase(url, addr); err != nil {
+		return err
+	}
 	hostLog := stopHost()
 	printLeaseMetrics(hostLog, hot)
 	printTokenMetrics(hostLog, sum)
+	printMoneyMetrics(hostLog)
 	afterDemo(addr, config, keep)
 	return nil
 }

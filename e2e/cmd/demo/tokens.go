@@ -51,6 +51,7 @@ type chatResult struct {
 	usage     *chatUsage // nil when the response carried none
 	body      string     // of a response other than 200
 	err       string
+	header    http.Header
 }
 
 func tokenPhase(url, redisAddr string) (tokenSummary, error) {
@@ -130,7 +131,12 @@ type tokenSummary struct {
 
 // chat sends one turn as the API key and reads the whole response.
 func chat(url string, t chatTurn) chatResult {
-	body := map[string]any{"model": "demo-model", "messages": []any{map[string]string{"role": "user", "content": t.prompt}}}
+	return postChat(url, "demo-model", t, map[string]string{"x-api-key": apiKey})
+}
+
+// postChat sends one turn for model with the given request headers.
+func postChat(url, model string, t chatTurn, headers map[string]string) chatResult {
+	body := map[string]any{"model": model, "messages": []any{map[string]string{"role": "user", "content": t.prompt}}}
 	if t.stream {
 		body["stream"] = true
 		body["stream_options"] = map[string]bool{"include_usage": true}
@@ -141,7 +147,9 @@ func chat(url string, t chatTurn) chatResult {
 	b, _ := json.Marshal(body)
 	req, _ := http.NewRequest("POST", url+"/v1/chat/completions", strings.NewReader(string(b)))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-api-key", apiKey)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
 	if t.maxTokens > 0 {
 		req.Header.Set("x-max-tokens", strconv.FormatInt(t.maxTokens, 10))
 	}
@@ -150,7 +158,7 @@ func chat(url string, t chatTurn) chatResult {
 		return chatResult{status: -1, err: err.Error()}
 	}
 	defer resp.Body.Close()
-	r := chatResult{status: resp.StatusCode, rateLimit: resp.Header.Get("RateLimit")}
+	r := chatResult{status: resp.StatusCode, rateLimit: resp.Header.Get("RateLimit"), header: resp.Header}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		r.body = strings.TrimSpace(string(b))

@@ -23,7 +23,11 @@ import (
 // advance: the prompt costs a token per four bytes of its messages, and
 // the answer is as long as the last message asks ("... about 400 tokens"),
 // 50 tokens when it does not say, cut at max_tokens when the request sets
-// it (finish_reason "length").
+// it (finish_reason "length"). The answer names the request's model.
+//
+// A request that came with x-ratelimit-exhausted (set by a rule with
+// "on_limit": {"action": "degrade"}) gets it back in sawExhausted, so that
+// the demo can show what reached the upstream.
 func startUpstream() (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -65,9 +69,16 @@ type chatUsage struct {
 	TotalTokens      int64 `json:"total_tokens"`
 }
 
+// sawExhausted is the response header in which the upstream reports the
+// x-ratelimit-exhausted header it received.
+const sawExhausted = "x-demo-upstream-saw-exhausted"
+
 var askedLength = regexp.MustCompile(`about (\d+) tokens`)
 
 func chatCompletions(w http.ResponseWriter, r *http.Request) {
+	if v := r.Header.Get("x-ratelimit-exhausted"); v != "" {
+		w.Header().Set(sawExhausted, v)
+	}
 	var req chatRequest
 	if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&req) != nil || len(req.Messages) == 0 {
 		w.Header().Set("Content-Type", "application/json")
