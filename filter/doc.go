@@ -85,6 +85,8 @@
 //   - ipaddr: client IP addresses read, masked and printed as net/netip
 //     does, normalized (IPv4-mapped is IPv4, no zone), without linking
 //     netip, whose init slows a VM's start.
+//   - headermap: a header map as proxy_get_header_map_pairs returns it,
+//     read in place: entries, a header's first or joined values, a cookie.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -92,9 +94,8 @@
 //   - Host: host.go (PluginHost, StreamHost, and the types they share;
 //     the optional interfaces sit beside their users: RedisInitializer in
 //     redis_link.go, ResponseReader in response.go, RootCaller in
-//     settle.go, Ticker in throttle.go); headermap.go
-//     (proxy_get_header_map_pairs' encoding, read in place); log.go (a
-//     log that says one thing at most once per period).
+//     settle.go, Ticker in throttle.go); log.go (a log that says one
+//     thing at most once per period).
 //   - The VM and its policies: plugin.go (Plugin, the VM: the Redis side,
 //     the streams, the throttle, the tick's periodic work, and the
 //     policies); policy.go (one configuration's state: rule metrics,

@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/deepjson"
@@ -52,18 +53,18 @@ func TestDeepBearerTokenIsMissing(t *testing.T) {
 // all of them; the next request decodes its own into the same buffer.
 func TestBearerPayloadOncePerRequest(t *testing.T) {
 	parts := keyParts(t, `[{"source":"jwt_claim","name":"sub"},{"source":"jwt_claim","name":"org"}]`)
-	r := &request{headers: appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"alice","org":"acme"}`)}}),
+	r := &request{headers: headermap.Append(nil, [][2]string{{"authorization", bearer(`{"sub":"alice","org":"acme"}`)}}),
 		source: filtertest.NewStream("10.0.0.1:5000", nil)}
 	if v, ok := r.keyPartValue(parts[0], 0); v != "alice" || !ok {
 		t.Fatalf("sub: %q %v", v, ok)
 	}
 	// The header changing now shows the payload is not read again.
-	r.headers = appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
+	r.headers = headermap.Append(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
 	if v, ok := r.keyPartValue(parts[1], 0); v != "acme" || !ok {
 		t.Fatalf("org: %q %v, want acme from the token already decoded", v, ok)
 	}
 	r.reset(r.source)
-	r.headers = appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
+	r.headers = headermap.Append(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
 	if v, ok := r.keyPartValue(parts[0], 0); v != "bob" || !ok {
 		t.Fatalf("next request's sub: %q %v", v, ok)
 	}

@@ -2,8 +2,10 @@ package filter
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
@@ -11,7 +13,7 @@ import (
 // request is what the filter reads of one request: its header map as the
 // proxy gives it (pseudo-headers included) and, lazily, the peer address.
 type request struct {
-	headers headerMap
+	headers headermap.Map
 	source  StreamHost    // for the downstream peer's "ip:port", read lazily
 	bearer  bearerPayload // read at the first jwt_claim part (identity.go)
 	// normPath is path(), computed once; valid when hasPath.
@@ -39,25 +41,7 @@ func (r *request) header(name string) (string, bool) {
 
 // headerValues returns every value of the named header, joined by ", "
 // when it repeats, and whether the header is there at all, empty or not.
-func (r *request) headerValues(name string) (string, bool) {
-	var joined string
-	found := false
-	for c := r.headers.cursor(); ; {
-		k, v, ok := c.next()
-		if !ok {
-			break
-		}
-		if !strings.EqualFold(k, name) {
-			continue
-		}
-		if found {
-			joined += ", " + v
-		} else {
-			joined, found = v, true
-		}
-	}
-	return joined, found
-}
+func (r *request) headerValues(name string) (string, bool) { return r.headers.Values(name) }
 
 // headersMatch reports whether every header match holds for r.
 func headersMatch(ms []config.HeaderMatch, r *request) bool {
@@ -133,25 +117,7 @@ func (r *request) query(name string) (string, bool) {
 }
 
 // cookie returns the first value of a cookie.
-func (r *request) cookie(name string) (string, bool) {
-	for cur := r.headers.cursor(); ; {
-		k, v, ok := cur.next()
-		if !ok {
-			break
-		}
-		if !strings.EqualFold(k, "cookie") {
-			continue
-		}
-		for c := range strings.SplitSeq(v, ";") {
-			k, v, ok := strings.Cut(strings.TrimSpace(c), "=")
-			if ok && k == name {
-				v = strings.Trim(v, `"`)
-				return v, v != ""
-			}
-		}
-	}
-	return "", false
-}
+func (r *request) cookie(name string) (string, bool) { return r.headers.Cookie(name) }
 
 // clientIP is the client's IP. With hops = 0 it is source.address, the
 // downstream address the proxy computed before any filter ran, with its
@@ -242,3 +208,15 @@ func contains(list []string, v string) bool {
 	}
 	return false
 }
+
+// bytesString is b as a string sharing its bytes: b must not change while
+// the string is in use.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
+}
+
+// stringBytes is s as a byte slice sharing its bytes, for reading only.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
