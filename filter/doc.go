@@ -35,7 +35,7 @@
 //  4. When the last call is done, the stream decides: a block key first,
 //     then the tightest denying limit, then, if an enforced call failed,
 //     the failure mode (under failure_mode: local, the VM first decides
-//     each failed call itself: local.go, its states in local_table.go).
+//     each failed call itself: local.go, its states in package localstate).
 //     A degrade call's denial only marks the request degraded: it goes on
 //     with the rule's request header (degrade.go). It resumes the request,
 //     or sends the local reply (rejected_status, or failure_status when
@@ -87,6 +87,9 @@
 //     netip, whose init slows a VM's start.
 //   - headermap: a header map as proxy_get_header_map_pairs returns it,
 //     read in place: entries, a header's first or joined values, a cookie.
+//   - localstate: the limit states a VM decides from under failure_mode:
+//     local, bounded, and ranked so that a state that still denies is
+//     never pushed out by a new key.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -156,8 +159,8 @@
 //     changes to the deny caches and leases; lease.go and lease_table.go
 //     lease hot keys' units to a VM (batches, holds, give-backs; the
 //     hot-key sketch and the per-policy table); throttle.go holds
-//     throttled streams (the fast tick); local.go and local_table.go
-//     decide under failure_mode: local.
+//     throttled streams (the fast tick); local.go decides under
+//     failure_mode: local, with its limits scaled to the VM's share.
 //   - Metrics: metrics.go; their names' rules are package config's.
 //   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
 //     per request), a request body (request_body.go), a response body or
