@@ -73,7 +73,8 @@
 //     ratelimitctl reads it: a part's encoding, RuleKey, the keys that
 //     extend a rule key, Peek, which reads a key's state uncharged (several
 //     keys in one call: AppendPeeks), and
-//     Debt, which reads how far past their limits its limits are.
+//     Debt, which reads how far past their limits its limits are; and
+//     AppendQuotaJSON, the quota endpoint's answer.
 //   - usage: a response's usage, read from a JSON body or an event stream
 //     as it passes, through gzip when the upstream compressed it; a
 //     preset's tokens per kind and the model the response names.
@@ -146,8 +147,8 @@
 //   - The quota endpoint (config.QuotaEndpoint): quota.go answers its
 //     request, once admitted, instead of resuming it: it reads the
 //     caller's keys in one peek (keyspace.PeekAt, AppendPeeks) and, for
-//     spent limits, a settle of cost 0 that shows debt; quota_json.go
-//     renders the answer.
+//     spent limits, a settle of cost 0 that shows debt, and sends the
+//     answer keyspace.AppendQuotaJSON renders.
 //   - After the decision: response.go adds the headers and follows a
 //     response_cost rule's response; money.go prices it, and the
 //     reservation, for a rule with a price table; settle.go sends the
