@@ -91,6 +91,7 @@
 //   - localstate: the limit states a VM decides from under failure_mode:
 //     local, bounded, and ranked so that a state that still denies is
 //     never pushed out by a new key.
+//   - jwt: a bearer token's payload, decoded unverified, and its claims.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -110,7 +111,8 @@
 //   - Requests: request.go reads headers, query (decoded by
 //     pathnorm.QueryUnescape, as url.QueryUnescape does), cookies and the client
 //     address (package ipaddr), the path normalized (package pathnorm),
-//     and matches a rule's match; identity.go reads JWT claims and stream
+//     and matches a rule's match; identity.go reads JWT claims (of a verified
+//     token, else the bearer token's payload, package jwt) and stream
 //     properties; request_body.go waits for the request body when a rule
 //     reads it (a body key part, match.body, a reservation), holding it
 //     until the decision, and reads its fields.
@@ -163,8 +165,8 @@
 //     throttled streams (the fast tick); local.go decides under
 //     failure_mode: local, with its limits scaled to the VM's share.
 //   - Metrics: metrics.go; their names' rules are package config's.
-//   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
-//     per request), a request body (request_body.go), a response body or
+//   - Untrusted JSON: a bearer token's payload (package jwt, decoded
+//     once per request), a request body (request_body.go), a response body or
 //     event (package usage) and a Webdis reply (package webdis) are
 //     checked by package jsonbound, without recursion, before gjson reads
 //     them: nested deeper than 64, a claim or usage is missing and a body

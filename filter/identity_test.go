@@ -8,6 +8,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/jwt"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
@@ -32,11 +33,11 @@ func bearer(payload string) string {
 
 // bearerClaim reads a claim of the bearer token in an Authorization value.
 func bearerClaim(authorization, claim string) (string, bool) {
-	payload, ok := appendBearerPayload(nil, authorization)
+	payload, ok := jwt.AppendPayload(nil, authorization)
 	if !ok {
 		return "", false
 	}
-	return payloadClaim(payload, claim)
+	return jwt.Claim(payload, claim)
 }
 
 // metaKey is a PathProps key: a path's segments joined with NUL.

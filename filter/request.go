@@ -217,6 +217,3 @@ func bytesString(b []byte) string {
 	}
 	return unsafe.String(&b[0], len(b))
 }
-
-// stringBytes is s as a byte slice sharing its bytes, for reading only.
-func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
