@@ -92,6 +92,9 @@
 //     local, bounded, and ranked so that a state that still denies is
 //     never pushed out by a new key.
 //   - jwt: a bearer token's payload, decoded unverified, and its claims.
+//   - redisfail: why a call to Redis failed (the proxy refused the
+//     callout, proxy_redis_init failed, the wrong user, a Webdis status)
+//     and what each failure means for an operator.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -135,7 +138,8 @@
 //     runs as the configured user and reports a library Redis lacks;
 //     redis_health.go says, in one error line per 10 s and in the gauge
 //     ratelimit.redis.healthy, that Redis cannot decide, why, and what
-//     the failure mode does meanwhile, and says when it decides again.
+//     the failure mode does meanwhile (why: package redisfail), and says
+//     when it decides again.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); headers.go renders RateLimit-Policy and RateLimit

@@ -6,6 +6,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 )
 
 // The quota endpoint (config.QuotaEndpoint): a request to its path is
@@ -104,7 +105,7 @@ func (c *quotaCall) send() {
 		c.done(errBreakerOpen)
 		return
 	case !p.vm.link.usable(now):
-		c.done(errRedisUninitialized)
+		c.done(redisfail.ErrUninitialized)
 		return
 	}
 	f, inv := p.vm.tr.framing(), p.vm.invoke(c.eval)
@@ -119,7 +120,7 @@ func (c *quotaCall) send() {
 	}
 	id, err := p.vm.tr.send(c.buf)
 	if err != nil {
-		c.done(&dispatchError{err})
+		c.done(&redisfail.DispatchError{Err: err})
 		return
 	}
 	c.id, c.sentAt, c.inFlight = id, now, true
