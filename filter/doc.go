@@ -95,6 +95,8 @@
 //   - redisfail: why a call to Redis failed (the proxy refused the
 //     callout, proxy_redis_init failed, the wrong user, a Webdis status)
 //     and what each failure means for an operator.
+//   - decision: the decision line, ratelimit.decision, an access log
+//     prints: which rule and limit decided, how, why and from where.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -145,7 +147,8 @@
 //     reply's error); headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
 //     policy renders once; decision.go tells the proxy which rule and
-//     limit decided (the property ratelimit.decision, for access logs)
+//     limit decided (the property ratelimit.decision, for access logs,
+//     its line rendered by package decision)
 //     and counts the admissions near a limit (near_limit), whose warning
 //     header near.go renders; degrade.go admits a request a spent
 //     on_limit degrade rule would have denied, with its request header
