@@ -97,6 +97,9 @@
 //     and what each failure means for an operator.
 //   - decision: the decision line, ratelimit.decision, an access log
 //     prints: which rule and limit decided, how, why and from where.
+//   - headerparts: a rule's rate-limit header pieces per tier (the
+//     RateLimit-Policy value, each limit's quoted name and quota) and its
+//     tiers as the script's choices, rendered once per policy.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -146,7 +149,7 @@
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
-//     policy renders once; decision.go tells the proxy which rule and
+//     policy renders once (package headerparts); decision.go tells the proxy which rule and
 //     limit decided (the property ratelimit.decision, for access logs,
 //     its line rendered by package decision)
 //     and counts the admissions near a limit (near_limit), whose warning
