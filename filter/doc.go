@@ -100,6 +100,7 @@
 //   - headerparts: a rule's rate-limit header pieces per tier (the
 //     RateLimit-Policy value, each limit's quoted name and quota) and its
 //     tiers as the script's choices, rendered once per policy.
+//   - hotkey: the sketch that finds a tick's hot keys, in fixed memory.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -171,7 +172,7 @@
 //     what Redis denied until its Retry-After; epoch.go brings operators'
 //     changes to the deny caches and leases; lease.go and lease_table.go
 //     lease hot keys' units to a VM (batches, holds, give-backs; the
-//     hot-key sketch and the per-policy table); throttle.go holds
+//     per-policy table; hot keys found by package hotkey); throttle.go holds
 //     throttled streams (the fast tick); local.go decides under
 //     failure_mode: local, with its limits scaled to the VM's share.
 //   - Metrics: metrics.go; their names' rules are package config's.
