@@ -85,7 +85,8 @@
 //     hold it, and a query component decoded (QueryUnescape).
 //   - ipaddr: client IP addresses read, masked and printed as net/netip
 //     does, normalized (IPv4-mapped is IPv4, no zone), without linking
-//     netip, whose init slows a VM's start.
+//     netip, whose init slows a VM's start; the client an
+//     X-Forwarded-For chain names past trusted hops.
 //   - headermap: a header map as proxy_get_header_map_pairs returns it,
 //     read in place: entries, a header's first or joined values, a cookie.
 //   - localstate: the limit states a VM decides from under failure_mode:

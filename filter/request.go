@@ -145,37 +145,18 @@ func (r *request) clientAddr(hops int) (ipaddr.Addr, bool) {
 	if r.source == nil {
 		return ipaddr.Addr{}, false
 	}
-	src, port, ok := parseSource(r.source.SourceAddress())
+	src, port, ok := ipaddr.ParseSource(r.source.SourceAddress())
 	if !ok {
 		return ipaddr.Addr{}, false
 	}
 	if hops > 0 && port != 0 {
 		if xff, found := r.header("x-forwarded-for"); found {
-			entries := strings.Split(xff, ",")
-			n := len(entries)
-			if last, ok := parseIP(entries[n-1]); ok && last == src && n > hops {
-				if ip, ok := parseIP(entries[n-1-hops]); ok {
-					return ip, true
-				}
+			if ip, ok := ipaddr.Forwarded(xff, src, hops); ok {
+				return ip, true
 			}
 		}
 	}
 	return src, true
-}
-
-// parseSource parses source.address, "ip:port" or a bare IP (port 0).
-// Addresses are normalized (package ipaddr): one key per client.
-func parseSource(s string) (ipaddr.Addr, uint16, bool) {
-	if ip, port, ok := ipaddr.ParseAddrPort(s); ok {
-		return ip, port, true
-	}
-	ip, ok := parseIP(s)
-	return ip, 0, ok
-}
-
-// parseIP parses one X-Forwarded-For entry: an IP, surrounded by spaces.
-func parseIP(s string) (ipaddr.Addr, bool) {
-	return ipaddr.Parse(strings.TrimSpace(s))
 }
 
 // matches reports whether r meets m: each condition m sets.
