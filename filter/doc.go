@@ -118,7 +118,7 @@
 //     leases); match_rules.go (picks a request's Higress _rules_ entry).
 //   - Streams: stream.go (one request's lifecycle); evaluate.go (the rule
 //     loop: match, key, cost, what is answered without Redis, the calls).
-//   - Requests: request.go reads headers, query (decoded by
+//   - Requests: request.go reads headers (package headermap), query (decoded by
 //     pathnorm.QueryUnescape, as url.QueryUnescape does), cookies and the client
 //     address (package ipaddr), the path normalized (package pathnorm),
 //     and matches a rule's match; identity.go reads JWT claims (of a verified
@@ -151,11 +151,11 @@
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
-//     policy renders once (package headerparts); decision.go tells the proxy which rule and
-//     limit decided (the property ratelimit.decision, for access logs,
-//     its line rendered by package decision)
-//     and counts the admissions near a limit (near_limit), whose warning
-//     header near.go renders; degrade.go admits a request a spent
+//     policy renders once (package headerparts); decision.go tells the
+//     proxy which rule and limit decided (the property
+//     ratelimit.decision, for access logs, its line rendered by package
+//     decision) and counts the admissions near a limit (near_limit),
+//     whose warning header near.go renders; degrade.go admits a request a spent
 //     on_limit degrade rule would have denied, with its request header
 //     (RequestHeaderWriter).
 //   - The quota endpoint (config.QuotaEndpoint): quota.go answers its
