@@ -119,7 +119,7 @@ func TestShippedModuleLeavesOutNetip(t *testing.T) {
 // so each builds and tests without the runtime.
 func TestLayersPurePackagesDoNotImportFilter(t *testing.T) {
 	const filter = "github.com/redisrate/envoy-redis-ratelimit/filter"
-	for _, pkg := range []string{"config", "keyspace", "usage", "webdis", "pathnorm", "ipaddr"} {
+	for _, pkg := range []string{"config", "keyspace", "usage", "webdis", "pathnorm", "ipaddr", "headermap", "localstate", "jwt", "redisfail", "decision", "headerparts", "hotkey"} {
 		out, err := exec.Command("go", "list", "-deps", "../filter/"+pkg).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go list filter/%s: %v\n%s", pkg, err, out)

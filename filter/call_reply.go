@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 )
 
 // A script call's way out and back: dispatch registers it in the VM's
@@ -21,13 +23,13 @@ func (p *policy) dispatch(c *call) {
 	if !p.vm.link.usable(c.sentAt) {
 		p.vm.link.uninitialized.Increment(1)
 		p.vm.health.fail(c.sentAt, p.vm.link.why(), p.failureMode)
-		c.stream.callDone(c, errRedisUninitialized)
+		c.stream.callDone(c, redisfail.ErrUninitialized)
 		return
 	}
 	c.epoch = p.breaker.epoch
 	id, err := p.vm.sendCall(c)
 	if err != nil {
-		p.fail(c, &dispatchError{err})
+		p.fail(c, &redisfail.DispatchError{Err: err})
 		return
 	}
 	c.calloutID, c.inFlight = id, true

@@ -41,7 +41,7 @@ func (s *Stream) localTier(rule *config.Rule, hops int) int {
 // Its keys go into c.keys, each starting with the rule's key, until seal.
 func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 	rule, h := &s.pol.cfg.Rules[ri], &s.pol.headers[ri]
-	ch := algorithms.Choice{Cost: cost, CheckOnly: checkOnly, Tiers: h.choices}
+	ch := algorithms.Choice{Cost: cost, CheckOnly: checkOnly, Tiers: h.Choices}
 	if rule.HasConcurrency() {
 		ch.Slot, c.slot = s.slotID(), s.slotID()
 	}
@@ -52,7 +52,7 @@ func (s *Stream) addChoice(c *call, ri, tier int, cost int64, checkOnly bool) {
 		return from, len(c.keys)
 	}
 	if tier >= 0 {
-		ch.Tiers = h.levelTiers[tier]
+		ch.Tiers = h.LevelTiers[tier]
 	} else {
 		at.tier[0], at.tier[1] = key(keyspace.TierSuffix)
 	}

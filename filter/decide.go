@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headerparts"
 )
 
 // reason is why a request was denied: the "error" of the local reply's
@@ -255,9 +256,9 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 	s.decided, s.allowed = true, false
 	s.refundLeased()
 	s.fillLeases(false)
-	secs := ceilSeconds(v.result.RetryAfter)
+	secs := headerparts.CeilSeconds(v.result.RetryAfter)
 	if v.blocked {
-		secs = ceilSeconds(v.blockedFor)
+		secs = headerparts.CeilSeconds(v.blockedFor)
 	}
 	if r.secs != secs {
 		r.status, r.headers, r.body = s.render(v)
@@ -286,7 +287,7 @@ func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 		retry = v.result.RetryAfter
 	}
 	if retry > 0 {
-		headers = append(headers, [2]string{"retry-after", strconv.FormatInt(ceilSeconds(retry), 10)})
+		headers = append(headers, [2]string{"retry-after", strconv.FormatInt(headerparts.CeilSeconds(retry), 10)})
 	}
 	if limited {
 		headers = s.appendRateLimitHeaders(headers, v)
@@ -301,7 +302,7 @@ func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 	}
 	if retry > 0 {
 		body = append(body, `,"retry_after":`...)
-		body = strconv.AppendInt(body, ceilSeconds(retry), 10)
+		body = strconv.AppendInt(body, headerparts.CeilSeconds(retry), 10)
 	}
 	body = append(body, "}\n"...)
 	return status, headers, body

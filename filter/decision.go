@@ -1,75 +1,21 @@
 package filter
 
 import (
-	"strconv"
-
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/decision"
 )
-
-// What the filter tells the proxy about each request it decided: one short
-// line in the stream property ratelimit.decision, which Envoy keeps as the
-// filter state wasm.ratelimit.decision, for an access log to print
-// (%FILTER_STATE(wasm.ratelimit.decision:PLAIN)%; docs/access-log.md):
-//
-//	rule=api limit=per-second remaining=0 decision=denied reason=rate_limited
-//
-// Fields, in this order, each only when it applies:
-//   - rule, limit: the rule and limit that decided: the denial's, else the
-//     most constraining result (algorithms.Tighter);
-//   - remaining: that limit's remaining after the request (before it, for
-//     a denial);
-//   - decision: allowed, denied, would_deny (admitted, but a shadow
-//     rule would have denied it: rule and limit are that shadow rule's),
-//     or degraded (admitted with an on_limit degrade rule's header: rule
-//     and limit are its first spent limit's);
-//   - reason: why a request was denied (the local reply's "error":
-//     rate_limited, blocked, missing_key, cost_exceeds_capacity,
-//     ratelimit_unavailable), or ratelimit_unavailable for a request
-//     failure_mode allow admitted;
-//   - shadow=true: only shadow rules decided the request;
-//   - from: where the decision came from when not from Redis: deny_cache,
-//     or local (failure_mode: local).
-//
-// It is set once per request, at its decision: one host call, unless
-// decision_filter_state is false. A request no rule decided gets none, and
-// the access log shows "-". Rule and limit
-// names are [A-Za-z0-9_.-], so the line needs no quoting in a text or
-// JSON log.
-
-// decisionKind is the decision field.
-type decisionKind uint8
-
-const (
-	decidedAllowed decisionKind = iota
-	decidedDenied
-	decidedWouldDeny
-	decidedDegraded
-)
-
-var decisionNames = [...]string{decidedAllowed: "allowed", decidedDenied: "denied", decidedWouldDeny: "would_deny", decidedDegraded: "degraded"}
-
-// decisionFrom is the from field.
-type decisionFrom uint8
-
-const (
-	fromRedis decisionFrom = iota // no field
-	fromDenyCache
-	fromLocal
-)
-
-var fromNames = [...]string{fromDenyCache: "deny_cache", fromLocal: "local"}
 
 // tellDenied tells the proxy a denial; v is the verdict the local reply
 // renders.
 func (s *Stream) tellDenied(v *verdict, cached bool) {
-	from := fromRedis
+	from := decision.FromRedis
 	switch {
 	case cached:
-		from = fromDenyCache
+		from = decision.FromDenyCache
 	case s.local:
-		from = fromLocal
+		from = decision.FromLocal
 	}
-	s.tell(v, decidedDenied, v.reason, from, false)
+	s.tell(v, decision.Denied, v.reason, from, false)
 }
 
 // tellAdmitted tells the proxy an admission: failOpen when failure_mode
@@ -80,61 +26,47 @@ func (s *Stream) tellAdmitted(failOpen bool) {
 	if failOpen {
 		why = reasonUnavailable
 	}
-	from := fromRedis
+	from := decision.FromRedis
 	if s.local {
-		from = fromLocal
+		from = decision.FromLocal
 	}
 	switch {
 	case len(s.degraded) > 0:
 		d := s.degraded[0]
-		s.tell(&verdict{rule: d.rule, limit: d.limit, tier: d.tier, reason: reasonRateLimited}, decidedDegraded, why, from, false)
+		s.tell(&verdict{rule: d.rule, limit: d.limit, tier: d.tier, reason: reasonRateLimited}, decision.Degraded, why, from, false)
 	case s.hasShadow && s.shadowDenies():
-		s.tell(&s.shadow, decidedWouldDeny, s.shadow.reason, from, false)
+		s.tell(&s.shadow, decision.WouldDeny, s.shadow.reason, from, false)
 	case s.hasVerdict:
-		s.tell(&s.verdict, decidedAllowed, why, from, false)
+		s.tell(&s.verdict, decision.Allowed, why, from, false)
 	case s.hasShadow:
-		s.tell(&s.shadow, decidedAllowed, why, from, true)
+		s.tell(&s.shadow, decision.Allowed, why, from, true)
 	case failOpen || s.local:
-		s.tell(nil, decidedAllowed, why, from, false)
+		s.tell(nil, decision.Allowed, why, from, false)
 	}
 }
 
-// tell renders the line into the stream's buffer and hands it to the
-// proxy. It allocates nothing once the buffer has grown.
-func (s *Stream) tell(v *verdict, kind decisionKind, why reason, from decisionFrom, shadow bool) {
+// tell sets the stream's decision line (package decision) and hands it to
+// the proxy. It allocates nothing once the buffer has grown.
+func (s *Stream) tell(v *verdict, kind decision.Kind, why reason, from decision.From, shadow bool) {
 	if !s.pol.cfg.DecisionState {
 		return
 	}
-	b := s.decision[:0]
+	line := decision.Line{Kind: kind, From: from, Shadow: shadow, Remaining: -1}
 	if v != nil && v.rule >= 0 {
-		b = append(b, "rule="...)
-		b = append(b, s.pol.cfg.Rules[v.rule].Name...)
+		line.Rule = s.pol.cfg.Rules[v.rule].Name
 		if v.limit >= 0 {
 			name := s.pol.limitName(v) // quoted, as the headers show it
-			b = append(b, " limit="...)
-			b = append(b, name[1:len(name)-1]...)
+			line.Limit = name[1 : len(name)-1]
 			if v.reason == reasonRateLimited {
-				b = append(b, " remaining="...)
-				b = strconv.AppendInt(b, max(v.result.Remaining, 0), 10)
+				line.Remaining = max(v.result.Remaining, 0)
 			}
 		}
-		b = append(b, ' ')
 	}
-	b = append(b, "decision="...)
-	b = append(b, decisionNames[kind]...)
 	if why != 0 {
-		b = append(b, " reason="...)
-		b = append(b, why.String()...)
+		line.Reason = why.String()
 	}
-	if shadow {
-		b = append(b, " shadow=true"...)
-	}
-	if from != fromRedis {
-		b = append(b, " from="...)
-		b = append(b, fromNames[from]...)
-	}
-	s.decision = b
-	s.host.SetDecision(b)
+	s.decision = decision.Append(s.decision[:0], &line)
+	s.host.SetDecision(s.decision)
 }
 
 // noteShadow keeps the tightest result of a shadow call, for tellAdmitted:

@@ -35,7 +35,7 @@
 //  4. When the last call is done, the stream decides: a block key first,
 //     then the tightest denying limit, then, if an enforced call failed,
 //     the failure mode (under failure_mode: local, the VM first decides
-//     each failed call itself: local.go, its states in local_table.go).
+//     each failed call itself: local.go, its states in package localstate).
 //     A degrade call's denial only marks the request degraded: it goes on
 //     with the rule's request header (degrade.go). It resumes the request,
 //     or sends the local reply (rejected_status, or failure_status when
@@ -73,7 +73,8 @@
 //     ratelimitctl reads it: a part's encoding, RuleKey, the keys that
 //     extend a rule key, Peek, which reads a key's state uncharged (several
 //     keys in one call: AppendPeeks), and
-//     Debt, which reads how far past their limits its limits are.
+//     Debt, which reads how far past their limits its limits are; and
+//     AppendQuotaJSON, the quota endpoint's answer.
 //   - usage: a response's usage, read from a JSON body or an event stream
 //     as it passes, through gzip when the upstream compressed it; a
 //     preset's tokens per kind and the model the response names.
@@ -84,7 +85,23 @@
 //     hold it, and a query component decoded (QueryUnescape).
 //   - ipaddr: client IP addresses read, masked and printed as net/netip
 //     does, normalized (IPv4-mapped is IPv4, no zone), without linking
-//     netip, whose init slows a VM's start.
+//     netip, whose init slows a VM's start; the client an
+//     X-Forwarded-For chain names past trusted hops.
+//   - headermap: a header map as proxy_get_header_map_pairs returns it,
+//     read in place: entries, a header's first or joined values, a cookie.
+//   - localstate: the limit states a VM decides from under failure_mode:
+//     local, bounded, and ranked so that a state that still denies is
+//     never pushed out by a new key.
+//   - jwt: a bearer token's payload, decoded unverified, and its claims.
+//   - redisfail: why a call to Redis failed (the proxy refused the
+//     callout, proxy_redis_init failed, the wrong user, a Webdis status)
+//     and what each failure means for an operator.
+//   - decision: the decision line, ratelimit.decision, an access log
+//     prints: which rule and limit decided, how, why and from where.
+//   - headerparts: a rule's rate-limit header pieces per tier (the
+//     RateLimit-Policy value, each limit's quoted name and quota) and its
+//     tiers as the script's choices, rendered once per policy.
+//   - hotkey: the sketch that finds a tick's hot keys, in fixed memory.
 //   - filtertest: the fake proxy the tests (here and in e2e) drive.
 //
 // The files of package filter, besides this doc.go:
@@ -92,9 +109,8 @@
 //   - Host: host.go (PluginHost, StreamHost, and the types they share;
 //     the optional interfaces sit beside their users: RedisInitializer in
 //     redis_link.go, ResponseReader in response.go, RootCaller in
-//     settle.go, Ticker in throttle.go); headermap.go
-//     (proxy_get_header_map_pairs' encoding, read in place); log.go (a
-//     log that says one thing at most once per period).
+//     settle.go, Ticker in throttle.go); log.go (a log that says one
+//     thing at most once per period).
 //   - The VM and its policies: plugin.go (Plugin, the VM: the Redis side,
 //     the streams, the throttle, the tick's periodic work, and the
 //     policies); policy.go (one configuration's state: rule metrics,
@@ -102,10 +118,11 @@
 //     leases); match_rules.go (picks a request's Higress _rules_ entry).
 //   - Streams: stream.go (one request's lifecycle); evaluate.go (the rule
 //     loop: match, key, cost, what is answered without Redis, the calls).
-//   - Requests: request.go reads headers, query (decoded by
+//   - Requests: request.go reads headers (package headermap), query (decoded by
 //     pathnorm.QueryUnescape, as url.QueryUnescape does), cookies and the client
 //     address (package ipaddr), the path normalized (package pathnorm),
-//     and matches a rule's match; identity.go reads JWT claims and stream
+//     and matches a rule's match; identity.go reads JWT claims (of a verified
+//     token, else the bearer token's payload, package jwt) and stream
 //     properties; request_body.go waits for the request body when a rule
 //     reads it (a body key part, match.body, a reservation), holding it
 //     until the decision, and reads its fields.
@@ -128,22 +145,24 @@
 //     runs as the configured user and reports a library Redis lacks;
 //     redis_health.go says, in one error line per 10 s and in the gauge
 //     ratelimit.redis.healthy, that Redis cannot decide, why, and what
-//     the failure mode does meanwhile, and says when it decides again.
+//     the failure mode does meanwhile (why: package redisfail), and says
+//     when it decides again.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
-//     policy renders once; decision.go tells the proxy which rule and
-//     limit decided (the property ratelimit.decision, for access logs)
-//     and counts the admissions near a limit (near_limit), whose warning
-//     header near.go renders; degrade.go admits a request a spent
+//     policy renders once (package headerparts); decision.go tells the
+//     proxy which rule and limit decided (the property
+//     ratelimit.decision, for access logs, its line rendered by package
+//     decision) and counts the admissions near a limit (near_limit),
+//     whose warning header near.go renders; degrade.go admits a request a spent
 //     on_limit degrade rule would have denied, with its request header
 //     (RequestHeaderWriter).
 //   - The quota endpoint (config.QuotaEndpoint): quota.go answers its
 //     request, once admitted, instead of resuming it: it reads the
 //     caller's keys in one peek (keyspace.PeekAt, AppendPeeks) and, for
-//     spent limits, a settle of cost 0 that shows debt; quota_json.go
-//     renders the answer.
+//     spent limits, a settle of cost 0 that shows debt, and sends the
+//     answer keyspace.AppendQuotaJSON renders.
 //   - After the decision: response.go adds the headers and follows a
 //     response_cost rule's response; money.go prices it, and the
 //     reservation, for a rule with a price table; settle.go sends the
@@ -154,12 +173,12 @@
 //     what Redis denied until its Retry-After; epoch.go brings operators'
 //     changes to the deny caches and leases; lease.go and lease_table.go
 //     lease hot keys' units to a VM (batches, holds, give-backs; the
-//     hot-key sketch and the per-policy table); throttle.go holds
-//     throttled streams (the fast tick); local.go and local_table.go
-//     decide under failure_mode: local.
+//     per-policy table; hot keys found by package hotkey); throttle.go holds
+//     throttled streams (the fast tick); local.go decides under
+//     failure_mode: local, with its limits scaled to the VM's share.
 //   - Metrics: metrics.go; their names' rules are package config's.
-//   - Untrusted JSON: a bearer token's payload (identity.go, decoded once
-//     per request), a request body (request_body.go), a response body or
+//   - Untrusted JSON: a bearer token's payload (package jwt, decoded
+//     once per request), a request body (request_body.go), a response body or
 //     event (package usage) and a Webdis reply (package webdis) are
 //     checked by package jsonbound, without recursion, before gjson reads
 //     them: nested deeper than 64, a claim or usage is missing and a body

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
@@ -17,7 +18,7 @@ func FuzzRuleKey(f *testing.F) {
 			{Source: config.SourceHeader, Name: "x-user"}, {Source: config.SourceQuery, Name: "x"}, {Source: config.SourceCookie, Name: "s"},
 			{Source: config.SourceClientIP}, {Source: config.SourcePath}, {Source: config.SourceHost}, {Source: config.SourceMethod},
 		}}
-		r := &request{headers: appendHeaderMap(nil, [][2]string{{":path", path}, {"x-user", user}, {"cookie", cookie}, {"x-forwarded-for", xff}}),
+		r := &request{headers: headermap.Append(nil, [][2]string{{":path", path}, {"x-user", user}, {"cookie", cookie}, {"x-forwarded-for", xff}}),
 			source: peer("10.0.0.1:80")}
 		key, ok := appendRuleKey(nil, "rl:", rule, r, 2)
 		if !ok || len(key) > 8+len(rule.Key)*(keyspace.MaxPartLen+1) || strings.Count(string(key), "{") != 1 || strings.Count(string(key), "}") != 1 {

@@ -1,13 +1,10 @@
 package filter
 
 import (
-	"bytes"
-	"encoding/base64"
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
-	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/jwt"
 )
 
 // Identity key parts: a JWT claim and any stream property.
@@ -62,77 +59,20 @@ func (r *request) jwtClaim(p *config.KeyPart) (string, bool) {
 		// A repeated header is read joined, which is no token: jwt_authn
 		// verifies each value, and the claim could come from either.
 		auth, _ := r.header("authorization")
-		b.json, b.ok = appendBearerPayload(b.json[:0], auth)
+		b.json, b.ok = jwt.AppendPayload(b.json[:0], auth)
 		b.read = true
 	}
 	if !b.ok {
 		return "", false
 	}
-	return payloadClaim(b.json, p.ClaimPath)
+	return jwt.Claim(b.json, p.ClaimPath)
 }
 
 // bearerPayload is a request's bearer token payload, decoded once for all
-// its jwt_claim parts. Its buffer outlives the request (request.reset).
+// its jwt_claim parts (package jwt). Its buffer outlives the request
+// (request.reset).
 type bearerPayload struct {
 	json []byte
 	read bool // the Authorization header has been read
 	ok   bool // json is a JSON object, within jsonbound's bounds
 }
-
-// maxBearerToken bounds the token read, in bytes: 8 KiB, the header line
-// many proxies and servers accept at most (nginx's
-// large_client_header_buffers), holds any token an identity provider
-// issues. A longer one is no token: its claims are missing, and its
-// payload is never decoded.
-const maxBearerToken = 8 << 10
-
-// appendBearerPayload appends the JSON payload of the bearer token in an
-// Authorization value, "Bearer <header>.<payload>.<signature>", and
-// reports whether there is one: a JSON object nested at most
-// jsonbound.MaxDepth deep, in a token of at most maxBearerToken bytes. The
-// prefix is "Bearer " exactly, as jwt_authn's default location is
-// (extractor.cc, JwtConstValues BearerPrefix): a token jwt_authn would not
-// extract, and so not verify, is not read either.
-func appendBearerPayload(dst []byte, authorization string) ([]byte, bool) {
-	token, ok := strings.CutPrefix(authorization, "Bearer ")
-	if !ok {
-		return dst, false
-	}
-	token = strings.TrimLeft(token, " ")
-	if len(token) > maxBearerToken || strings.Trim(token, base64URLAndDot) != "" {
-		return dst, false
-	}
-	_, rest, ok1 := strings.Cut(token, ".")
-	payload, sig, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || strings.Contains(sig, ".") {
-		return dst, false
-	}
-	start := len(dst)
-	dst, err := base64.RawURLEncoding.AppendDecode(dst, stringBytes(payload))
-	if err != nil {
-		return dst[:start], false
-	}
-	doc := bytes.TrimLeft(dst[start:], " \t\r\n")
-	if !jsonbound.Valid(doc) || doc[0] != '{' {
-		return dst[:start], false
-	}
-	return dst, true
-}
-
-// payloadClaim returns the claim at path (gjson, escaped) of a token's
-// payload: a string claim as it is, a number or a boolean as its JSON
-// text. Any other claim, and an empty or absent one, is missing. The
-// payload is within jsonbound's bounds, and gjson's Get recurses only as
-// deep as path.
-func payloadClaim(payload []byte, path string) (string, bool) {
-	switch c := gjson.Get(bytesString(payload), path); c.Type {
-	case gjson.String:
-		return c.Str, c.Str != ""
-	case gjson.Number, gjson.True, gjson.False:
-		return c.Raw, true
-	}
-	return "", false
-}
-
-// base64URLAndDot are the bytes of a JWS in compact form.
-const base64URLAndDot = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_."

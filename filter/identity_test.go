@@ -7,6 +7,8 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/jwt"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
@@ -31,11 +33,11 @@ func bearer(payload string) string {
 
 // bearerClaim reads a claim of the bearer token in an Authorization value.
 func bearerClaim(authorization, claim string) (string, bool) {
-	payload, ok := appendBearerPayload(nil, authorization)
+	payload, ok := jwt.AppendPayload(nil, authorization)
 	if !ok {
 		return "", false
 	}
-	return payloadClaim(payload, claim)
+	return jwt.Claim(payload, claim)
 }
 
 // metaKey is a PathProps key: a path's segments joined with NUL.
@@ -89,7 +91,7 @@ func TestJWTClaimSources(t *testing.T) {
 		for _, a := range tc.auth {
 			pairs = append(pairs, [2]string{"authorization", a})
 		}
-		r := &request{headers: appendHeaderMap(nil, pairs), source: s}
+		r := &request{headers: headermap.Append(nil, pairs), source: s}
 		if got, ok := r.keyPartValue(tc.part, 0); got != tc.want || ok != tc.found {
 			t.Errorf("%s: got %q %v, want %q %v", tc.name, got, ok, tc.want, tc.found)
 		}
@@ -139,7 +141,7 @@ func TestBearerClaim(t *testing.T) {
 	}
 	// Two Authorization headers: jwt_authn verifies each, and the claim
 	// could come from either, so it comes from neither.
-	r := &request{headers: appendHeaderMap(nil, [][2]string{{"authorization", tok}, {"authorization", bearer(`{"sub":"bob"}`)}}),
+	r := &request{headers: headermap.Append(nil, [][2]string{{"authorization", tok}, {"authorization", bearer(`{"sub":"bob"}`)}}),
 		source: filtertest.NewStream("10.0.0.1:5000", nil)}
 	part := keyParts(t, `[{"source":"jwt_claim","name":"sub"}]`)[0]
 	if got, ok := r.keyPartValue(part, 0); ok {
@@ -151,7 +153,7 @@ func TestBearerClaim(t *testing.T) {
 func TestJWTClaimNamesAreLiteral(t *testing.T) {
 	part := keyParts(t, `[{"source":"jwt_claim","name":"https://example.com/tenant|x"}]`)[0]
 	token := bearer(`{"https://example":{"com/tenant|x":"t1"},"https://example.com/tenant":"wrong"}`)
-	r := &request{headers: appendHeaderMap(nil, [][2]string{{"authorization", token}}), source: filtertest.NewStream("10.0.0.1:5000", nil)}
+	r := &request{headers: headermap.Append(nil, [][2]string{{"authorization", token}}), source: filtertest.NewStream("10.0.0.1:5000", nil)}
 	if got, ok := r.keyPartValue(part, 0); !ok || got != "t1" {
 		t.Errorf("got %q %v", got, ok)
 	}
@@ -242,7 +244,7 @@ func TestHeaderMatch(t *testing.T) {
 	base := [][2]string{{":path", "/"}, {"x-plan", "free"}, {"x-debug", ""}, {"x-a", "abcdef"}}
 	with := func(change func(h [][2]string) [][2]string) *request {
 		h := change(append([][2]string(nil), base...))
-		return &request{headers: appendHeaderMap(nil, h)}
+		return &request{headers: headermap.Append(nil, h)}
 	}
 	same := func(h [][2]string) [][2]string { return h }
 	for _, tc := range []struct {
@@ -269,7 +271,7 @@ func TestHeaderMatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &request{headers: appendHeaderMap(nil, [][2]string{{"x-plan", "free"}, {"x-plan", "pro"}})}
+	r := &request{headers: headermap.Append(nil, [][2]string{{"x-plan", "free"}, {"x-plan", "pro"}})}
 	if !matches(&joined.Rules[0].Match, r) {
 		t.Error("a repeated header is matched on its values joined by \", \"")
 	}

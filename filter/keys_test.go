@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 )
 
 func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 	rule := &config.Rule{Name: "api", Key: []config.KeyPart{{Source: config.SourceHeader, Name: "x-user"}, {Source: config.SourcePath}}}
 	key := func(user, path string) string {
 		t.Helper()
-		r := &request{headers: appendHeaderMap(nil, [][2]string{{":path", path}, {"x-user", user}})}
+		r := &request{headers: headermap.Append(nil, [][2]string{{":path", path}, {"x-user", user}})}
 		b, ok := appendRuleKey(nil, "rl:", rule, r, 0)
 		if !ok {
 			t.Fatalf("missing part for %q %q", user, path)
@@ -28,7 +29,7 @@ func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 	if strings.Count(key("}{evil", "/{x}"), "{") != 1 {
 		t.Fatal("a brace reached the key")
 	}
-	missing := &request{headers: appendHeaderMap(nil, [][2]string{{":path", "/"}})}
+	missing := &request{headers: headermap.Append(nil, [][2]string{{":path", "/"}})}
 	if _, ok := appendRuleKey(nil, "rl:", rule, missing, 0); ok {
 		t.Fatal("missing header accepted under skip")
 	}
@@ -41,7 +42,7 @@ func TestRuleKeyKeepsRulesAndUsersApart(t *testing.T) {
 
 func TestRequestSources(t *testing.T) {
 	r := &request{
-		headers: appendHeaderMap(nil, [][2]string{
+		headers: headermap.Append(nil, [][2]string{
 			{":method", "POST"}, {":path", "/v1/items?tenant=acme%20co&x=1&tenant=other"},
 			{":authority", "API.example.com:8443"}, {"cookie", "a=1; session=s3cr3t; b=2"},
 			{"x-id", "one"}, {"X-Id", "two"},
@@ -117,7 +118,7 @@ func TestClientIPTrustedHops(t *testing.T) {
 		for _, x := range tc.xff {
 			pairs = append(pairs, [2]string{"x-forwarded-for", x})
 		}
-		r := &request{source: peer(tc.source), headers: appendHeaderMap(nil, pairs)}
+		r := &request{source: peer(tc.source), headers: headermap.Append(nil, pairs)}
 		if got, ok := r.clientIP(tc.hops); !ok || got != tc.want {
 			t.Errorf("source %s, xff %q, hops %d: got %q %v, want %q", tc.source, tc.xff, tc.hops, got, ok, tc.want)
 		}

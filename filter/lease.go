@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/hotkey"
 )
 
 // leaseTable is one leased rule's state in one VM: which of its keys are
@@ -32,7 +33,7 @@ type leaseTable struct {
 	rule    int
 	entries map[string]*leaseEntry
 	order   []*leaseEntry // oldest first, for eviction
-	sketch  hotSketch
+	sketch  hotkey.Sketch
 }
 
 // leaseEntry is one hot key's lease.
@@ -118,7 +119,7 @@ const (
 func (s *Stream) lease(t *leaseTable, tier int, cost int64) (leaseOutcome, *leaseEntry) {
 	e := t.entries[string(s.ruleKey)]
 	if e == nil {
-		n := t.sketch.add(s.ruleKey)
+		n := t.sketch.Add(s.ruleKey)
 		if n < t.cfg.HotRate {
 			return leaseNone, nil
 		}

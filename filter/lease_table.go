@@ -1,6 +1,10 @@
 package filter
 
-import "time"
+import (
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/hotkey"
+)
 
 // leaseMetrics are ratelimit.lease.*: batch calls Redis admitted and the
 // units they took, requests admitted from a batch with no Redis call,
@@ -19,33 +23,6 @@ func newLeaseMetrics(h PluginHost) leaseMetrics {
 		returned: h.Counter("ratelimit.lease.returned"),
 		hot:      h.Counter("ratelimit.lease.hot_keys"),
 	}
-}
-
-// hotSketch counts each key's requests in the current tick, in fixed
-// memory: two rows of counters, each key counted in one counter per row
-// by a hash; its count is the smaller of the two, never below the truth.
-// A cold key that shares both counters with busy keys may pass for hot:
-// it then takes batches it does not spend, which go back after max_hold.
-type hotSketch struct {
-	rows [2][hotColumns]uint16
-}
-
-const hotColumns = 1024
-
-// add counts one request of key and returns the key's count this tick.
-func (h *hotSketch) add(key []byte) int64 {
-	x := uint64(14695981039346656037) // FNV-1a
-	for _, b := range key {
-		x = (x ^ uint64(b)) * 1099511628211
-	}
-	a, b := &h.rows[0][x%hotColumns], &h.rows[1][(x>>32)%hotColumns]
-	if *a < 1<<16-1 {
-		*a++
-	}
-	if *b < 1<<16-1 {
-		*b++
-	}
-	return int64(min(*a, *b))
 }
 
 // addLease starts the lease entry of a key found hot, evicting the oldest
@@ -79,7 +56,7 @@ func (p *policy) sweepLeases(now time.Time) {
 		if t == nil {
 			continue
 		}
-		t.sketch = hotSketch{}
+		t.sketch = hotkey.Sketch{}
 		kept := t.order[:0]
 		for _, e := range t.order {
 			e.rate, e.hits = min(e.hits, 1<<20), 0

@@ -109,6 +109,6 @@ func serviceMatches(services []string, cluster string) bool {
 // firstHeader returns the first value of a header, as Envoy's
 // get_header_map_value does.
 func firstHeader(r *request, name string) string {
-	v, _ := r.headers.first(name)
+	v, _ := r.headers.First(name)
 	return v
 }

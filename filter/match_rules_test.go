@@ -9,6 +9,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
@@ -121,7 +122,7 @@ func TestMatchRuleMatches(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := &propStream{props: map[string]string{"route_name": tc.route, "cluster_name": tc.cluster}}
-			ri := routeInfo{r: &request{headers: appendHeaderMap(nil, tc.headers), source: s}}
+			ri := routeInfo{r: &request{headers: headermap.Append(nil, tc.headers), source: s}}
 			if got := routeMatches(&tc.rule, &ri); got != tc.want {
 				t.Fatalf("matches %v, want %v", got, tc.want)
 			}
@@ -295,7 +296,7 @@ func BenchmarkPick(b *testing.B) {
 	}
 	p := NewPlugin(cfg, &benchHost{})
 	s := &propStream{props: map[string]string{"route_name": "default/api", "cluster_name": "outbound|8080||api.default.svc.cluster.local"}}
-	r := &request{headers: appendHeaderMap(nil, [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "shop.example.com"}}), source: s}
+	r := &request{headers: headermap.Append(nil, [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "shop.example.com"}}), source: s}
 	b.ReportAllocs()
 	for range b.N {
 		s.reads = s.reads[:0]

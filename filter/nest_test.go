@@ -6,6 +6,8 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/jwt"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/deepjson"
@@ -14,11 +16,11 @@ import (
 
 // nestDepths are hostile depths: one past the bound, the issue's 9,000,
 // and more. In a bearer token, the first two meet jsonbound; the others
-// make tokens longer than maxBearerToken, refused before they are decoded.
+// make tokens longer than jwt.MaxToken, refused before they are decoded.
 var nestDepths = []int{jsonbound.MaxDepth + 1, 1000, 9000, 100_000}
 
 // A bearer token nested deeper than jsonbound.MaxDepth, or longer than
-// maxBearerToken, has no claims; one within both has.
+// jwt.MaxToken, has no claims; one within both has.
 func TestDeepBearerTokenIsMissing(t *testing.T) {
 	for _, shape := range deepjson.Shapes {
 		for _, depth := range nestDepths {
@@ -37,14 +39,14 @@ func TestDeepBearerTokenIsMissing(t *testing.T) {
 		payload := `{"sub":"x","p":"` + strings.Repeat("p", (n-len("e30.")-len(".sig"))*3/4-len(`{"sub":"x","p":""}`)) + `"}`
 		return deepjson.Bearer(payload)
 	}
-	if a := pad(maxBearerToken); len(a) != len("Bearer ")+maxBearerToken {
+	if a := pad(jwt.MaxToken); len(a) != len("Bearer ")+jwt.MaxToken {
 		t.Fatalf("pad: a token of %d bytes", len(a)-len("Bearer "))
 	}
-	if v, ok := bearerClaim(pad(maxBearerToken), "sub"); !ok || v != "x" {
-		t.Errorf("a token of %d bytes: claim %q %v, want x", maxBearerToken, v, ok)
+	if v, ok := bearerClaim(pad(jwt.MaxToken), "sub"); !ok || v != "x" {
+		t.Errorf("a token of %d bytes: claim %q %v, want x", jwt.MaxToken, v, ok)
 	}
-	if v, ok := bearerClaim(pad(maxBearerToken+4), "sub"); ok {
-		t.Errorf("a token of %d bytes: claim %q found", maxBearerToken+4, v)
+	if v, ok := bearerClaim(pad(jwt.MaxToken+4), "sub"); ok {
+		t.Errorf("a token of %d bytes: claim %q found", jwt.MaxToken+4, v)
 	}
 }
 
@@ -52,25 +54,25 @@ func TestDeepBearerTokenIsMissing(t *testing.T) {
 // all of them; the next request decodes its own into the same buffer.
 func TestBearerPayloadOncePerRequest(t *testing.T) {
 	parts := keyParts(t, `[{"source":"jwt_claim","name":"sub"},{"source":"jwt_claim","name":"org"}]`)
-	r := &request{headers: appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"alice","org":"acme"}`)}}),
+	r := &request{headers: headermap.Append(nil, [][2]string{{"authorization", bearer(`{"sub":"alice","org":"acme"}`)}}),
 		source: filtertest.NewStream("10.0.0.1:5000", nil)}
 	if v, ok := r.keyPartValue(parts[0], 0); v != "alice" || !ok {
 		t.Fatalf("sub: %q %v", v, ok)
 	}
 	// The header changing now shows the payload is not read again.
-	r.headers = appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
+	r.headers = headermap.Append(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
 	if v, ok := r.keyPartValue(parts[1], 0); v != "acme" || !ok {
 		t.Fatalf("org: %q %v, want acme from the token already decoded", v, ok)
 	}
 	r.reset(r.source)
-	r.headers = appendHeaderMap(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
+	r.headers = headermap.Append(nil, [][2]string{{"authorization", bearer(`{"sub":"bob","org":"evil"}`)}})
 	if v, ok := r.keyPartValue(parts[0], 0); v != "bob" || !ok {
 		t.Fatalf("next request's sub: %q %v", v, ok)
 	}
 	auth, _ := r.header("authorization")
 	if n := testing.AllocsPerRun(100, func() {
-		r.bearer.json, r.bearer.ok = appendBearerPayload(r.bearer.json[:0], auth)
-		payloadClaim(r.bearer.json, "sub")
+		r.bearer.json, r.bearer.ok = jwt.AppendPayload(r.bearer.json[:0], auth)
+		jwt.Claim(r.bearer.json, "sub")
 	}); n != 0 {
 		t.Errorf("%v allocations decoding a token into the buffer of an earlier one, want 0", n)
 	}

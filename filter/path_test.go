@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
@@ -37,7 +38,7 @@ func TestPathAliasesAreOnePath(t *testing.T) {
 		if got := pathnorm.Normalize(p); got != want {
 			t.Errorf("pathnorm.Normalize(%q) = %q, want %q", p, got, want)
 		}
-		r := request{headers: appendHeaderMap(nil, [][2]string{{":path", p}})}
+		r := request{headers: headermap.Append(nil, [][2]string{{":path", p}})}
 		key, ok := appendRuleKey(nil, "rl:", &rule, &r, 0)
 		if !ok {
 			t.Fatalf("%q: no key", p)
@@ -53,7 +54,7 @@ func TestPathAliasesAreOnePath(t *testing.T) {
 func TestMatchUsesNormalizedPath(t *testing.T) {
 	m := config.Match{PathPrefix: "/admin/"}
 	for _, p := range []string{"/admin/x", "//admin/x", "/x/../admin/x", "/%61dmin/x", "/admin;a/x"} {
-		r := request{headers: appendHeaderMap(nil, [][2]string{{":path", p}})}
+		r := request{headers: headermap.Append(nil, [][2]string{{":path", p}})}
 		if !matches(&m, &r) {
 			t.Errorf("%q does not match path_prefix /admin/", p)
 		}

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headerparts"
 )
 
 // policy is one configuration in one VM: the top-level configuration, or
@@ -36,7 +37,7 @@ type policy struct {
 	// degradeHeaders are the degrade rules' headers (degrade.go).
 	degradeHeaders []string
 	// headers are the header pieces of each rule, rendered once.
-	headers []ruleHeaders
+	headers []headerparts.Rule
 	// leases are each rule's leases (nil for a rule without, or all nil).
 	leases       []*leaseTable
 	leaseMetrics leaseMetrics
@@ -68,7 +69,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	}
 	for _, r := range cfg.Rules {
 		p.bodyRules = p.bodyRules || r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
-		p.headers = append(p.headers, newRuleHeaders(&r))
+		p.headers = append(p.headers, headerparts.New(&r))
 	}
 	return p
 }

@@ -4,7 +4,9 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 )
 
 // The quota endpoint (config.QuotaEndpoint): a request to its path is
@@ -19,18 +21,10 @@ import (
 
 // quotaState is the reading of one endpoint request's keys.
 type quotaState struct {
-	rules       []quotaRule
+	rules       []keyspace.RuleQuota // per rule: its key is missing, or its state read
 	calls       []*quotaCall
 	outstanding int
 	err         error // the first call that failed
-}
-
-// quotaRule is one rule of the endpoint: its key is missing, or its state
-// is read by calls[call].
-type quotaRule struct {
-	rule    int
-	missing bool
-	state   keyspace.KeyState
 }
 
 // quotaCall reads some of the rules' keys: a peek, then a settle of
@@ -79,7 +73,7 @@ func (s *Stream) answerQuota() {
 	for _, ri := range cfg.Quota.Rules {
 		rule := &cfg.Rules[ri]
 		key, ok := appendRuleKey(nil, cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
-		q.rules = append(q.rules, quotaRule{rule: ri, missing: !ok})
+		q.rules = append(q.rules, keyspace.RuleQuota{Name: rule.Name, Missing: !ok})
 		if !ok {
 			continue
 		}
@@ -111,7 +105,7 @@ func (c *quotaCall) send() {
 		c.done(errBreakerOpen)
 		return
 	case !p.vm.link.usable(now):
-		c.done(errRedisUninitialized)
+		c.done(redisfail.ErrUninitialized)
 		return
 	}
 	f, inv := p.vm.tr.framing(), p.vm.invoke(c.eval)
@@ -126,7 +120,7 @@ func (c *quotaCall) send() {
 	}
 	id, err := p.vm.tr.send(c.buf)
 	if err != nil {
-		c.done(&dispatchError{err})
+		c.done(&redisfail.DispatchError{Err: err})
 		return
 	}
 	c.id, c.sentAt, c.inFlight = id, now, true
@@ -176,7 +170,7 @@ func (c *quotaCall) readPeek(ints []int64) error {
 		return err
 	}
 	for i, at := range c.rules {
-		c.s.quota.rules[at].state = states[i]
+		c.s.quota.rules[at].State = states[i]
 	}
 	return nil
 }
@@ -187,7 +181,7 @@ func (c *quotaCall) readPeek(ints []int64) error {
 func (c *quotaCall) owing() bool {
 	c.debt = c.debt[:0]
 	for _, at := range c.rules {
-		for li, l := range c.s.quota.rules[at].state.Limits {
+		for li, l := range c.s.quota.rules[at].State.Limits {
 			if l.MayOwe() {
 				c.debt = append(c.debt, quotaDebt{rule: at, limit: li, settle: algorithms.Settle{Key: l.Key, Limit: l.Decided}})
 			}
@@ -209,7 +203,7 @@ func (c *quotaCall) readDebt(ints []int64) error {
 		return err
 	}
 	for i, d := range c.debt {
-		l := &c.s.quota.rules[d.rule].state.Limits[d.limit]
+		l := &c.s.quota.rules[d.rule].State.Limits[d.limit]
 		if rem := st.Results[i].Remaining; rem < 0 {
 			l.Remaining, l.Used = rem, l.Limit-rem
 			l.Reset = max(l.Reset, l.RetryAfter)
@@ -252,4 +246,23 @@ func (s *Stream) endQuota() {
 		c.s = nil
 	}
 	s.quota = nil
+}
+
+// sendQuota answers the endpoint's request: 200 and what each rule's key
+// has left, or, when a call failed, failure_status (whatever failure_mode
+// says: this request has no upstream to fail open to) and
+// {"error":"ratelimit_unavailable"}. Either carries the rate-limit
+// headers of the rules that decided the request itself.
+func (s *Stream) sendQuota() {
+	q, cfg := s.quota, s.pol.cfg
+	var headers [][2]string
+	if s.hasVerdict && cfg.Headers != config.HeadersNone {
+		headers = s.appendRateLimitHeaders(headers, &s.verdict)
+	}
+	headers = append(headers, [2]string{"content-type", "application/json"}, [2]string{"cache-control", "no-store"})
+	if q.err != nil {
+		s.host.SendLocalReply(cfg.FailureStatus, headers, []byte(`{"error":"`+reasonUnavailable.String()+`"}`+"\n"))
+		return
+	}
+	s.host.SendLocalReply(200, headers, keyspace.AppendQuotaJSON(nil, q.rules))
 }

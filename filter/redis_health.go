@@ -1,14 +1,11 @@
 package filter
 
 import (
-	"errors"
 	"strconv"
-	"strings"
 	"time"
 
-	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
-	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 )
 
 // redisHealth is whether Redis decides the VM's requests: the one place
@@ -65,7 +62,7 @@ func (h *redisHealth) fail(now time.Time, err error, mode string) {
 	}
 	if h.log.dueAt(now) {
 		h.told = true
-		h.log.emit(LogError, h.subject+" "+describeFailure(err)+": "+mode)
+		h.log.emit(LogError, h.subject+" "+redisfail.Describe(err)+": "+mode)
 	}
 }
 
@@ -118,84 +115,4 @@ func failureModeText(cfg *config.Config) string {
 		return "failure_mode local: each worker limits alone, with local_fallback.share of every limit"
 	}
 	return "failure_mode deny: requests get " + strconv.Itoa(cfg.FailureStatus)
-}
-
-// Why a call failed, beyond Redis's own error replies and the transports'
-// failures.
-type (
-	// dispatchError: the proxy refused the callout itself, as Envoy does
-	// an HTTP callout to a cluster it does not know.
-	dispatchError struct{ err error }
-	// initError: proxy_redis_init failed.
-	initError struct{ err error }
-	// wrongUserError: ACL WHOAMI named another user.
-	wrongUserError struct{ got, want string }
-	// webdisStatus: Webdis, or the proxy on its way, answered this HTTP
-	// status.
-	webdisStatus int
-)
-
-func (e *dispatchError) Error() string { return "dispatch: " + e.err.Error() }
-func (e *dispatchError) Unwrap() error { return e.err }
-func (e *initError) Error() string     { return "proxy_redis_init failed: " + e.err.Error() }
-func (e *initError) Unwrap() error     { return e.err }
-func (e *wrongUserError) Error() string {
-	return "the connection runs as user " + quoteUser(e.got) + ", not " + quoteUser(e.want)
-}
-func (s webdisStatus) Error() string { return "webdis answered HTTP " + strconv.Itoa(int(s)) }
-
-// describeFailure says what failed, for a health line: the cluster is
-// unknown, unreachable, refuses the credentials or a command, lacks the
-// library, is full (-OOM) or a replica (-READONLY), or answered something
-// else. err's text is kept whole.
-func describeFailure(err error) string {
-	var (
-		de    *dispatchError
-		ie    *initError
-		wu    *wrongUserError
-		ws    webdisStatus
-		rerr  *redisproto.Error
-		cause = " (" + err.Error() + ")"
-	)
-	switch {
-	case errors.As(err, &de):
-		return "refused by the proxy" + cause + ": the proxy does not know the cluster, or cannot call it"
-	case errors.As(err, &ie):
-		return "unknown to the proxy" + cause + ": the proxy does not know the cluster on this worker (yet); retrying at most once per second"
-	case errors.As(err, &wu):
-		return "refused redis.username/redis.password" + cause + ": Higress kept the connection as the default user, so no call is sent"
-	case errors.As(err, &ws) && (ws == 401 || ws == 403):
-		return "refused the filter's credentials or command at Webdis" + cause + ": check redis.username/redis.password and Webdis's ACL"
-	case errors.As(err, &ws) && ws >= 400 && ws < 500:
-		return "refused the call at Webdis" + cause + ": check redis.path and redis.authority"
-	case errors.As(err, &rerr):
-		return describeRedisError(rerr, cause)
-	case errors.Is(err, errRedisUninitialized):
-		return "not initialised" + cause
-	case errors.Is(err, algorithms.ErrUnexpectedReply):
-		return "answered unexpectedly" + cause
-	}
-	return "unreachable" + cause
-}
-
-// describeRedisError says what an error reply of Redis means for the
-// filter.
-func describeRedisError(e *redisproto.Error, cause string) string {
-	switch e.Prefix() {
-	case "NOPERM":
-		return "refused a command of the filter's user" + cause + ": grant it what deploy/redis/users.acl grants"
-	case "NOAUTH", "WRONGPASS":
-		return "refused AUTH" + cause + ": check redis.username/redis.password"
-	case "MOVED", "ASK":
-		return "redirected the call" + cause + ": it is a raw Redis Cluster"
-	case "READONLY":
-		return "is a replica" + cause + ": point redis.cluster at the primary (docs/redis.md, Replicas and failover)"
-	case "OOM":
-		return "is full" + cause + ": used memory is above maxmemory, and Redis refuses the filter's writes; " +
-			"raise maxmemory or free memory, and keep maxmemory-policy noeviction (docs/redis.md)"
-	}
-	if strings.HasPrefix(e.Msg, "ERR Function not found") {
-		return "lacks the library " + algorithms.Library.Name + cause + ": load it with ratelimitctl install"
-	}
-	return "answered an error" + cause
 }

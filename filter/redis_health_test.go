@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -233,13 +234,13 @@ func TestDescribeWebdisFailures(t *testing.T) {
 		err  error
 		want string
 	}{
-		{webdisStatus(403), "refused the filter's credentials or command at Webdis (webdis answered HTTP 403)"},
-		{webdisStatus(401), "refused the filter's credentials or command at Webdis (webdis answered HTTP 401)"},
-		{webdisStatus(404), "refused the call at Webdis (webdis answered HTTP 404): check redis.path and redis.authority"},
-		{webdisStatus(503), "unreachable (webdis answered HTTP 503)"},
+		{redisfail.WebdisStatus(403), "refused the filter's credentials or command at Webdis (webdis answered HTTP 403)"},
+		{redisfail.WebdisStatus(401), "refused the filter's credentials or command at Webdis (webdis answered HTTP 401)"},
+		{redisfail.WebdisStatus(404), "refused the call at Webdis (webdis answered HTTP 404): check redis.path and redis.authority"},
+		{redisfail.WebdisStatus(503), "unreachable (webdis answered HTTP 503)"},
 		{errWebdisFailed, "unreachable (webdis call failed or timed out)"},
 	} {
-		if got := describeFailure(tc.err); !strings.HasPrefix(got, tc.want) {
+		if got := redisfail.Describe(tc.err); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%v: %q, want it to start %q", tc.err, got, tc.want)
 		}
 	}

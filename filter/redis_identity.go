@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -32,7 +33,7 @@ type redisIdentity struct {
 	due       bool // to ask at the next use: not at plugin start, where the VM may be a canary
 	pending   bool
 	wrong     bool      // the last WHOAMI named another user
-	err       error     // which, when wrong: a *wrongUserError
+	err       error     // which, when wrong: a *redisfail.WrongUserError
 	sentAt    time.Time // the last WHOAMI
 	wrongUser Counter   // ratelimit.redis.wrong_user
 	missing   Counter   // ratelimit.redis.library_missing
@@ -93,10 +94,10 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte) {
 	got, _ := v.Text()
 	l.identity.wrong = got != want
 	if l.identity.wrong {
-		l.identity.err = &wrongUserError{got: got, want: want}
+		l.identity.err = &redisfail.WrongUserError{Got: got, Want: want}
 		l.identity.wrongUser.Increment(1)
-		l.identity.log.log(LogCritical, "ratelimit: redis: the proxy's Redis connection runs as user "+quoteUser(got)+", not "+quoteUser(want)+
-			": Redis refused redis.username/redis.password and Higress kept the connection as the default user; no call is sent and requests get failure_mode until it runs as "+quoteUser(want))
+		l.identity.log.log(LogCritical, "ratelimit: redis: the proxy's Redis connection runs as user "+redisfail.QuoteUser(got)+", not "+redisfail.QuoteUser(want)+
+			": Redis refused redis.username/redis.password and Higress kept the connection as the default user; no call is sent and requests get failure_mode until it runs as "+redisfail.QuoteUser(want))
 	}
 }
 
@@ -109,5 +110,3 @@ func (l *redisLink) onMissingFunction(msg string) {
 	l.identity.log.log(LogCritical, "ratelimit: redis: the library "+algorithms.Library.Name+
 		" is not loaded on Redis, so every call fails and requests get failure_mode: load it with `ratelimitctl install` (on every master of a cluster)")
 }
-
-func quoteUser(u string) string { return `"` + u + `"` }

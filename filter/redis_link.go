@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -20,8 +21,6 @@ type RedisInitializer interface {
 // relinkEvery bounds proxy_redis_init retries and re-inits: at most one
 // per this period per VM.
 const relinkEvery = time.Second
-
-var errRedisUninitialized = errors.New("redis: proxy_redis_init has not succeeded yet")
 
 // redisLink is the state of the proxy's Redis client as the filter sees
 // it: one per VM, used by every policy (they have one client).
@@ -123,7 +122,7 @@ func (l *redisLink) tryInit(now time.Time) {
 	if err != nil {
 		l.failed++
 		l.initFailures.Increment(1)
-		l.initErr = &initError{err}
+		l.initErr = &redisfail.InitError{Err: err}
 		l.health.fail(now, l.initErr, l.mode)
 		return
 	}
@@ -143,7 +142,7 @@ func (l *redisLink) why() error {
 	case l.initErr != nil:
 		return l.initErr
 	}
-	return errRedisUninitialized
+	return redisfail.ErrUninitialized
 }
 
 // init is tryInit; once it succeeds, the identity is checked at the next

@@ -2,8 +2,10 @@ package filter
 
 import (
 	"strings"
+	"unsafe"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
@@ -11,7 +13,7 @@ import (
 // request is what the filter reads of one request: its header map as the
 // proxy gives it (pseudo-headers included) and, lazily, the peer address.
 type request struct {
-	headers headerMap
+	headers headermap.Map
 	source  StreamHost    // for the downstream peer's "ip:port", read lazily
 	bearer  bearerPayload // read at the first jwt_claim part (identity.go)
 	// normPath is path(), computed once; valid when hasPath.
@@ -39,25 +41,7 @@ func (r *request) header(name string) (string, bool) {
 
 // headerValues returns every value of the named header, joined by ", "
 // when it repeats, and whether the header is there at all, empty or not.
-func (r *request) headerValues(name string) (string, bool) {
-	var joined string
-	found := false
-	for c := r.headers.cursor(); ; {
-		k, v, ok := c.next()
-		if !ok {
-			break
-		}
-		if !strings.EqualFold(k, name) {
-			continue
-		}
-		if found {
-			joined += ", " + v
-		} else {
-			joined, found = v, true
-		}
-	}
-	return joined, found
-}
+func (r *request) headerValues(name string) (string, bool) { return r.headers.Values(name) }
 
 // headersMatch reports whether every header match holds for r.
 func headersMatch(ms []config.HeaderMatch, r *request) bool {
@@ -133,25 +117,7 @@ func (r *request) query(name string) (string, bool) {
 }
 
 // cookie returns the first value of a cookie.
-func (r *request) cookie(name string) (string, bool) {
-	for cur := r.headers.cursor(); ; {
-		k, v, ok := cur.next()
-		if !ok {
-			break
-		}
-		if !strings.EqualFold(k, "cookie") {
-			continue
-		}
-		for c := range strings.SplitSeq(v, ";") {
-			k, v, ok := strings.Cut(strings.TrimSpace(c), "=")
-			if ok && k == name {
-				v = strings.Trim(v, `"`)
-				return v, v != ""
-			}
-		}
-	}
-	return "", false
-}
+func (r *request) cookie(name string) (string, bool) { return r.headers.Cookie(name) }
 
 // clientIP is the client's IP. With hops = 0 it is source.address, the
 // downstream address the proxy computed before any filter ran, with its
@@ -179,37 +145,18 @@ func (r *request) clientAddr(hops int) (ipaddr.Addr, bool) {
 	if r.source == nil {
 		return ipaddr.Addr{}, false
 	}
-	src, port, ok := parseSource(r.source.SourceAddress())
+	src, port, ok := ipaddr.ParseSource(r.source.SourceAddress())
 	if !ok {
 		return ipaddr.Addr{}, false
 	}
 	if hops > 0 && port != 0 {
 		if xff, found := r.header("x-forwarded-for"); found {
-			entries := strings.Split(xff, ",")
-			n := len(entries)
-			if last, ok := parseIP(entries[n-1]); ok && last == src && n > hops {
-				if ip, ok := parseIP(entries[n-1-hops]); ok {
-					return ip, true
-				}
+			if ip, ok := ipaddr.Forwarded(xff, src, hops); ok {
+				return ip, true
 			}
 		}
 	}
 	return src, true
-}
-
-// parseSource parses source.address, "ip:port" or a bare IP (port 0).
-// Addresses are normalized (package ipaddr): one key per client.
-func parseSource(s string) (ipaddr.Addr, uint16, bool) {
-	if ip, port, ok := ipaddr.ParseAddrPort(s); ok {
-		return ip, port, true
-	}
-	ip, ok := parseIP(s)
-	return ip, 0, ok
-}
-
-// parseIP parses one X-Forwarded-For entry: an IP, surrounded by spaces.
-func parseIP(s string) (ipaddr.Addr, bool) {
-	return ipaddr.Parse(strings.TrimSpace(s))
 }
 
 // matches reports whether r meets m: each condition m sets.
@@ -241,4 +188,13 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// bytesString is b as a string sharing its bytes: b must not change while
+// the string is in use.
+func bytesString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(&b[0], len(b))
 }

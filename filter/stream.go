@@ -2,6 +2,8 @@ package filter
 
 import (
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 )
 
 // Stream is the filter's state for one HTTP request. Streams and their
@@ -89,7 +91,7 @@ func (p *Plugin) NewStream(host StreamHost) *Stream {
 
 // OnRequestHeaders is OnRequestHeaderMap with the headers as pairs.
 func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
-	return s.OnRequestHeaderMap(appendHeaderMap(nil, headers))
+	return s.OnRequestHeaderMap(headermap.Append(nil, headers))
 }
 
 // OnRequestHeaderMap matches the rules, builds the keys and sends the
@@ -97,7 +99,7 @@ func (s *Stream) OnRequestHeaders(headers [][2]string) Action {
 // header map as proxy_get_header_map_pairs serializes it; the stream reads
 // it in place until it ends.
 func (s *Stream) OnRequestHeaderMap(m []byte) Action {
-	s.req.headers, s.req.bearer.read, s.req.hasPath, s.now = validHeaderMap(m), false, false, time.Time{}
+	s.req.headers, s.req.bearer.read, s.req.hasPath, s.now = headermap.Valid(m), false, false, time.Time{}
 	if len(s.vm.policies) > 1 {
 		s.pol = s.vm.pick(&s.req)
 	}

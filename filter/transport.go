@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/webdis"
 )
 
@@ -98,7 +99,7 @@ func (t *webdisTransport) reply(status int, body []byte) scriptReply {
 	case 0:
 		return scriptReply{failure: errWebdisFailed}
 	default:
-		return scriptReply{failure: webdisStatus(status)}
+		return scriptReply{failure: redisfail.WebdisStatus(status)}
 	}
 	if ints, ok := webdis.Ints(t.ints[:0], body); ok {
 		t.ints = ints

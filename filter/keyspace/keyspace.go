@@ -3,8 +3,8 @@
 // AppendPart, Canonical), the keys that extend it (StateKey, BlockKey,
 // TierKey, OverrideKey), the epoch key, SplitKey and DecodePart to read
 // keys back, Peek, the script call that reads one key's state without
-// charging it, and Debt, the calls that read how far past their limits it
-// is.
+// charging it, Debt, the calls that read how far past their limits it
+// is, and AppendQuotaJSON, a key's state as the quota endpoint answers it.
 package keyspace
 
 import (

@@ -1,32 +1,19 @@
-package filter
+package keyspace
 
 import (
 	"strconv"
-
-	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
-	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"time"
 )
 
-// sendQuota answers the endpoint's request: 200 and what each rule's key
-// has left, or, when a call failed, failure_status (whatever failure_mode
-// says: this request has no upstream to fail open to) and
-// {"error":"ratelimit_unavailable"}. Either carries the rate-limit
-// headers of the rules that decided the request itself.
-func (s *Stream) sendQuota() {
-	q, cfg := s.quota, s.pol.cfg
-	var headers [][2]string
-	if s.hasVerdict && cfg.Headers != config.HeadersNone {
-		headers = s.appendRateLimitHeaders(headers, &s.verdict)
-	}
-	headers = append(headers, [2]string{"content-type", "application/json"}, [2]string{"cache-control", "no-store"})
-	if q.err != nil {
-		s.host.SendLocalReply(cfg.FailureStatus, headers, []byte(`{"error":"`+reasonUnavailable.String()+`"}`+"\n"))
-		return
-	}
-	s.host.SendLocalReply(200, headers, appendQuotaJSON(nil, cfg, q.rules))
+// RuleQuota is one rule of the quota endpoint's answer: its name, and its
+// key's state, or Missing when the request has no key for it.
+type RuleQuota struct {
+	Name    string
+	Missing bool
+	State   KeyState
 }
 
-// appendQuotaJSON appends the endpoint's answer: per rule, its tier or
+// AppendQuotaJSON appends the quota endpoint's answer: per rule, its tier or
 // override and per limit what a request of cost 1 would find, durations in
 // whole seconds rounded up; or "missing_key": true. Its size is bounded:
 // at most config.MaxRequestLimits limits, each of bounded names.
@@ -35,7 +22,7 @@ func (s *Stream) sendQuota() {
 //	"algorithm":"sliding_counter","limit":100,"used":3,"remaining":97,
 //	"reset":42,"retry_after":0,"quota":100,"window":60}]},
 //	{"rule":"team","missing_key":true}]}
-func appendQuotaJSON(b []byte, cfg *config.Config, rules []quotaRule) []byte {
+func AppendQuotaJSON(b []byte, rules []RuleQuota) []byte {
 	b = append(b, `{"rules":[`...)
 	for i := range rules {
 		r := &rules[i]
@@ -43,31 +30,31 @@ func appendQuotaJSON(b []byte, cfg *config.Config, rules []quotaRule) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"rule":`...)
-		b = appendJSONString(b, cfg.Rules[r.rule].Name)
-		if r.missing {
+		b = appendJSONString(b, r.Name)
+		if r.Missing {
 			b = append(b, `,"missing_key":true}`...)
 			continue
 		}
-		if r.state.Tier != "" {
+		if r.State.Tier != "" {
 			b = append(b, `,"tier":`...)
-			b = appendJSONString(b, r.state.Tier)
+			b = appendJSONString(b, r.State.Tier)
 		}
-		if r.state.Override {
+		if r.State.Override {
 			b = append(b, `,"override":true`...)
 		}
 		b = append(b, `,"limits":[`...)
-		for j := range r.state.Limits {
+		for j := range r.State.Limits {
 			if j > 0 {
 				b = append(b, ',')
 			}
-			b = appendLimitJSON(b, &r.state.Limits[j])
+			b = appendLimitJSON(b, &r.State.Limits[j])
 		}
 		b = append(b, "]}"...)
 	}
 	return append(b, "]}\n"...)
 }
 
-func appendLimitJSON(b []byte, l *keyspace.LimitState) []byte {
+func appendLimitJSON(b []byte, l *LimitState) []byte {
 	b = append(b, `{"name":`...)
 	b = appendJSONString(b, l.Name)
 	b = append(b, `,"algorithm":`...)
@@ -104,4 +91,13 @@ func appendJSONString(b []byte, s string) []byte {
 		}
 	}
 	return append(b, '"')
+}
+
+// ceilSeconds rounds a positive duration up to whole seconds, at least 1;
+// zero and negative durations give 0.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
 }

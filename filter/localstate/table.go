@@ -1,4 +1,4 @@
-package filter
+package localstate
 
 // localTable holds the local limiter's key states, at most max of them,
 // and picks which one a new key may push out: never one that still denies.

@@ -1,4 +1,4 @@
-package filter
+package localstate
 
 import (
 	"fmt"
@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
-	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // checkTable fails unless t's heap, positions and index agree.
@@ -75,24 +74,27 @@ func BenchmarkLocalFlood(b *testing.B)  { benchLocal(b, 1<<30) }
 func BenchmarkLocalHotKey(b *testing.B) { benchLocal(b, 1) }
 
 func benchLocal(b *testing.B, keys int) {
-	cfg, err := config.Parse([]byte(localConfig("1", "", localPerUser)))
-	if err != nil {
-		b.Fatal(err)
-	}
-	l := newLocalLimiter(cfg, &benchHost{})
+	const maxKeys = 10_000
+	l := New(algorithms.NewModel(), maxKeys, nop{}, nop{}, nop{})
 	lim, _ := algorithms.NewFunnel(1_000_000, 1_000_000, time.Second)
 	names := make([]string, 20_000)
 	for i := range names {
 		names[i] = fmt.Sprintf("k{%d}", i)
 	}
 	now := int64(1_700_000_000_000_000)
-	l.checks = []algorithms.Check{{Limit: lim, Cost: 1}}
+	checks := []algorithms.Check{{Limit: lim, Cost: 1}}
 	b.ReportAllocs()
 	for i := range b.N {
-		l.checks[0].Key = names[i%min(keys, len(names))]
-		l.decideChecks(now + int64(i))
+		checks[0].Key = names[i%min(keys, len(names))]
+		l.Decide(now+int64(i), checks)
 	}
-	if l.size() > cfg.Local.MaxKeys {
-		b.Fatalf("%d states", l.size())
+	if l.Len() > maxKeys {
+		b.Fatalf("%d states", l.Len())
 	}
 }
+
+// nop is a metric that counts nothing.
+type nop struct{}
+
+func (nop) Increment(uint64) {}
+func (nop) Add(int64)        {}
