@@ -11,6 +11,7 @@
 //   streams: { <scenario>: { events, chunk, prompt_tokens, completion_tokens } },
 //   scan: { bytes, chunks: [size], requests, rounds, warmup, prompt_tokens,
 //     completion_tokens },
+//   bodies: { <scenario>: { headers: [[name, value]], body } },
 //   startup_only: a module's name, to time only its start-up }
 //
 // Each module gets one VM per scenario. The scenario's Redis (or Webdis)
@@ -24,6 +25,12 @@
 // take turns of `requests` requests; the medians are reported. A module
 // without configs (the no-op) runs its one VM in every scenario; one
 // without a config for a scenario skips it.
+//
+// A scenario with a request body (bodies.<scenario>) sends its own
+// headers without end_of_stream, then, unless they were answered locally,
+// the body in one proxy_on_request_body call with end_of_stream (Envoy
+// delivers it to a filter whose headers went on, or once they resume),
+// then answers its calls.
 //
 // A scenario with a stream (streams.<scenario>) answers each admitted
 // request with a text/event-stream response: OpenAI chat completion chunk
@@ -49,15 +56,18 @@ import { VM } from "./vm.mjs";
 import { RedisCluster, httpCallout, closeCallouts } from "./callouts.mjs";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "held", "llm", "llm_exact"];
+const SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "held", "llm", "llm_exact", "llm_priced", "body_key"];
 // Scenarios whose requests are admitted with no response to follow.
-const ADMITTED = new Set(["admitted", "tiered", "leased", "held"]);
+const ADMITTED = new Set(["admitted", "tiered", "leased", "held", "body_key"]);
 // A request a throttle holds (the module set its tick fast) is let through
 // at a tick with the guest's clock moved this far forward: beyond the
 // held scenario's max_delay, so that its time has come.
 const HOLD_ADVANCE_MS = 101;
 const STREAMS = spec.streams ?? {};
 const say = (line) => process.stderr.write(line + "\n");
+// requestOf is a scenario's request: { headers, body (a Buffer, or none) }.
+const BODIES = Object.fromEntries(Object.entries(spec.bodies ?? {}).map(([sc, r]) => [sc, { headers: r.headers, body: Buffer.from(r.body) }]));
+const requestOf = (scenario) => BODIES[scenario] ?? { headers: spec.headers };
 
 // Transport answers the module's calls: from the real servers while
 // recording, then from the recorded reply of the call's phase ("decide"
@@ -221,14 +231,29 @@ function endStream(vm, s) {
   vm.streams.delete(s.id);
 }
 
+// sendBody hands a stream its whole request body, with end_of_stream, and
+// returns the body callback's action; s.continued then tells whether the
+// stream resumed after it.
+function sendBody(vm, s, body) {
+  s.continued = false;
+  s.requestBody = body;
+  return vm.call("proxy_on_request_body", s.id, s.id, body.length, 1);
+}
+
 // request runs one stream through vm: request headers, any calls answered
-// from the queue, then the response unless it was answered locally, and
-// any calls (settles) it caused. It returns the status.
-function request(vm, transport, headers, response = null, meter = null) {
-  const s = newStream(vm, headers);
+// from the queue, its body if it has one and the calls it caused, then the
+// response unless it was answered locally, and any calls (settles) it
+// caused. It returns the status.
+function request(vm, transport, req, response = null, meter = null) {
+  const s = newStream(vm, req.headers);
   transport.phase = "decide";
-  const action = vm.call("proxy_on_request_headers", s.id, s.id, headers.length, 1);
+  let action = vm.call("proxy_on_request_headers", s.id, s.id, req.headers.length, req.body ? 0 : 1);
   transport.drain();
+  if (req.body && !s.local) {
+    if (action !== 0 && !s.continued) throw vm.fail(`stream ${s.id}: headers left paused before the body`);
+    action = sendBody(vm, s, req.body);
+    transport.drain();
+  }
   releaseHeld(vm, s);
   let status = 200;
   if (s.local) {
@@ -265,10 +290,15 @@ async function record(vm, transport, scenario, response = null) {
   };
   for (let i = 0; i < 30; i++) {
     transport.replies = {};
-    const s = newStream(vm, spec.headers);
+    const req = requestOf(scenario);
+    const s = newStream(vm, req.headers);
     transport.phase = "decide";
-    vm.call("proxy_on_request_headers", s.id, s.id, spec.headers.length, 1);
+    vm.call("proxy_on_request_headers", s.id, s.id, req.headers.length, req.body ? 0 : 1);
     await wait();
+    if (req.body && !s.local) {
+      sendBody(vm, s, req.body);
+      await wait();
+    }
     const held = releaseHeld(vm, s);
     if (!s.local) {
       respond(vm, transport, s, response);
@@ -329,7 +359,7 @@ async function main() {
     const afterStart = vm.memory.buffer.byteLength;
     if (config !== undefined) await record(vm, transport, scenario, response);
     transport.recording = false;
-    for (let i = 0; i < warmup; i++) request(vm, transport, spec.headers, response);
+    for (let i = 0; i < warmup; i++) request(vm, transport, requestOf(scenario), response);
     return { vm, transport, afterStart };
   };
   for (const m of spec.modules) {
@@ -364,7 +394,7 @@ async function main() {
         const cpu0 = process.cpuUsage();
         const wall0 = performance.now();
         for (let i = 0; i < spec.requests; i++) {
-          const st = request(vm, transport, spec.headers, response);
+          const st = request(vm, transport, requestOf(scenario), response);
           statuses[st] = (statuses[st] ?? 0) + 1;
         }
         const wallMs = performance.now() - wall0;
@@ -401,7 +431,7 @@ async function main() {
     const response = RESPONSES[scenario] ?? null;
     const { vm, transport } = await ready(m, scenario, m.configs?.[scenario], response, spec.warmup, true);
     vm.guestMs = vm.hostMs = 0;
-    for (let i = 0; i < spec.requests; i++) request(vm, transport, spec.headers, response);
+    for (let i = 0; i < spec.requests; i++) request(vm, transport, requestOf(scenario), response);
     const n = spec.requests;
     Object.assign(results.modules[m.name].scenarios[scenario], {
       guest_us: ((vm.guestMs - vm.hostMs) * 1000) / n, in_host_us: (vm.hostMs * 1000) / n,
@@ -416,9 +446,9 @@ async function main() {
       const r = results.modules[m.name].scenarios[scenario];
       if (!r || (!ADMITTED.has(scenario) && !RESPONSES[scenario])) continue;
       const response = RESPONSES[scenario] ?? null;
-      for (let i = 0; i < spec.warmup; i++) request(vm, transport, spec.headers, response);
+      for (let i = 0; i < spec.warmup; i++) request(vm, transport, requestOf(scenario), response);
       vm.guestMs = vm.hostMs = 0;
-      for (let i = 0; i < spec.requests; i++) request(vm, transport, spec.headers, response);
+      for (let i = 0; i < spec.requests; i++) request(vm, transport, requestOf(scenario), response);
       Object.assign(r, { guest_us: ((vm.guestMs - vm.hostMs) * 1000) / spec.requests, in_host_us: (vm.hostMs * 1000) / spec.requests });
     }
     transport.close();
@@ -429,7 +459,7 @@ async function main() {
   // Memory: the admitted VM serves up to memory_requests in all.
   for (const run of runs.filter((x) => x.scenario === "admitted")) {
     const t = performance.now();
-    for (; run.served < spec.memory_requests; run.served++) request(run.vm, run.transport, spec.headers);
+    for (; run.served < spec.memory_requests; run.served++) request(run.vm, run.transport, requestOf("admitted"));
     const mem = results.modules[run.m.name].memory;
     mem.requests = run.served;
     mem.after_requests = run.vm.memory.buffer.byteLength;
@@ -467,7 +497,7 @@ async function main() {
       for (const j of jobs) {
         const meter = fresh();
         for (let i = 0; i < sc.requests; i++) {
-          if (request(j.plain.vm, j.plain.transport, spec.headers, j.response, meter) !== 200) throw new Error(`${j.m.name} scan: not admitted`);
+          if (request(j.plain.vm, j.plain.transport, requestOf("llm_exact"), j.response, meter) !== 200) throw new Error(`${j.m.name} scan: not admitted`);
         }
         j.samples.push((meter.cpu_us * (1 << 20)) / meter.bytes);
         j.hostCallsPerChunk = meter.host_calls / meter.chunks;
@@ -475,7 +505,7 @@ async function main() {
     }
     for (const j of jobs) {
       const meter = fresh();
-      for (let i = 0; i < sc.requests; i++) request(j.timed.vm, j.timed.transport, spec.headers, j.response, meter);
+      for (let i = 0; i < sc.requests; i++) request(j.timed.vm, j.timed.transport, requestOf("llm_exact"), j.response, meter);
       const perMiB = (1 << 20) / meter.bytes;
       results.modules[j.m.name].scan.push({
         kind: j.kind, chunk: j.chunk, bytes: j.response.bytes, chunks: j.response.chunks.length,

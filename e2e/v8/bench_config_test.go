@@ -17,18 +17,21 @@ var benchScenarios = []struct {
 	{"held", "200", "held by a throttle, let through at a tick", 1},
 	{"llm", "200", "LLM stream, response_cost: settles (refund)", 2},
 	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
+	{"llm_priced", "200", "LLM stream, response_cost priced per model (refund)", 2},
+	{"body_key", "200", "admitted, keyed on the JSON body's model", 1},
 }
 
 // The LLM streams: 100 token events in 4 KiB chunks, whose usage (prompt
 // plus completion tokens) is 250 for "llm", half the reservation of 500,
 // so that each request settles a refund, and 500 for "llm_exact", so that
-// none does. The scan streams Bytes of events with the usage of
+// none does; "llm_priced" is "llm" priced per model (pricedConfig). The scan streams Bytes of events with the usage of
 // "llm_exact": reading them sends nothing.
 const llmReserve = 500
 
 var benchStreams = map[string]sseSpec{
-	"llm":       {Events: 100, Chunk: 4096, PromptTokens: 150, CompletionTokens: 100},
-	"llm_exact": {Events: 100, Chunk: 4096, PromptTokens: 400, CompletionTokens: 100},
+	"llm":        {Events: 100, Chunk: 4096, PromptTokens: 150, CompletionTokens: 100},
+	"llm_exact":  {Events: 100, Chunk: 4096, PromptTokens: 400, CompletionTokens: 100},
+	"llm_priced": {Events: 100, Chunk: 4096, PromptTokens: 150, CompletionTokens: 100},
 }
 
 func benchScan(bytes, requests, rounds, warmup int) *scanSpec {
@@ -103,16 +106,63 @@ func heldConfig(redis, prefix string) string {
 		"throttle":{"max_delay":"100ms"}}]}`, redis, prefix)
 }
 
+// pricedConfig is llmConfig's rule with its tokens priced in
+// micro-dollars by a table of 10 models: the stream's model
+// (gpt-4o-2024-08-06) takes the gpt-4o-* prefix's prices. Its usage costs
+// 150 × 2.50 + 100 × 10 = 1,375 against a reservation of 500 output
+// tokens at the table's dearest output price, 5,000: each request settles
+// a refund, as "llm" does.
+func pricedConfig(redis, prefix string) string {
+	return strings.Replace(llmConfig(redis, prefix, true), fmt.Sprintf(`"reserve":%d}`, llmReserve),
+		fmt.Sprintf(`"reserve":%d,"price":{"unit":"micro_usd","default":"refuse","models":{
+		"gpt-4o":{"input":"2.50","cached_input":"1.25","output":"10"},
+		"gpt-4o-*":{"input":"2.50","cached_input":"1.25","output":"10"},
+		"gpt-4o-mini":{"input":"0.15","cached_input":"0.075","output":"0.60"},
+		"gpt-4.1":{"input":"2","cached_input":"0.50","output":"8"},
+		"gpt-4.1-mini":{"input":"0.40","cached_input":"0.10","output":"1.60"},
+		"gpt-4.1-nano":{"input":"0.10","cached_input":"0.025","output":"0.40"},
+		"o3":{"input":"2","cached_input":"0.50","output":"8"},
+		"o3-mini":{"input":"1.10","cached_input":"0.55","output":"4.40"},
+		"o4-mini":{"input":"1.10","cached_input":"0.275","output":"4.40"},
+		"gpt-5":{"input":"1.25","cached_input":"0.125","output":"10"}}}}`, llmReserve), 1)
+}
+
+// bodyKeyConfig is benchConfig's rule (admitted) keyed on the request
+// body's model instead of x-user: the headers go on, the body is held
+// and the one call is sent at its end.
+func bodyKeyConfig(redis, prefix string) string {
+	return strings.Replace(benchConfig(redis, prefix, false, true), `{"source":"header","name":"x-user"}`,
+		`{"source":"body","path":"model"}`, 1)
+}
+
+// benchBodies are the requests with a body, per scenario: an OpenAI chat
+// completion request of about 600 bytes.
+var benchBodies = map[string]benchRequest{
+	"body_key": {Headers: [][2]string{{":method", "POST"}, {":path", "/v1/chat/completions"}, {":authority", "api.example.com"},
+		{":scheme", "https"}, {"user-agent", "bench/1.0"}, {"accept", "application/json"}, {"content-type", "application/json"},
+		{"content-length", fmt.Sprint(len(chatBody))}, {"x-user", "alice"}},
+		Body: chatBody},
+}
+
+const chatBody = `{"model":"gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant that answers ` +
+	`questions about orders, shipping and returns. Keep answers short and cite the order number. When you do not know, say so and ` +
+	`offer to open a support ticket."},` +
+	`{"role":"user","content":"Where is my order 4711? It was due on Monday and the tracking page has not changed ` +
+	`since Friday. Can you tell me when it will arrive, and whether I can still change the delivery address?"}],` +
+	`"temperature":0.2,"max_tokens":500,"stream":false,"user":"alice","metadata":{"team":"support","app":"orders"}}`
+
 func benchConfigs(redis, prefix string) map[string]string {
 	return map[string]string{
-		"admitted":  benchConfig(redis, prefix+"a:", false, true),
-		"denied":    benchConfig(redis, prefix+"d:", true, false),
-		"cached":    benchConfig(redis, prefix+"c:", true, true),
-		"tiered":    tieredConfig(redis, prefix+"t:"),
-		"leased":    leasedConfig(redis, prefix+"h:"),
-		"held":      heldConfig(redis, prefix+"w:"),
-		"llm":       llmConfig(redis, prefix+"l:", true),
-		"llm_exact": llmConfig(redis, prefix+"e:", true),
-		"llm_plain": llmConfig(redis, prefix+"p:", false),
+		"admitted":   benchConfig(redis, prefix+"a:", false, true),
+		"denied":     benchConfig(redis, prefix+"d:", true, false),
+		"cached":     benchConfig(redis, prefix+"c:", true, true),
+		"tiered":     tieredConfig(redis, prefix+"t:"),
+		"leased":     leasedConfig(redis, prefix+"h:"),
+		"held":       heldConfig(redis, prefix+"w:"),
+		"llm":        llmConfig(redis, prefix+"l:", true),
+		"llm_exact":  llmConfig(redis, prefix+"e:", true),
+		"llm_plain":  llmConfig(redis, prefix+"p:", false),
+		"llm_priced": pricedConfig(redis, prefix+"m:"),
+		"body_key":   bodyKeyConfig(redis, prefix+"b:"),
 	}
 }

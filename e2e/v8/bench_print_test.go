@@ -66,6 +66,17 @@ func printBench(w io.Writer, r benchResults) {
 		fmt.Fprintf(w, "%s: LLM stream with a settle ÷ admitted: %.2f× CPU, %.1f Redis calls per request against %.1f; the settle alone (llm - llm_exact): %.1f µs, %.0f host calls, %.0f guest calls\n",
 			n, llm.CPUUs/ad.CPUUs, llm.RedisCalls, ad.RedisCalls, llm.CPUUs-exact.CPUUs, llm.HostCalls-exact.HostCalls, llm.GuestCalls-exact.GuestCalls)
 	}
+	for _, n := range []string{"higress", "stock"} {
+		sc := r.Modules[n].Scenarios
+		if llm, priced := sc["llm"], sc["llm_priced"]; llm != nil && priced != nil {
+			fmt.Fprintf(w, "%s: the price table (llm_priced - llm): %+.1f µs CPU per request (%.2f× llm), %+.0f host calls, %+.0f guest calls\n",
+				n, priced.CPUUs-llm.CPUUs, priced.CPUUs/llm.CPUUs, priced.HostCalls-llm.HostCalls, priced.GuestCalls-llm.GuestCalls)
+		}
+		if ad, body := sc["admitted"], sc["body_key"]; ad != nil && body != nil {
+			fmt.Fprintf(w, "%s: the body key (body_key - admitted): %+.1f µs CPU per request (%.2f× admitted), %+.0f host calls, %+.0f guest calls\n",
+				n, body.CPUUs-ad.CPUUs, body.CPUUs/ad.CPUUs, body.HostCalls-ad.HostCalls, body.GuestCalls-ad.GuestCalls)
+		}
+	}
 	printImports(w, r, names)
 	printScan(w, r, names)
 	fmt.Fprintln(w, "\n| module | memory after start | after warm-up | after N requests | start-up per VM: first (compile + start) | next VMs | _initialize | configure |")
@@ -138,7 +149,7 @@ func printScan(w io.Writer, r benchResults, names []string) {
 // request come from: each import and its calls per request.
 func printImports(w io.Writer, r benchResults, names []string) {
 	fmt.Fprintln(w, "\nHost calls per request, by import:")
-	for _, sc := range []string{"admitted", "denied", "cached"} {
+	for _, sc := range []string{"admitted", "denied", "cached", "body_key"} {
 		for _, n := range names {
 			s := r.Modules[n].Scenarios[sc]
 			if s == nil || len(s.HostCallsByImport) == 0 {

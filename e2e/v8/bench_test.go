@@ -26,6 +26,15 @@ type benchSpec struct {
 	// Streams: per scenario with a streamed response, the stream.
 	Streams map[string]sseSpec `json:"streams,omitempty"`
 	Scan    *scanSpec          `json:"scan,omitempty"`
+	// Bodies: per scenario whose request has a body, the request.
+	Bodies map[string]benchRequest `json:"bodies,omitempty"`
+}
+
+// benchRequest is a request with a body: its headers, then the body in one
+// proxy_on_request_body call with end_of_stream.
+type benchRequest struct {
+	Headers [][2]string `json:"headers"`
+	Body    string      `json:"body"`
 }
 
 // sseSpec is a chat completion streamed as OpenAI sends it (sseStream in
@@ -230,13 +239,14 @@ var benchHeaders = [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":
 // module answers each scenario as it must, the deny cache spares Redis
 // every call, a streamed response whose usage differs from the
 // reservation adds one settle call (whose reply the filter reads: the
-// refund is counted) and one whose usage equals it adds none, the scan
+// refund is counted) and one whose usage equals it adds none, a price
+// table prices the usage, a body key reads the body, the scan
 // reads every chunk only under response_cost, and the no-op module makes
 // no host call.
 func TestV8BenchScenarios(t *testing.T) {
 	r := runBench(t, benchSpec{Modules: benchModules(t), Headers: benchHeaders,
 		Requests: 200, Rounds: 2, Warmup: 100, MemoryRequests: 1000, StartupVMs: 1,
-		Streams: benchStreams, Scan: benchScan(128<<10, 2, 2, 1)}, hostTimeout)
+		Streams: benchStreams, Scan: benchScan(128<<10, 2, 2, 1), Bodies: benchBodies}, hostTimeout)
 	var table strings.Builder
 	printBench(&table, r)
 	t.Log(table.String())
@@ -283,6 +293,20 @@ func TestV8BenchScenarios(t *testing.T) {
 		if metric(exact, "units_refunded") != 0 || metric(exact, "units_charged") != 0 || metric(exact, "usage_missing") != 0 {
 			t.Errorf("%s llm_exact: metrics %v; want nothing refunded or charged, no usage missing", name, exact.Metrics)
 		}
+		// The price table priced the usage: each refund is the
+		// reservation of 500 output tokens at $10/M less 150 × $2.50/M
+		// + 100 × $10/M, in micro-dollars (unpriced, it would be 250).
+		priced := m.Scenarios["llm_priced"]
+		if metric(priced, "units_refunded") < 3625*int64(priced.Served) || metric(priced, "units_charged") != 0 ||
+			priced.Metrics["ratelimit.settle.errors"] != 0 || metric(priced, "usage_missing") != 0 {
+			t.Errorf("%s llm_priced: %d requests served, metrics %v; want units_refunded >= 3625 × the requests, no charge, no settle error, no usage missing",
+				name, priced.Served, priced.Metrics)
+		}
+		// The body was read: without its model the rule would be skipped
+		// (no Redis call, counted above) and no body bytes fetched.
+		if got := m.Scenarios["body_key"].HostCallsByImport["env.proxy_get_buffer_bytes"]; got < 1 {
+			t.Errorf("%s body_key: %.1f proxy_get_buffer_bytes calls per request, want the body read", name, got)
+		}
 		if len(m.Scan) != 4 {
 			t.Fatalf("%s: %d scan results, want scan and plain for 2 chunk sizes", name, len(m.Scan))
 		}
@@ -306,7 +330,7 @@ func BenchmarkV8(b *testing.B) {
 	for range b.N {
 		r := runBench(b, benchSpec{Modules: baselineModules(benchModules(b)), Headers: benchHeaders,
 			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: 1_000_000, StartupVMs: 3,
-			Streams: benchStreams, Scan: benchScan(1<<20, 10, 7, 5)}, 30*time.Minute)
+			Streams: benchStreams, Scan: benchScan(1<<20, 10, 7, 5), Bodies: benchBodies}, 30*time.Minute)
 		printBench(os.Stdout, r)
 		noop := r.Modules["no-op"].Scenarios
 		for _, name := range []string{"higress", "stock"} {
