@@ -91,6 +91,24 @@ var (
 	confReader = redistest.Options{Username: "conf-reader", Password: "reader-pw"}
 )
 
+// startConfServer runs redis/redis.conf with acl as its ACL file, on a
+// free port in a directory of its own, until the test ends.
+func startConfServer(t *testing.T, acl string) *confServer {
+	t.Helper()
+	port, err := redistest.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &confServer{t: t, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir()}
+	s.acl = filepath.Join(s.dir, "users.acl")
+	if err := os.WriteFile(s.acl, []byte(acl), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.start()
+	t.Cleanup(s.stop)
+	return s
+}
+
 func (s *confServer) client(o redistest.Options) *redistest.Client {
 	return redistest.NewClient(s.addr, o)
 }
@@ -106,19 +124,8 @@ func (s *confServer) client(o redistest.Options) *redistest.Client {
 // passwordless, holds every right for that.
 func TestShippedRedisConf(t *testing.T) {
 	t.Parallel()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &confServer{t: t, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir()}
-	s.acl = filepath.Join(s.dir, "users.acl")
-	acl := renderUsers(t, "users.acl", filterUser.Password, operator.Password, "") +
-		"user conf-reader on >" + confReader.Password + " resetchannels -@all +config|get +info +ping\n"
-	if err := os.WriteFile(s.acl, []byte(acl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.start()
-	t.Cleanup(s.stop)
+	s := startConfServer(t, renderUsers(t, "users.acl", filterUser.Password, operator.Password, "")+
+		"user conf-reader on >"+confReader.Password+" resetchannels -@all +config|get +info +ping\n")
 
 	reader := s.client(confReader)
 	defer reader.Close()

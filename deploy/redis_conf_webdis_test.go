@@ -1,9 +1,6 @@
 package deploy
 
 import (
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,20 +17,9 @@ import (
 // grant); an operator's plain command (a tier here) is not checked.
 func TestShippedRedisConfWebdisUsers(t *testing.T) {
 	t.Parallel()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &confServer{t: t, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir()}
-	s.acl = filepath.Join(s.dir, "users.acl")
 	webdis := redistest.Options{Username: "default", Password: "webdis-pw"}
-	acl := renderUsers(t, "users-webdis.acl", filterUser.Password, operator.Password, webdis.Password) +
-		"user ttl-reader on >" + confReader.Password + " resetchannels -@all +pttl +get +ping ~rl:*\n"
-	if err := os.WriteFile(s.acl, []byte(acl), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s.start()
-	t.Cleanup(s.stop)
+	s := startConfServer(t, renderUsers(t, "users-webdis.acl", filterUser.Password, operator.Password, webdis.Password)+
+		"user ttl-reader on >"+confReader.Password+" resetchannels -@all +pttl +get +ping ~rl:*\n")
 	op := s.client(operator)
 	defer op.Close()
 	if err := redistest.LoadLibrary(op); err != nil {

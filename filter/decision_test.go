@@ -3,8 +3,6 @@ package filter
 import (
 	"strings"
 	"testing"
-
-	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
 // told runs one request and returns the decision the filter told the
@@ -12,20 +10,11 @@ import (
 // once.
 func told(t *testing.T, h *fakeHost, headers ...string) (outcome, string) {
 	t.Helper()
-	pairs := [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "example.com"}}
-	for _, kv := range headers {
-		k, v, _ := strings.Cut(kv, "=")
-		pairs = setPair(pairs, k, v)
-	}
-	fs := filtertest.NewStream("192.0.2.7:40000", h.props)
-	o, err := filtertest.Send(h.Host, fs, h.plugin.NewStream(fs), Pause, pairs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, fs := h.sendStream(headers...)
 	if fs.Decisions > 1 {
 		t.Fatalf("the decision was set %d times: last %q", fs.Decisions, fs.Decision)
 	}
-	return outcome{status: o.Status, headers: o.Headers, body: o.Body}, fs.Decision
+	return o, fs.Decision
 }
 
 // expectTold checks one request's status and decision.

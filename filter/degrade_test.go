@@ -3,25 +3,12 @@ package filter
 import (
 	"strings"
 	"testing"
-
-	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
-// sendStream runs one request and returns its outcome and what the filter
-// did to it (the request headers it set or removed, its decision).
-func (h *fakeHost) sendStream(headers ...string) (outcome, *fakeStream) {
+// sendOnChat is sendStream on the path /v1/chat.
+func (h *fakeHost) sendOnChat(headers ...string) (outcome, *fakeStream) {
 	h.t.Helper()
-	pairs := [][2]string{{":method", "GET"}, {":path", "/v1/chat"}, {":authority", "example.com"}}
-	for _, kv := range headers {
-		k, v, _ := strings.Cut(kv, "=")
-		pairs = setPair(pairs, k, v)
-	}
-	fs := filtertest.NewStream("192.0.2.7:40000", h.props)
-	o, err := filtertest.Send(h.Host, fs, h.plugin.NewStream(fs), Pause, pairs)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return outcome{status: o.Status, headers: o.Headers, body: o.Body}, fs
+	return h.sendStream(append([]string{":path=/v1/chat"}, headers...)...)
 }
 
 const degradeRules = `{"redis":{"cluster":"redis"},"deny_cache":{"max_keys":100},"rules":[
@@ -37,12 +24,12 @@ const degradeRules = `{"redis":{"cluster":"redis"},"deny_cache":{"max_keys":100}
 func TestDegradeNamesTheSpentLimit(t *testing.T) {
 	h := newFakeHost(t, strings.Replace(degradeRules, "%d", "10", 1))
 	for i := 1; i <= 2; i++ {
-		o, fs := h.sendStream("x-team=t1", "x-api-key=k1")
+		o, fs := h.sendOnChat("x-team=t1", "x-api-key=k1")
 		if o.status != 200 || len(fs.SetRequest) != 0 {
 			t.Fatalf("request %d: %d, set %v", i, o.status, fs.SetRequest)
 		}
 	}
-	o, fs := h.sendStream("x-team=t1", "x-api-key=k1")
+	o, fs := h.sendOnChat("x-team=t1", "x-api-key=k1")
 	if o.status != 200 || fs.SetRequest["x-ratelimit-exhausted"] != "tokens/per-month" || len(fs.SetRequest) != 1 {
 		t.Fatalf("request 3: %d, set %v", o.status, fs.SetRequest)
 	}
@@ -54,7 +41,7 @@ func TestDegradeNamesTheSpentLimit(t *testing.T) {
 		t.Fatalf("response headers %v", o.headers)
 	}
 	hits := h.Counters["ratelimit.deny_cache.hits"]
-	o, fs = h.sendStream("x-team=t1", "x-api-key=k1")
+	o, fs = h.sendOnChat("x-team=t1", "x-api-key=k1")
 	if o.status != 200 || fs.SetRequest["x-ratelimit-exhausted"] != "tokens/per-month" || h.Counters["ratelimit.deny_cache.hits"] != hits+1 {
 		t.Fatalf("request 4: %d, set %v, deny cache hits %d", o.status, fs.SetRequest, h.Counters["ratelimit.deny_cache.hits"]-hits)
 	}
@@ -69,7 +56,7 @@ func TestDegradeNamesTheSpentLimit(t *testing.T) {
 		t.Fatalf("tokens degraded %d, denied %d, allowed %d", c["ratelimit.rule.tokens.degraded"], c["ratelimit.rule.tokens.denied"], c["ratelimit.rule.tokens.allowed"])
 	}
 	// Another team is not degraded.
-	if o, fs := h.sendStream("x-team=t2", "x-api-key=k1"); o.status != 200 || len(fs.SetRequest) != 0 {
+	if o, fs := h.sendOnChat("x-team=t2", "x-api-key=k1"); o.status != 200 || len(fs.SetRequest) != 0 {
 		t.Fatalf("team t2: %d, set %v", o.status, fs.SetRequest)
 	}
 }
@@ -78,13 +65,13 @@ func TestDegradeNamesTheSpentLimit(t *testing.T) {
 // degrade rule can admit degrades it, with no call for the rule.
 func TestDegradeLeavesEnforcedRulesAndCapacity(t *testing.T) {
 	h := newFakeHost(t, strings.Replace(degradeRules, "%d", "1", 1))
-	if o, fs := h.sendStream("x-team=t1", "x-api-key=k1", "x-cost=3"); o.status != 200 || fs.SetRequest["x-ratelimit-exhausted"] != "tokens/per-month" {
+	if o, fs := h.sendOnChat("x-team=t1", "x-api-key=k1", "x-cost=3"); o.status != 200 || fs.SetRequest["x-ratelimit-exhausted"] != "tokens/per-month" {
 		t.Fatalf("cost 3: %d, set %v", o.status, fs.SetRequest)
 	}
 	if got := h.logCount("{tokens|t1}:0"); got != 0 {
 		t.Fatalf("tokens charged %d for a cost beyond its capacity", got)
 	}
-	o, fs := h.sendStream("x-team=t1", "x-api-key=k1", "x-cost=3")
+	o, fs := h.sendOnChat("x-team=t1", "x-api-key=k1", "x-cost=3")
 	if o.status != 429 || len(fs.SetRequest) != 0 || !strings.Contains(o.body, `"rule":"per-key"`) {
 		t.Fatalf("per-key spent: %d %q, set %v", o.status, o.body, fs.SetRequest)
 	}
@@ -94,11 +81,11 @@ func TestDegradeLeavesEnforcedRulesAndCapacity(t *testing.T) {
 // rule spent goes on without it.
 func TestDegradeRemovesTheClientsHeader(t *testing.T) {
 	h := newFakeHost(t, strings.Replace(degradeRules, "%d", "10", 1))
-	o, fs := h.sendStream("x-team=t1", "x-api-key=k1", "x-ratelimit-exhausted=tokens/per-month")
+	o, fs := h.sendOnChat("x-team=t1", "x-api-key=k1", "x-ratelimit-exhausted=tokens/per-month")
 	if o.status != 200 || len(fs.SetRequest) != 0 || len(fs.RemovedRequest) != 1 || fs.RemovedRequest[0] != "x-ratelimit-exhausted" {
 		t.Fatalf("%d, set %v, removed %v", o.status, fs.SetRequest, fs.RemovedRequest)
 	}
-	if _, fs := h.sendStream("x-team=t1", "x-api-key=k1"); len(fs.RemovedRequest) != 0 {
+	if _, fs := h.sendOnChat("x-team=t1", "x-api-key=k1"); len(fs.RemovedRequest) != 0 {
 		t.Fatalf("removed %v from a request without the header", fs.RemovedRequest)
 	}
 }
@@ -111,8 +98,8 @@ func TestDegradeTwoRulesShareTheHeader(t *testing.T) {
 		 "on_limit":{"action":"degrade","header":"x-fallback"}},
 		{"name":"b","key":[{"source":"header","name":"x-team"}],"limits":[{"name":"min","algorithm":"sliding_log","limit":5,"window":"1m"}],
 		 "on_limit":{"action":"degrade","header":"x-fallback"}}]}`)
-	h.sendStream("x-team=t")
-	_, fs := h.sendStream("x-team=t")
+	h.sendOnChat("x-team=t")
+	_, fs := h.sendOnChat("x-team=t")
 	if fs.SetRequest["x-fallback"] != "a/day" {
 		t.Fatalf("set %v", fs.SetRequest)
 	}

@@ -73,6 +73,15 @@ type outcome struct {
 // send runs one request through the filter, pumping Redis replies.
 func (h *fakeHost) send(headers ...string) outcome {
 	h.t.Helper()
+	o, _ := h.sendStream(headers...)
+	return o
+}
+
+// sendStream is send, also returning what the filter did to the request
+// (the request headers it set or removed, its decision). A ":path=..."
+// among headers replaces the default "/".
+func (h *fakeHost) sendStream(headers ...string) (outcome, *fakeStream) {
+	h.t.Helper()
 	pairs := [][2]string{{":method", "GET"}, {":path", "/"}, {":authority", "example.com"}}
 	for _, kv := range headers {
 		k, v, _ := strings.Cut(kv, "=")
@@ -83,7 +92,7 @@ func (h *fakeHost) send(headers ...string) outcome {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return outcome{status: o.Status, headers: o.Headers, body: o.Body}
+	return outcome{status: o.Status, headers: o.Headers, body: o.Body}, fs
 }
 
 func setPair(pairs [][2]string, k, v string) [][2]string {

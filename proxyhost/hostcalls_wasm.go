@@ -3,10 +3,10 @@
 package proxyhost
 
 import (
-	"encoding/binary"
 	"unsafe"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 )
 
 // Host calls made directly, not through the SDK, where the SDK's wrapper
@@ -65,7 +65,7 @@ var out struct {
 // and the deny cache answers a flood on one key with the same slice.
 func sendLocalReply(status int, headers [][2]string, body []byte) bool {
 	if len(headers) == 0 || len(lastReply.headers) != len(headers) || &lastReply.headers[0] != &headers[0] {
-		lastReply.headers, lastReply.wire = headers, encodePairs(headers)
+		lastReply.headers, lastReply.wire = headers, headermap.Append(nil, headers)
 	}
 	return proxySendLocalResponse(uint32(status), nil, 0, unsafe.SliceData(body), int32(len(body)),
 		unsafe.SliceData(lastReply.wire), int32(len(lastReply.wire)), -1) == 0
@@ -75,26 +75,6 @@ func sendLocalReply(status int, headers [][2]string, body []byte) bool {
 var lastReply struct {
 	headers [][2]string
 	wire    []byte
-}
-
-// encodePairs is proxy-wasm's header map encoding: the count, each key's
-// and value's length, then each key and value followed by a NUL byte.
-func encodePairs(pairs [][2]string) []byte {
-	size := 4
-	for _, p := range pairs {
-		size += 8 + len(p[0]) + len(p[1]) + 2
-	}
-	b := make([]byte, 0, size)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(pairs)))
-	for _, p := range pairs {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(p[0])))
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(p[1])))
-	}
-	for _, p := range pairs {
-		b = append(append(b, p[0]...), 0)
-		b = append(append(b, p[1]...), 0)
-	}
-	return b
 }
 
 // setDecision sets the ratelimit.decision property: one host call, the

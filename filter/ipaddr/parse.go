@@ -131,6 +131,21 @@ func unhex(c byte) int {
 // parsePort reads a port as strconv.ParseUint(s, 10, 16) does: decimal
 // digits only, leading zeros allowed, at most 65535.
 func parsePort(s string) (uint16, bool) {
+	v, ok := parseDecimal(s, 65535)
+	return uint16(v), ok
+}
+
+// parseBits reads a prefix length as netip.ParsePrefix does: "0", or
+// decimal digits without a leading zero. Anything above 128 is refused.
+func parseBits(s string) (int, bool) {
+	if len(s) > 1 && s[0] == '0' {
+		return 0, false
+	}
+	return parseDecimal(s, 128)
+}
+
+// parseDecimal reads 1 or more decimal digits worth at most max.
+func parseDecimal(s string, max int) (int, bool) {
 	if s == "" {
 		return 0, false
 	}
@@ -140,26 +155,7 @@ func parsePort(s string) (uint16, bool) {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		if v = v*10 + int(c-'0'); v > 65535 {
-			return 0, false
-		}
-	}
-	return uint16(v), true
-}
-
-// parseBits reads a prefix length as netip.ParsePrefix does: "0", or
-// decimal digits without a leading zero. Anything above 128 is refused.
-func parseBits(s string) (int, bool) {
-	if s == "" || (len(s) > 1 && s[0] == '0') {
-		return 0, false
-	}
-	v := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if v = v*10 + int(c-'0'); v > 128 {
+		if v = v*10 + int(c-'0'); v > max {
 			return 0, false
 		}
 	}
