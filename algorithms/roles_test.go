@@ -1,6 +1,7 @@
 package algorithms
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +84,40 @@ func TestFunctionsBoundTheirKeys(t *testing.T) {
 	}
 	if v := c.do(args...); v.Err() == nil || !strings.Contains(v.Err().Error(), "too many keys") {
 		t.Fatalf("300 keys: %v", v)
+	}
+}
+
+// A key is a limit's state only inside the filter's key space: a rule key
+// "<prefix>{...}" extended by ":<digits>". Keys such as "<prefix>app:1",
+// with no hash tag, are some other application's, and every entry point
+// refuses them: this kills the bug of is_state's pattern losing its "}"
+// (roles.lua), and likewise of has_role's for a block key.
+func TestFunctionsRefuseKeysOutsideTheKeySpace(t *testing.T) {
+	c := dial(t)
+	p := redistest.Prefix(t)
+	var keys []string // one of its own for each call
+	app := func(suffix string) string {
+		keys = append(keys, p+"app"+strconv.Itoa(len(keys))+suffix)
+		return keys[len(keys)-1]
+	}
+	state := p + "{u}:0"
+	for name, args := range map[string][]string{
+		"decide, one limit":     {function(OpDecide), "1", app(":1"), "0", "f", "5", "1000", "1"},
+		"decide, two limits":    {function(OpDecide), "2", state, app(":1"), "0", "f", "5", "1000", "1", "l", "5", "1000", "1"},
+		"decide, a choice":      {function(OpDecide), "1", app(":1"), "g", "0", "0", "x", "0", "1", "1", "1", "d", "1", "l", "5", "1000"},
+		"decide, a throttle":    {function(OpDecide), "1", app(":1"), "g", "0", "0", "x", "16", "1", "1", "1", "1000", "d", "1", "f", "5", "1000"},
+		"decide, a block":       {function(OpDecide), "2", app(":block"), state, "1", "f", "5", "1000", "1"},
+		"peek":                  {function(OpPeek), "1", app(":1"), "0", "f", "5", "1000", "-1"},
+		"settle, a charge":      {function(OpSettle), "1", app(":1"), "s", "f", "5", "1000", "1", "0", "3"},
+		"settle, a refund":      {function(OpSettle), "1", app(":1"), "s", "l", "5", "1000", "1", "3", "0"},
+		"settle, the second of": {function(OpSettle), "2", state, app(":2"), "s", "f", "5", "1000", "1", "0", "1", "c", "5", "1000", "1", "0", "1"},
+	} {
+		v := c.do(append([]string{"FCALL"}, args...)...)
+		if v.Err() == nil || !strings.Contains(v.Err().Error(), "ratelimit:") {
+			t.Errorf("%s: %v, want an error reply", name, v)
+		}
+	}
+	if n, _ := c.do(append([]string{"EXISTS", state}, keys...)...).Int64(); n != 0 {
+		t.Errorf("%d keys written by refused calls", n)
 	}
 }

@@ -5,8 +5,17 @@
 -- number argument: 2^53, exact in a double.
 local max_keys, max_number = 256, 9007199254740992
 
-local function bounded(a, b, c)
-  return math.abs(a) <= max_number and math.abs(b) <= max_number and math.abs(c) <= max_number
+-- whole is whether x is a whole number from least to max_number: every
+-- count, cost, time and limit argument is one (nil, NaN, 1.5 and 1e300
+-- are not).
+local function whole(x, least)
+  return x ~= nil and x >= least and x <= max_number and x % 1 == 0
+end
+
+-- whole_limit is whether a limit's a and b, and a cost of at least least,
+-- are whole numbers (a and b at least 1).
+local function whole_limit(a, b, cost, least)
+  return whole(a, 1) and whole(b, 1) and whole(cost, least)
 end
 
 -- bad is the error reply of a malformed call.

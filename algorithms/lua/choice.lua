@@ -67,8 +67,8 @@ end
 local function read_choices(limits, choices, KEYS, ARGV, j, k, now)
   while j <= #ARGV do
     local flags, m, cost, ntiers = tonumber(ARGV[j + 1]), tonumber(ARGV[j + 2]), tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4])
-    if ARGV[j] ~= 'x' or not flags or not m or not cost or not ntiers or m < 1 or ntiers < 1
-        or flags < 0 or flags > 31 or flags % 1 ~= 0 then
+    if ARGV[j] ~= 'x' or not whole(flags, 0) or flags > 31 or not whole(m, 1) or not whole(cost, -1)
+        or not whole(ntiers, 1) then
       return bad('bad choice at argument ' .. j)
     end
     local tier_name, override, slot, most, max_delay = nil, nil, cost, nil, nil
@@ -82,17 +82,17 @@ local function read_choices(limits, choices, KEYS, ARGV, j, k, now)
     end
     if has_flag(flags, F_SLOT) then
       slot = tonumber(ARGV[j + 5])
-      if not slot or slot < 1 then return bad('bad slot at argument ' .. (j + 5)) end
+      if not whole(slot, 1) then return bad('bad slot at argument ' .. (j + 5)) end
       j = j + 1
     end
     if has_flag(flags, F_LEASE) then
       most = tonumber(ARGV[j + 5])
-      if not most or most < cost or cost < 1 then return bad('bad lease at argument ' .. (j + 5)) end
+      if not whole(most, 1) or most < cost or cost < 1 then return bad('bad lease at argument ' .. (j + 5)) end
       j = j + 1
     end
     if has_flag(flags, F_THROTTLE) then
       max_delay = tonumber(ARGV[j + 5])
-      if not max_delay or max_delay < 0 or cost < 1 or most then
+      if not whole(max_delay, 0) or cost < 1 or most then
         return bad('bad throttle at argument ' .. (j + 5))
       end
       j = j + 1
@@ -109,7 +109,7 @@ local function read_choices(limits, choices, KEYS, ARGV, j, k, now)
     local tier_arg = j -- the picked tier's first argument
     for tier = 1, ntiers do
       local c = tonumber(ARGV[j + 1])
-      if not c or c < 1 or c > m then
+      if not whole(c, 1) or c > m then
         return bad('bad tier ' .. tier .. ' of the choice')
       end
       if pick ~= 0 and tier > 1 and ARGV[j] == tier_name then pick, tier_arg = tier, j end

@@ -26,7 +26,7 @@
 local function check_limit(l, i, now, proceed_at, peek)
   local check, a, b, cost = checks[l.algorithm], l.a, l.b, l.cost
   if not is_state(l.key) then return bad('limit ' .. i .. ' is not a state key') end
-  if not check or not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
+  if not check or not whole_limit(a, b, cost, -1) or (peek and cost ~= -1) then
     return bad('bad arguments for limit ' .. i)
   end
   local as_of = l.late and proceed_at or now
@@ -50,7 +50,7 @@ local function decide(KEYS, ARGV, peek)
   if grouped then np = tonumber(ARGV[3]) elseif nb then np = #KEYS - nb end
   if #KEYS > max_keys then return bad('too many keys') end
   local now = clock_us()
-  if not nb or nb < 0 or nb > #KEYS then
+  if not whole(nb, 0) or nb > #KEYS then
     return bad('bad block key count')
   end
   for i = 1, nb do
@@ -64,7 +64,7 @@ local function decide(KEYS, ARGV, peek)
 
   local limits, choices, proceed_at = {}, nil, now
   if grouped then
-    if not np or np < 0 or nb + np > #KEYS then
+    if not whole(np, 0) or nb + np > #KEYS then
       return bad('bad plain limit count')
     end
     read_limits(limits, KEYS, ARGV, nb, np, 4, now)

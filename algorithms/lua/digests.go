@@ -5,6 +5,6 @@ package lua
 // libraryDigest is the first 12 hex digits of the SHA-1 of the library's
 // code; scriptSHA is the SHA-1 of Script.Source().
 const (
-	libraryDigest = "152edc2b0b3c"
-	scriptSHA     = "f0ab3ff63d2b7acd0db43e9e72f6dded624a53c4"
+	libraryDigest = "9a78d57a1eea"
+	scriptSHA     = "80a008be1f4b9dfc0aff5164223ecf7ba8f3480c"
 )

@@ -102,14 +102,10 @@ local function settle(KEYS, ARGV)
     local j = 6 * i - 4
     local algorithm, a, b, at, reserved, cost = ARGV[j], tonumber(ARGV[j + 1]), limit_b(ARGV[j], ARGV[j + 2], now),
       tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
-    if not settle_by[algorithm] or not a or not b or not at or not reserved or not cost
-        or a < 1 or b < 1 or reserved < 0 or cost < 0 then
+    if not settle_by[algorithm] or not whole_limit(a, b, reserved, 0) or not whole(at, 0) or not whole(cost, 0) then
       return bad('bad arguments for settle ' .. i)
     end
     if not is_state(KEYS[i]) then return role_error(i) end
-    if not bounded(a, b, reserved) or not bounded(at, cost, 0) then
-      return bad('bad arguments for settle ' .. i)
-    end
     if algorithm == 'p' then b = ARGV[j + 2] end -- calendar_settle reads its bounds
     settles[i] = {algorithm = algorithm, a = a, b = b, at = at, reserved = reserved, cost = cost}
   end

@@ -28,7 +28,7 @@ local function decide_one(KEYS, ARGV, nb, now, peek)
     tonumber(ARGV[5])
   local check, commit = checks[algorithm], commits[algorithm]
   if not is_state(key) then return role_error(nb + 1) end
-  if not check or not a or not b or not cost or cost < -1 or (peek and cost ~= -1) or not bounded(a, b, cost) then
+  if not check or not whole_limit(a, b, cost, -1) or (peek and cost ~= -1) then
     return bad('bad arguments for limit 1')
   end
   local allowed, remaining, retry, reset, state1, state2 = check(key, a, b, now, cost == -1 and 1 or cost)
@@ -46,8 +46,7 @@ end
 local function decide_lone_throttle(KEYS, ARGV, nb, now, peek)
   local key, cost, max_delay, a, b = KEYS[nb + 1], tonumber(ARGV[7]), tonumber(ARGV[9]), tonumber(ARGV[13]), tonumber(ARGV[14])
   if not is_state(key) then return role_error(nb + 1) end
-  if peek or ARGV[4] ~= 'x' or not cost or cost < 1 or not max_delay or max_delay < 0 or not a or not b or a < 1 or b < 1
-      or not bounded(a, b, cost) then
+  if peek or ARGV[4] ~= 'x' or not whole_limit(a, b, cost, 1) or not whole(max_delay, 0) then
     return bad('bad throttle')
   end
   local tat = tonumber(redis.call('GET', key)) or now
