@@ -316,6 +316,8 @@ func TestUsageAllocs(t *testing.T) {
 		{"anthropic", true, []byte(strings.Repeat(usageAnthropicSSE, 20))},
 		{"openai_responses", true, []byte(strings.Repeat(usageResponsesSSE, 20))},
 		{"openai_chat", false, []byte(usageChatJSON)},
+		{"anthropic", false, []byte(usageAnthropicSplitJSON)},
+		{"anthropic", true, []byte(strings.Repeat(usageAnthropicDownSSE, 20))},
 	} {
 		f := usagePreset(tc.name)
 		chunks := usageChunks(tc.body, 4096)
