@@ -4,7 +4,10 @@
 // usage or json setting names the fields (Preset, Paths); a Scanner, one
 // per rule and response and recycled, reads them with bounded memory and,
 // in steady state, no allocation. Untrusted bodies are checked by package
-// jsonbound, without recursion, before gjson reads them.
+// jsonbound, without recursion, before gjson reads them. A field whose
+// value is not a count (number.go) makes the whole usage missing; in a
+// stream, each field's largest value counts. A preset also reads the model
+// and the service tier the response names (presets.go).
 package usage
 
 import (
