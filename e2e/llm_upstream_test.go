@@ -21,6 +21,8 @@ import (
 //	x-usage-cached            of the input, cached (OpenAI; Anthropic: cache reads, apart)
 //	x-usage-reasoning         of the output, reasoning (OpenAI)
 //	x-model                   the model the response names
+//	x-service-tier            the service_tier an OpenAI response names
+//	x-usage-extra             JSON members added to an Anthropic usage (its last, streamed)
 //	x-gzip: 1                 compress the body (content-encoding: gzip)
 //	x-stream: 1               answer text/event-stream
 //	x-status: 401             answer that status (a JSON error, no usage)
@@ -73,13 +75,14 @@ func (u *llmUpstream) releaseAll() {
 // llmUsage is what a response reports.
 type llmUsage struct {
 	in, out, cached, reasoning int
-	model                      string
+	model, tier, extra         string
 }
 
 func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	num := func(h string) int { n, _ := strconv.Atoi(r.Header.Get(h)); return n }
-	use := llmUsage{num("x-usage-in"), num("x-usage-out"), num("x-usage-cached"), num("x-usage-reasoning"), r.Header.Get("x-model")}
+	use := llmUsage{num("x-usage-in"), num("x-usage-out"), num("x-usage-cached"), num("x-usage-reasoning"), r.Header.Get("x-model"),
+		r.Header.Get("x-service-tier"), r.Header.Get("x-usage-extra")}
 	if s := r.Header.Get("x-status"); s != "" {
 		status, _ := strconv.Atoi(s)
 		w.Header().Set("content-type", "application/json")
@@ -153,7 +156,7 @@ func llmJSON(api string, u llmUsage) string {
 	in, out, model := u.in, u.out, llmModel(api, u)
 	switch api {
 	case "openai_chat":
-		return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","model":%q,`+
+		return fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion","model":%q,`+u.tierJSON()+
 			`"choices":[{"index":0,"message":{"role":"assistant","content":"Hello."},"finish_reason":"stop"}],`+
 			`"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d},"completion_tokens_details":{"reasoning_tokens":%d}}}`,
 			model, in, out, in+out, u.cached, u.reasoning)
@@ -165,7 +168,7 @@ func llmJSON(api string, u llmUsage) string {
 	}
 	return fmt.Sprintf(`{"id":"msg_1","type":"message","role":"assistant","model":%q,`+
 		`"content":[{"type":"text","text":"Hello."}],"stop_reason":"end_turn",`+
-		`"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":%d,"output_tokens":%d}}`, model, in, u.cached, out)
+		`"usage":{"input_tokens":%d,"cache_creation_input_tokens":0,"cache_read_input_tokens":%d,"output_tokens":%d%s}}`, model, in, u.cached, out, u.extraJSON())
 }
 
 // llmEvents is a streamed response, one string per event; the usage is
@@ -181,7 +184,7 @@ func llmEvents(api string, u llmUsage) []string {
 			ev = append(ev, chunk+`"choices":[{"index":0,"delta":{"content":"`+w+`"}}],"usage":null}`+"\n\n")
 		}
 		ev = append(ev, chunk+`"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":null}`+"\n\n",
-			chunk+fmt.Sprintf(`"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d},"completion_tokens_details":{"reasoning_tokens":%d}}}`,
+			chunk+u.tierJSON()+fmt.Sprintf(`"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d},"completion_tokens_details":{"reasoning_tokens":%d}}}`,
 				in, out, in+out, u.cached, u.reasoning)+"\n\n",
 			"data: [DONE]\n\n")
 	case "openai_responses":
@@ -201,8 +204,24 @@ func llmEvents(api string, u llmUsage) []string {
 			ev = append(ev, "event: content_block_delta\n"+`data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"`+w+`"}}`+"\n\n")
 		}
 		ev = append(ev, "event: content_block_stop\n"+`data: {"type":"content_block_stop","index":0}`+"\n\n",
-			"event: message_delta\n"+fmt.Sprintf(`data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":%d}}`, out)+"\n\n",
+			"event: message_delta\n"+fmt.Sprintf(`data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":%d%s}}`, out, u.extraJSON())+"\n\n",
 			"event: message_stop\n"+`data: {"type":"message_stop"}`+"\n\n")
 	}
 	return ev
+}
+
+// tierJSON is the service_tier member of an OpenAI response, and its comma.
+func (u llmUsage) tierJSON() string {
+	if u.tier == "" {
+		return ""
+	}
+	return fmt.Sprintf(`"service_tier":%q,`, u.tier)
+}
+
+// extraJSON is x-usage-extra's members, after a comma.
+func (u llmUsage) extraJSON() string {
+	if u.extra == "" {
+		return ""
+	}
+	return "," + u.extra
 }

@@ -76,10 +76,12 @@
 //     Debt, which reads how far past their limits its limits are; and
 //     AppendQuotaJSON, the quota endpoint's answer.
 //   - usage: a response's usage, read from a JSON body or an event stream
-//     as it passes, through gzip when the upstream compressed it; a
-//     preset's tokens per kind and the model the response names.
-//   - price: a price table per model, and a response's tokens turned into
-//     an integer cost in a named unit (micro-dollars), exactly.
+//     as it passes, through gzip when the upstream compressed it (a field
+//     not a count makes it missing whole); a preset's tokens per kind, and
+//     the model and service tier the response names.
+//   - price: a price table per model, and a response's tokens (and server
+//     tool requests) turned into an integer cost in a named unit
+//     (micro-dollars), times its service tier's multiplier, exactly.
 //   - webdis: the Webdis codec (request headers, JSON replies).
 //   - pathnorm: a request's path normalized, as rules match it and keys
 //     hold it, and a query component decoded (QueryUnescape).

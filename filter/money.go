@@ -90,13 +90,15 @@ func (s *Stream) inputEstimate() int64 {
 	return (n + bytesPerToken - 1) / bytesPerToken
 }
 
-// moneyCost is what a priced rule's response costs, from its usage; ok is
-// false when no price applies (a model not listed, under refuse).
+// moneyCost is what a priced rule's response costs, from its usage, times
+// its service tier's multiplier; ok is false when no price applies (a
+// model not listed, under refuse).
 func (s *Stream) moneyCost(ri int, rc *config.ResponseCost, sc *usage.Scanner) (int64, bool) {
 	tokens, model := sc.Tokens()
 	p := rc.Price.For(model, s.modelOf(ri))
 	if p == nil {
 		return 0, false
 	}
-	return min(price.Cost(rc.Price.Unit, p, &tokens), config.MaxResponseCost), true
+	mult := rc.Price.Multiplier(sc.ServiceTier())
+	return min(price.CostAt(rc.Price.Unit, p, &tokens, mult), config.MaxResponseCost), true
 }

@@ -130,7 +130,7 @@ var exceptions = []exception{
 	},
 	{
 		name:    "reserve-above-capacity",
-		why:     "as cost-above-capacity: response_cost.reserve (or its default) compared with each limit's limit or capacity needs $data",
+		why:     "as cost-above-capacity: response_cost.reserve (or its default; with a price, in money) compared with each limit's limit or capacity needs $data",
 		message: regexp.MustCompile(`^rules\[\d+\]\.response_cost\.reserve(\.default)?: must be <= \d+, the limit's capacity of limits\[\d+\]$`),
 		applies: func(_ []byte, doc map[string]any) bool {
 			for _, r := range objects(doc["rules"]) {
@@ -138,6 +138,9 @@ var exceptions = []exception{
 				reserve, ok := integer(rc["reserve"])
 				if o, isObj := rc["reserve"].(map[string]any); isObj {
 					reserve, ok = integer(o["default"])
+				}
+				if pr, priced := rc["price"].(map[string]any); priced && ok {
+					reserve = moneyReserve(pr, reserve) // tokens at the dearest output price
 				}
 				for _, l := range allLimits(r) {
 					capacity, found := integer(l["limit"])

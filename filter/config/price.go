@@ -8,17 +8,20 @@ import (
 	"github.com/tidwall/gjson"
 )
 
-// maxModels bounds a price table.
-const maxModels = 256
+// maxModels bounds a price table; maxServiceTiers its service tiers.
+const (
+	maxModels       = 256
+	maxServiceTiers = 16
+)
 
 // parsePrice reads response_cost.price: {"unit": "micro_usd", "models":
 // {"gpt-4o": {"input": "2.50", "output": "10", ...}}, "default": {...} or
-// "refuse", "model_header": "x-model"}.
+// "refuse", "model_header": "x-model", "service_tiers": {"flex": "0.5"}}.
 func parsePrice(v gjson.Result, path string) (*price.Table, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
-	o, err := fields(v, path, "unit", "models", "default", "model_header")
+	o, err := fields(v, path, "unit", "models", "default", "model_header", "service_tiers")
 	if err != nil {
 		return nil, err
 	}
@@ -77,13 +80,58 @@ func parsePrice(v gjson.Result, path string) (*price.Table, error) {
 	if t.ModelHeader, err = readHeaderName(o["model_header"], path+".model_header"); err != nil {
 		return nil, err
 	}
+	if t.Tiers, err = parseServiceTiers(o["service_tiers"], path+".service_tiers"); err != nil {
+		return nil, err
+	}
 	t.Seal()
 	return t, nil
 }
 
+// parseServiceTiers reads service_tiers: {"flex": "0.5", "priority": "2"}, the
+// multiplier of a response's cost per service tier it names.
+func parseServiceTiers(v gjson.Result, path string) (map[string]uint64, error) {
+	if !v.Exists() {
+		return nil, nil
+	}
+	if !v.IsObject() {
+		return nil, errAt(path, `must be an object of multipliers by service tier, such as {"flex": "0.5", "priority": "2"}`)
+	}
+	tiers := map[string]uint64{}
+	var err error
+	v.ForEach(func(k, mv gjson.Result) bool {
+		name := k.String()
+		at := fmt.Sprintf("%s[%q]", path, name)
+		switch _, dup := tiers[name]; {
+		case name == "" || len(name) > price.MaxTierLen:
+			err = errAt(at, "a service tier's name must have 1 to %d bytes", price.MaxTierLen)
+		case dup:
+			err = errAt(at, "duplicate field")
+		case len(tiers) == maxServiceTiers:
+			err = errAt(path, "must list at most %d service tiers", maxServiceTiers)
+		case mv.Type != gjson.String:
+			err = errAt(at, `must be a string such as "0.5": a decimal, exact`)
+		}
+		if err != nil {
+			return false
+		}
+		var m uint64
+		if m, err = price.ParseMultiplier(mv.Str); err != nil {
+			err = errAt(at, "%s", err)
+			return false
+		}
+		tiers[name] = m
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	return tiers, nil
+}
+
 // parsePrices reads one model's prices per million tokens: input and
 // output, required; cached_input and cache_write, input's when absent;
-// reasoning, output's when absent.
+// cache_write_1h, cache_write's; reasoning, output's; and per 1000
+// requests: web_search and web_fetch, 0 when absent.
 func parsePrices(v gjson.Result, path string) (*price.Prices, error) {
 	o, err := fields(v, path, price.KindNames[:]...)
 	if err != nil {
@@ -101,7 +149,11 @@ func parsePrices(v gjson.Result, path string) (*price.Prices, error) {
 		if f.Type != gjson.String {
 			return nil, errAt(path+"."+name, `must be a string such as "2.50": a decimal, exact`)
 		}
-		if p[k], err = price.ParsePrice(f.Str); err != nil {
+		parse := price.ParsePrice
+		if price.PerRequest(k) {
+			parse = price.ParseRequestPrice
+		}
+		if p[k], err = parse(f.Str); err != nil {
 			return nil, errAt(path+"."+name, "%s", err)
 		}
 	}
@@ -109,6 +161,9 @@ func parsePrices(v gjson.Result, path string) (*price.Prices, error) {
 		if !o[price.KindNames[k]].Exists() {
 			p[k] = p[price.Input]
 		}
+	}
+	if !o[price.KindNames[price.CacheWrite1h]].Exists() {
+		p[price.CacheWrite1h] = p[price.CacheWrite]
 	}
 	if !o[price.KindNames[price.Reasoning]].Exists() {
 		p[price.Reasoning] = p[price.Output]

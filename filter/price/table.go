@@ -20,6 +20,34 @@ type Table struct {
 	// Bound is, per kind, the dearest price of the table and default: a
 	// request whose model is not known yet reserves at it.
 	Bound Prices
+	// Tiers are multipliers per service tier (in billionths: One is ×1),
+	// of the whole response's cost; nil when none is set.
+	Tiers map[string]uint64
+	// topTier is the multiplier of a tier not listed: the largest of One
+	// and Tiers'.
+	topTier uint64
+}
+
+// MaxTierLen bounds a service tier's name: a longer one is not listed.
+const MaxTierLen = 32
+
+// Multiplier is what a response's cost is multiplied by, in billionths,
+// for the service tier it names: the tier's, when listed; One when it
+// names none ("") or the base tier ("default" at OpenAI, "standard" at
+// Anthropic) not listed; else, for a tier not listed or one the response
+// did not name clearly (known false), the largest of One and the
+// listed multipliers: never the cheapest guess.
+func (t *Table) Multiplier(tier string, known bool) uint64 {
+	if !known {
+		return t.topTier
+	}
+	if m, ok := t.Tiers[tier]; ok {
+		return m
+	}
+	if tier == "" || tier == "default" || tier == "standard" {
+		return One
+	}
+	return t.topTier
 }
 
 type wildPrice struct {
@@ -32,6 +60,10 @@ type wildPrice struct {
 func (t *Table) Seal() {
 	t.wild = t.wild[:0]
 	t.Bound = Prices{}
+	t.topTier = One
+	for _, m := range t.Tiers {
+		t.topTier = max(t.topTier, m)
+	}
 	if t.Default != nil {
 		t.Bound = *t.Default
 	}

@@ -1,6 +1,7 @@
 package usage
 
 import (
+	"math/big"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -32,13 +33,38 @@ func usageRandomChunks(b []byte, seed uint64) [][]byte {
 	return out
 }
 
-// usageRefInt is the reference reading of a field.
-func usageRefInt(r gjson.Result) (int64, bool) {
-	if r.Type != gjson.Number || strings.Trim(r.Raw, "0123456789") != "" {
-		return 0, false
+// usageRefValue is the reference reading of a field, in big rationals:
+// absent (missing or null), a count (ok), or bad.
+func usageRefValue(r gjson.Result) (v int64, ok, isBad bool) {
+	if !r.Exists() || r.Type == gjson.Null {
+		return 0, false, false
 	}
-	v, err := strconv.ParseInt(r.Raw, 10, 64)
-	return v, err == nil && v <= 1<<53
+	if r.Type != gjson.Number || len(r.Raw) > 32 {
+		return 0, false, true
+	}
+	// An exponent beyond ±100 is no count, unless the number is 0: keep
+	// big.Rat from building 10^huge.
+	mant, e, _ := strings.Cut(strings.ToLower(r.Raw), "e")
+	if strings.Trim(mant, "-0.") == "" {
+		return 0, true, false
+	}
+	if n, err := strconv.Atoi(strings.TrimPrefix(e, "+")); e != "" && (err != nil || n > 100 || n < -100) {
+		return 0, false, true
+	}
+	q, okq := new(big.Rat).SetString(r.Raw)
+	if !okq || !q.IsInt() || q.Sign() < 0 || q.Num().Cmp(big.NewInt(MaxValue)) > 0 {
+		return 0, false, true
+	}
+	return q.Num().Int64(), true, false
+}
+
+// usageRefNote notes a field of slot k in vals, as the reference does.
+func usageRefNote(vals []int64, k int, r gjson.Result, isBad *bool) {
+	v, ok, b := usageRefValue(r)
+	if ok {
+		vals[k] = max(vals[k], v)
+	}
+	*isBad = *isBad || b
 }
 
 // usageRefSSE reads a whole event stream the simple way: lines first,
@@ -62,7 +88,7 @@ func usageRefSSE(f *Fields, in []byte) (int64, bool) {
 	for k := range vals {
 		vals[k] = -1
 	}
-	data := ""
+	data, isBad := "", false
 	for _, line := range lines {
 		if line != "" {
 			name, value, _ := strings.Cut(line, ":")
@@ -73,15 +99,20 @@ func usageRefSSE(f *Fields, in []byte) (int64, bool) {
 		}
 		if data != "" && len(data) <= maxEvent {
 			d := data[:len(data)-1]
+			read := false // some path other than a rider's was read
 			for k, p := range paths {
-				if strings.Contains(d, p[strings.LastIndexByte(p, '.')+1:]) && jsonbound.ValidString(d) {
-					if v, ok := usageRefInt(gjson.Get(d, p)); ok {
-						vals[slot(f.sseSlot, k)] = v
-					}
+				rider := k >= len(paths)-f.riders
+				if !rider && !strings.Contains(d, p[strings.LastIndexByte(p, '.')+1:]) || rider && !read || !jsonbound.ValidString(d) {
+					continue
 				}
+				read = read || !rider
+				usageRefNote(vals, slot(f.sseSlot, k), gjson.Get(d, p), &isBad)
 			}
 		}
 		data = ""
+	}
+	if isBad {
+		return 0, false
 	}
 	return usageRefSum(f, vals)
 }
@@ -99,7 +130,9 @@ func usageRefSum(f *Fields, vals []int64) (total int64, found bool) {
 func FuzzUsageSSE(f *testing.F) {
 	for _, s := range []string{usageChatSSE, usageResponsesSSE, usageAnthropicSSE,
 		strings.ReplaceAll(usageAnthropicSSE, "\n", "\r\n"), strings.ReplaceAll(usageChatSSE, "\n", "\r"),
-		"\xEF\xBB\xBFdata: {\"n\":5}\n\n", "data: {\"a\":\ndata\ndata: {\"n\":2}, \"b\":3}\r\n\r\n: c\n\n", "data: {\"n\":\r\ndata: 1}\r\n\r\n"} {
+		"\xEF\xBB\xBFdata: {\"n\":5}\n\n", "data: {\"a\":\ndata\ndata: {\"n\":2}, \"b\":3}\r\n\r\n: c\n\n", "data: {\"n\":\r\ndata: 1}\r\n\r\n",
+		usageAnthropicDownSSE, "data: {\"n\":5}\n\ndata: {\"n\":1e2}\n\ndata: {\"n\":3}\n\n", "data: {\"n\":5}\n\ndata: {\"n\":1.5}\n\n",
+		"data: {\"n\":null,\"b\":-0}\n\ndata: {\"a\":{\"n\":\"7\"}}\n\n"} {
 		f.Add([]byte(s), uint8(0), uint64(1))
 		f.Add([]byte(s), uint8(3), uint64(2))
 		f.Add([]byte(s), uint8(4), uint64(3))
@@ -121,9 +154,11 @@ func FuzzUsageSSE(f *testing.F) {
 }
 
 func FuzzUsageJSON(f *testing.F) {
-	for _, s := range []string{usageChatJSON, usageResponsesJSON, usageAnthropicJSON, `{"n":5,"a":{"n":-1},"b":2.0}`} {
+	for _, s := range []string{usageChatJSON, usageResponsesJSON, usageAnthropicJSON, `{"n":5,"a":{"n":-1},"b":2.0}`,
+		usageAnthropicSplitJSON, `{"n":1e308}`, `{"n":1000e-1,"b":null}`, `{"n":1099511627777}`, `{"a":{"n":0.5e1},"b":"2"}`} {
 		f.Add([]byte(s), uint8(0), uint16(1<<15), uint64(1))
 		f.Add([]byte(s), uint8(3), uint16(20), uint64(2))
+		f.Add([]byte(s), uint8(2), uint16(1<<15), uint64(3))
 	}
 	f.Fuzz(func(t *testing.T, in []byte, which uint8, maxBytes uint16, seed uint64) {
 		fields := usageFuzzFields[int(which)%len(usageFuzzFields)]
@@ -131,14 +166,16 @@ func FuzzUsageJSON(f *testing.F) {
 		for k := range vals {
 			vals[k] = -1
 		}
+		isBad := false
 		if len(in) <= int(maxBytes) && jsonbound.Valid(in) {
 			for i, p := range fields.json {
-				if v, ok := usageRefInt(gjson.GetBytes(in, p)); ok {
-					vals[slot(fields.jsonSlot, i)] = v
-				}
+				usageRefNote(vals, slot(fields.jsonSlot, i), gjson.GetBytes(in, p), &isBad)
 			}
 		}
 		want, wantFound := usageRefSum(fields, vals)
+		if isBad {
+			want, wantFound = 0, false
+		}
 		var u Scanner
 		for i := range uint64(2) {
 			if got, found := usageScan(&u, fields, false, int(maxBytes), usageRandomChunks(in, seed+i)...); got != want || found != wantFound {

@@ -198,8 +198,13 @@ func (u *Scanner) dispatch() {
 		return
 	}
 	checked := false
+	riders := len(u.f.sse) - u.f.riders
 	for k, p := range u.f.sse {
-		if n := u.needles[k]; n != "" && !strings.Contains(s, n) {
+		if k >= riders {
+			if !checked {
+				return
+			}
+		} else if n := u.needles[k]; n != "" && !strings.Contains(s, n) {
 			continue
 		}
 		if !checked {
@@ -208,11 +213,11 @@ func (u *Scanner) dispatch() {
 			}
 			checked = true
 		}
-		if v, ok := fieldInt(gjson.Get(s, p)); ok {
-			u.vals[slot(u.f.sseSlot, k)] = v
-		}
+		u.note(slot(u.f.sseSlot, k), gjson.Get(s, p))
 	}
 	if checked {
 		u.readModel(s, u.f.model[1])
+		u.readTier(s, u.f.tier[1])
+		u.readTier(s, u.f.tier[2])
 	}
 }

@@ -71,7 +71,7 @@ func TestUsageAnthropicDeltaInput(t *testing.T) {
 	body := strings.Replace(usageAnthropicSSE, `"usage":{"output_tokens":15}`,
 		`"usage":{"input_tokens":2679,"cache_creation_input_tokens":null,"cache_read_input_tokens":600,"output_tokens":931,"server_tool_use":{"web_search_requests":1}}`, 1)
 	tk, _, total := usageTokens(t, "anthropic", true, body)
-	want := price.Tokens{price.Input: 2679, price.Cached: 600, price.Output: 931}
+	want := price.Tokens{price.Input: 2679, price.Cached: 600, price.Output: 931, price.WebSearch: 1}
 	if tk != want || total != 2679+931 {
 		t.Fatalf("got %v, total %d; want %v, total %d", tk, total, want, 2679+931)
 	}

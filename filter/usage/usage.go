@@ -4,12 +4,14 @@
 // usage or json setting names the fields (Preset, Paths); a Scanner, one
 // per rule and response and recycled, reads them with bounded memory and,
 // in steady state, no allocation. Untrusted bodies are checked by package
-// jsonbound, without recursion, before gjson reads them.
+// jsonbound, without recursion, before gjson reads them. A field whose
+// value is not a count (number.go) makes the whole usage missing; in a
+// stream, each field's largest value counts. A preset also reads the model
+// and the service tier the response names (presets.go).
 package usage
 
 import (
 	"math"
-	"slices"
 	"strings"
 	"unsafe"
 
@@ -19,8 +21,10 @@ import (
 )
 
 // Fields are where a response's usage lies: integer fields, each filling a
-// slot, and the slots counted summed. Per slot, the last field found
-// counts: in a stream, the last event that has one of its fields.
+// slot, and the slots counted summed. Per slot, the largest value found
+// counts: in a stream, counts are cumulative (Anthropic's), and one that
+// goes down does not lower the charge. A field present but not a count
+// (fieldValue) makes the whole usage missing.
 type Fields struct {
 	json []string // gjson paths in a JSON body
 	sse  []string // gjson paths in the JSON data of server-sent events
@@ -33,26 +37,14 @@ type Fields struct {
 	// tokens and its output count the reasoning tokens (OpenAI's).
 	kinds, included bool
 	model           [2]string // the model's path in a JSON body, in an event; "" when none
-}
-
-// Preset returns the fields of the named preset (openai_chat,
-// openai_responses, anthropic); ok is false for any other name.
-func Preset(name string) (f *Fields, ok bool) {
-	p, ok := presets[name]
-	if !ok {
-		return nil, false
-	}
-	return &p, true
-}
-
-// PresetNames lists the presets' names, sorted.
-func PresetNames() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	return names
+	// tier: the service tier's path in a JSON body, then in an event (two
+	// at most); "" when none.
+	tier [3]string
+	// riders: the last riders paths of sse are read only from an event
+	// another path made the scanner read (their needles are not searched).
+	riders int
+	// split: the cache writes are split (anthropic): see Scanner.Tokens.
+	split bool
 }
 
 // Paths returns fields at the given gjson paths (at most 16), the same in
@@ -65,65 +57,6 @@ func Paths(paths []string) *Fields {
 // preset's do), so that Scanner.Tokens has a meaning.
 func (f *Fields) HasKinds() bool { return f.kinds }
 
-// presets by configuration name. What each counts (summed: the first two
-// fields; the others tell the kinds apart, for prices):
-//
-//   - openai_chat (Chat Completions): prompt_tokens, which includes cached
-//     prompt tokens (prompt_tokens_details.cached_tokens), plus
-//     completion_tokens, which includes reasoning and audio tokens
-//     (completion_tokens_details.reasoning_tokens). Streamed, usage comes
-//     only with stream_options.include_usage, in the last chunk (choices
-//     empty) before [DONE]; the other chunks carry "usage":null.
-//   - openai_responses (Responses): input_tokens, including
-//     input_tokens_details.cached_tokens, plus output_tokens, including
-//     output_tokens_details.reasoning_tokens. Streamed: response.usage of
-//     response.completed (also of response.incomplete and response.failed,
-//     same shape; response.created has "usage":null).
-//   - anthropic (Messages): input_tokens, which excludes cache reads and
-//     writes (cache_read_input_tokens, cache_creation_input_tokens: add those
-//     fields to count them), plus output_tokens, which includes extended
-//     thinking. Streamed: message_start's message.usage, then each
-//     message_delta's usage, cumulative: output_tokens always, and, with
-//     server tools, input_tokens and the cache counts, which then replace
-//     message_start's.
-var presets = map[string]Fields{
-	"openai_chat": preset(true, "model", "model",
-		kindPath{price.Input, "usage.prompt_tokens", "usage.prompt_tokens"},
-		kindPath{price.Output, "usage.completion_tokens", "usage.completion_tokens"},
-		kindPath{price.Cached, "usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"},
-		kindPath{price.Reasoning, "usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"}),
-	"openai_responses": preset(true, "model", "response.model",
-		kindPath{price.Input, "usage.input_tokens", "response.usage.input_tokens"},
-		kindPath{price.Output, "usage.output_tokens", "response.usage.output_tokens"},
-		kindPath{price.Cached, "usage.input_tokens_details.cached_tokens", "response.usage.input_tokens_details.cached_tokens"},
-		kindPath{price.Reasoning, "usage.output_tokens_details.reasoning_tokens", "response.usage.output_tokens_details.reasoning_tokens"}),
-	"anthropic": preset(false, "model", "message.model",
-		kindPath{price.Input, "usage.input_tokens", "message.usage.input_tokens"},
-		kindPath{price.Output, "usage.output_tokens", "usage.output_tokens"},
-		kindPath{price.Cached, "usage.cache_read_input_tokens", "message.usage.cache_read_input_tokens"},
-		kindPath{price.CacheWrite, "usage.cache_creation_input_tokens", "message.usage.cache_creation_input_tokens"},
-		kindPath{price.Input, "", "usage.input_tokens"}, // message_delta's, later, wins
-		kindPath{price.Cached, "", "usage.cache_read_input_tokens"},
-		kindPath{price.CacheWrite, "", "usage.cache_creation_input_tokens"}),
-}
-
-// kindPath is a preset's field of one kind, in a JSON body and in an event.
-type kindPath struct {
-	kind      uint8
-	json, sse string
-}
-
-func preset(included bool, modelJSON, modelSSE string, paths ...kindPath) Fields {
-	f := Fields{slots: price.Kinds, counted: 1<<price.Input | 1<<price.Output, kinds: true, included: included, model: [2]string{modelJSON, modelSSE}}
-	for _, p := range paths {
-		if p.json != "" {
-			f.json, f.jsonSlot = append(f.json, p.json), append(f.jsonSlot, p.kind)
-		}
-		f.sse, f.sseSlot = append(f.sse, p.sse), append(f.sseSlot, p.kind)
-	}
-	return f
-}
-
 // slot is the slot of path i of paths (json or sse).
 func slot(slots []uint8, i int) int {
 	if slots == nil {
@@ -131,9 +64,6 @@ func slot(slots []uint8, i int) int {
 	}
 	return int(slots[i])
 }
-
-// maxValue is the largest field value counted: 2^53, exact in a double.
-const maxValue = 1 << 53
 
 // Scanner reads one response's body as it passes. Reused across
 // streams: Start resets it; steady state allocates nothing.
@@ -155,9 +85,13 @@ type Scanner struct {
 	// eventMax bounds one event of a stream: max(maxEvent, maxBytes).
 	eventMax int
 	buf      []byte  // JSON: the body; SSE: the event's data lines, each ending in '\n'
-	vals     []int64 // per slot, its last value, or -1
+	vals     []int64 // per slot, its largest value, or -1
+	bad      bool    // a field was present but not a count: no usage
 	model    [price.MaxModelLen]byte
 	modelLen int // -1: no model read
+	tier     [price.MaxTierLen]byte
+	tierLen  int  // -1: no tier read
+	tierBad  bool // a tier not a string, too long, or two different ones
 	enc      encoding
 	z        gzipState
 
@@ -179,6 +113,7 @@ func (u *Scanner) Start(f *Fields, sse bool, maxBytes int) {
 	u.eventMax = max(maxEvent, maxBytes)
 	u.buf = u.buf[:0]
 	u.vals, u.needles, u.gate, u.modelLen, u.enc = u.vals[:0], u.needles[:0], "", -1, identity
+	u.bad, u.tierLen, u.tierBad = false, -1, false
 	u.z.reset()
 	u.st, u.nameLen, u.first, u.cr = lineStart, 0, true, false
 	if f == nil {
@@ -193,7 +128,7 @@ func (u *Scanner) Start(f *Fields, sse bool, maxBytes int) {
 	for _, p := range f.sse {
 		u.needles = append(u.needles, needleOf(p))
 	}
-	u.gate = gateOf(u.needles)
+	u.gate = gateOf(u.needles[:len(u.needles)-f.riders])
 }
 
 // Write reads the next chunk of the body. It never retains chunk.
@@ -221,8 +156,9 @@ func (u *Scanner) write(chunk []byte) {
 }
 
 // Finish returns the sum of the counted fields found; found is false when
-// none was present as an integer from 0 to 2^53. An event stream's
-// unterminated last event is discarded.
+// none was present, or when any field was present but not an integer from
+// 0 to MaxValue (fieldValue). An event stream's unterminated last event is
+// discarded.
 func (u *Scanner) Finish() (total int64, found bool) {
 	if u.f == nil {
 		return 0, false
@@ -232,6 +168,9 @@ func (u *Scanner) Finish() (total int64, found bool) {
 	}
 	if !u.sse {
 		u.readJSON()
+	}
+	if u.bad {
+		return 0, false
 	}
 	for k, v := range u.vals {
 		if v >= 0 && u.f.counted&(1<<k) != 0 {
@@ -248,11 +187,52 @@ func (u *Scanner) readJSON() {
 	}
 	body := bytesString(u.buf)
 	for i, p := range u.f.json {
-		if v, ok := fieldInt(gjson.Get(body, p)); ok {
-			u.vals[slot(u.f.jsonSlot, i)] = v
-		}
+		u.note(slot(u.f.jsonSlot, i), gjson.Get(body, p))
 	}
 	u.readModel(body, u.f.model[0])
+	u.readTier(body, u.f.tier[0])
+}
+
+// note reads a field of slot k: its largest value counts.
+func (u *Scanner) note(k int, r gjson.Result) {
+	switch v, st := fieldValue(r); st {
+	case counted:
+		u.vals[k] = max(u.vals[k], v)
+	case bad:
+		u.bad = true
+	}
+}
+
+// readTier reads the service tier named at path in JSON data, if any: a
+// tier not a string, too long, or other than one read before is not known.
+func (u *Scanner) readTier(data, path string) {
+	if path == "" {
+		return
+	}
+	r := gjson.Get(data, path)
+	switch {
+	case !r.Exists() || r.Type == gjson.Null:
+	case r.Type != gjson.String || len(r.Str) > len(u.tier):
+		u.tierBad = true
+	case u.tierLen < 0:
+		u.tierLen = copy(u.tier[:], r.Str)
+	case string(u.tier[:u.tierLen]) != r.Str:
+		u.tierBad = true
+	}
+}
+
+// ServiceTier is, after Finish, the service tier the response names ("" when
+// none; valid until the next Start); known is false when it named one
+// unclearly: not a string, longer than price.MaxTierLen, or two different
+// ones in a stream.
+func (u *Scanner) ServiceTier() (tier string, known bool) {
+	if u.tierBad {
+		return "", false
+	}
+	if u.tierLen > 0 {
+		tier = bytesString(u.tier[:u.tierLen])
+	}
+	return tier, true
 }
 
 // readModel keeps the model named at path in JSON data, if any.
@@ -269,13 +249,19 @@ func (u *Scanner) readModel(data, path string) {
 // (cached tokens out of the input, reasoning tokens out of the output,
 // where the API counts them inside), and the model it names ("" when
 // none; valid until the next Start). Only for fields with kinds (a
-// preset's).
+// preset's). Split cache writes (anthropic): the 5-minute and 1-hour
+// counts, the 5-minute one raised so that the two are at least the total
+// (cache_creation_input_tokens); without the split, the total is charged
+// as 5-minute writes.
 func (u *Scanner) Tokens() (t price.Tokens, model string) {
 	if u.f == nil || !u.f.kinds {
 		return t, ""
 	}
 	for k := range price.Kinds {
 		t[k] = max(u.vals[k], 0)
+	}
+	if u.f.split {
+		t[price.CacheWrite] = max(t[price.CacheWrite], u.vals[cacheTotal]-t[price.CacheWrite1h])
 	}
 	if u.f.included {
 		t[price.Cached] = min(t[price.Cached], t[price.Input])
@@ -287,23 +273,6 @@ func (u *Scanner) Tokens() (t price.Tokens, model string) {
 		model = bytesString(u.model[:u.modelLen])
 	}
 	return t, model
-}
-
-// fieldInt reads a field: a plain JSON integer from 0 to 2^53. Fractions,
-// exponents and negative numbers do not count.
-func fieldInt(r gjson.Result) (int64, bool) {
-	if r.Type != gjson.Number || r.Raw == "" || len(r.Raw) > 16 {
-		return 0, false
-	}
-	var v int64
-	for i := 0; i < len(r.Raw); i++ {
-		c := r.Raw[i]
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	return v, v <= maxValue
 }
 
 // addCapped adds without overflow, stopping at the largest int64.

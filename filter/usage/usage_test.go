@@ -166,7 +166,9 @@ func TestUsageSSE(t *testing.T) {
 		{"unterminated last event", n, "data: {\"n\":5}\n", 0, false},
 		{"unterminated last line", n, "data: {\"n\":5}", 0, false},
 		{"last event counts", n, "data: {\"n\":3}\n\ndata: {\"n\":5}\n\n", 5, true},
-		{"an invalid value does not replace", n, "data: {\"n\":5}\n\ndata: {\"n\":-1}\n\ndata: {\"n\":null}\n\n", 5, true},
+		{"null does not replace", n, "data: {\"n\":5}\n\ndata: {\"n\":null}\n\n", 5, true},
+		{"an invalid value makes the usage missing", n, "data: {\"n\":5}\n\ndata: {\"n\":-1}\n\ndata: {\"n\":6}\n\n", 0, false},
+		{"a smaller value does not replace", n, "data: {\"n\":5}\n\ndata: {\"n\":3}\n\n", 5, true},
 		{"per path", two, "data: {\"u\":{\"a\":3}}\n\ndata: {\"u\":{\"b\":4}}\n\ndata: {\"u\":{\"a\":5}}\n\n", 9, true},
 		{"DONE and non-JSON", n, "data: [DONE]\n\ndata: n=5\n\ndata: {\"n\":5} x\n\n", 0, false},
 		{"invalid JSON", n, "data: {\"n\":5\n\n", 0, false},
@@ -229,15 +231,23 @@ func TestUsageNumbers(t *testing.T) {
 	}{
 		{`{"a":1,"b":2}`, 3, true},
 		{`{"a":0}`, 0, true},
-		{`{"a":-1,"b":2}`, 2, true},
-		{`{"a":2.5,"b":2.0}`, 0, false},
-		{`{"a":1e3,"b":"5"}`, 0, false},
-		{`{"a":null,"b":true}`, 0, false},
+		{`{"a":-1,"b":2}`, 0, false}, // one bad field: the whole usage is missing
+		{`{"a":-5,"b":2}`, 0, false},
+		{`{"a":1.5,"b":2}`, 0, false},
+		{`{"a":1e308,"b":2}`, 0, false},
+		{`{"a":"5","b":2}`, 0, false},
+		{`{"a":true,"b":2}`, 0, false},
 		{`{"a":{"x":1},"b":[1]}`, 0, false},
-		{`{"a":9007199254740992}`, 1 << 53, true},
-		{`{"a":9007199254740993}`, 0, false},
+		{`{"a":9223372036854775808,"b":2}`, 0, false},
+		{`{"a":null,"b":2}`, 2, true}, // null is absent
+		{`{"a":null,"b":null}`, 0, false},
+		{`{"a":2.0,"b":1e2}`, 102, true}, // exact integers, however written
+		{`{"a":1000e-1,"b":0.5e1}`, 105, true},
+		{`{"a":-0,"b":-0.0e5}`, 0, true},
+		{`{"a":1099511627776}`, 1 << 40, true},
+		{`{"a":1099511627777}`, 0, false},
+		{`{"a":1099511627776,"b":1099511627776}`, 1 << 41, true},
 		{`{"a":99999999999999999999}`, 0, false},
-		{`{"a":9007199254740992,"b":9007199254740992}`, 1 << 54, true},
 		{`{}`, 0, false},
 		{`{"a":1,"b":2`, 0, false}, // truncated
 	} {
@@ -306,6 +316,8 @@ func TestUsageAllocs(t *testing.T) {
 		{"anthropic", true, []byte(strings.Repeat(usageAnthropicSSE, 20))},
 		{"openai_responses", true, []byte(strings.Repeat(usageResponsesSSE, 20))},
 		{"openai_chat", false, []byte(usageChatJSON)},
+		{"anthropic", false, []byte(usageAnthropicSplitJSON)},
+		{"anthropic", true, []byte(strings.Repeat(usageAnthropicDownSSE, 20))},
 	} {
 		f := usagePreset(tc.name)
 		chunks := usageChunks(tc.body, 4096)
