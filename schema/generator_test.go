@@ -218,7 +218,7 @@ var pools = map[string][]string{
 	"lease.hot_rate":  {`1`, `2`, `65535`, `65536`, `0`, `-1`, `"2"`},
 	"lease.max_keys":  {`1`, `1000`, `1048576`, `1048577`, `0`, `2.5`},
 
-	"root.decision_filter_state": {`true`, `false`, `"false"`, `0`, `null`},
+	"root.decision_filter_state":     {`true`, `false`, `"false"`, `0`, `null`},
 	"root.body_while_headers_paused": {`true`, `false`, `"true"`, `1`, `null`},
 }
 
