@@ -113,3 +113,32 @@ func lastOr(s *seenHeader) string {
 	}
 	return s.last()
 }
+
+// Without allow_on_headers_stop_iteration the body never reaches the
+// filter while the headers wait: after its body wait the request is
+// decided without it, and a degrade rule that reads the body degrades it
+// unchecked, so it never reaches the primary route for free.
+func TestDegradeWithoutTheBodyGoesToTheFallback(t *testing.T) {
+	for _, build := range moduleKinds {
+		t.Run(build, func(t *testing.T) {
+			prefix := redistest.Prefix(t)
+			primary := &seenHeader{name: "x-ratelimit-exhausted"}
+			fallback := &seenHeader{name: "x-ratelimit-exhausted"}
+			config := fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q},"body_while_headers_paused":true,"rules":[
+	{"name":"model-budget","key":[{"source":"body","path":"model"}],
+	 "limits":[{"name":"day","algorithm":"sliding_log","limit":100,"window":"1h"}],
+	 "on_limit":{"action":"degrade"}}]}`, prefix)
+			w := startBuild(t, build, wasmhost.Config{
+				Upstream: primary.serve(t).URL,
+				Routes: []wasmhost.Route{
+					{PathPrefix: "/v1/", Header: "x-ratelimit-exhausted", Name: "fallback", Upstream: fallback.serve(t).URL},
+					{PathPrefix: "/", Name: "primary"},
+				}}, config, server.Addr)
+			status, _ := postTo(t, w.h.URL()+"/v1/chat", `{"model":"gpt-4o"}`, nil)
+			if status != 200 || count(primary) != 0 || count(fallback) != 1 || fallback.last() != "[model-budget/*]" {
+				t.Fatalf("%d; primary %d, fallback %d requests, the last with %s; want the fallback, with model-budget/*",
+					status, count(primary), count(fallback), lastOr(fallback))
+			}
+		})
+	}
+}
