@@ -14,9 +14,9 @@ import (
 // Degrade instead of deny, end to end through both builds: the upstream
 // sees the header on the requests a spent degrade limit admits, which
 // Redis does not charge, and never a client's own copy of it; the
-// response near the limit carries the warning. wasmhost routes by path
-// alone, so what a route would do with the header is deploy/envoy-degrade.yaml's,
-// checked against Envoy's schema in the deploy tests.
+// response near the limit carries the warning. Routing by the header is
+// degrade_route_test.go's; deploy/envoy-degrade.yaml's route is checked
+// against Envoy's schema in the deploy tests.
 
 func degradeConfig(prefix string) string {
 	return fmt.Sprintf(`{"redis":{"cluster":"redis","key_prefix":%q},"headers":"draft10","rules":[{"name":"tokens",

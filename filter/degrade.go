@@ -13,6 +13,12 @@ import "github.com/redisrate/envoy-redis-ratelimit/filter/config"
 // the requests after it degrade with no Redis call until its Retry-After;
 // so does a cost no limit of the rule can ever admit.
 //
+// Envoy's router picks the route when the request headers go on, so the
+// client's copy of the header is removed in the headers' callback
+// (stripDegradeHeaders), and the decision is made before they go on: a
+// request that waits for its body pauses its headers meanwhile when a
+// degrade rule may apply (request_body.go).
+//
 // The proxy must clear its route cache once the header is set, for the
 // route to be picked again: Envoy does so when a filter of ABI 0.2.0 (as
 // the SDK exports) changes a request header (context.cc,
@@ -43,18 +49,41 @@ func degradeHeaders(cfg *config.Config) []string {
 	return hs
 }
 
-// stripDegradeHeaders removes a client's own copy of a degrade header, so
-// that only the filter routes a request to the fallback.
+// allDegradeHeaders lists the distinct degrade headers of every policy.
+func allDegradeHeaders(pols []*policy) []string {
+	var hs []string
+	for _, p := range pols {
+		for _, h := range p.degradeHeaders {
+			if !contains(hs, h) {
+				hs = append(hs, h)
+			}
+		}
+	}
+	return hs
+}
+
+// stripDegradeHeaders removes a client's own copy of every policy's
+// degrade headers in the request headers' callback, before the headers
+// can go on to the router: only the filter routes a request to the
+// fallback.
 func (s *Stream) stripDegradeHeaders() {
 	w, _ := s.host.(RequestHeaderWriter)
 	if w == nil {
 		return
 	}
-	for _, h := range s.pol.degradeHeaders {
+	for _, h := range s.vm.degradeHeaders {
 		if _, ok := s.req.header(h); ok {
 			w.RemoveRequestHeader(h)
 		}
 	}
+}
+
+// degradeUnread marks the request degraded by degrade rule ri, unchecked:
+// the rule reads the body, which did not come within bodyWait (see
+// request_body.go). Its header names the rule's limits as "*".
+func (s *Stream) degradeUnread(ri int) {
+	s.pol.metrics.rules[ri].degraded.Increment(1)
+	s.degraded = append(s.degraded, degradedLimit{rule: ri, limit: -1})
 }
 
 // degrade notes v's limit as spent: the request will carry the rule's
@@ -114,8 +143,12 @@ func (s *Stream) setDegradeHeaders() {
 			if len(b) > 0 {
 				b = append(b, ", "...)
 			}
-			name := s.pol.limitName(&verdict{rule: d.rule, limit: d.limit, tier: d.tier})
 			b = append(b, rules[d.rule].Name...)
+			if d.limit < 0 {
+				b = append(b, "/*"...)
+				continue
+			}
+			name := s.pol.limitName(&verdict{rule: d.rule, limit: d.limit, tier: d.tier})
 			b = append(b, '/')
 			b = append(b, name[1:len(name)-1]...)
 		}

@@ -49,7 +49,9 @@
 // Stream.HoldUntilAdmitted answers body and trailers callbacks meanwhile:
 // they must not release the paused headers before the decision. A request
 // a body-reading rule matches is decided at its body's end instead
-// (request_body.go): its headers go on, and its body is held.
+// (request_body.go): its headers go on, and its body is held; unless an
+// on_limit degrade rule matches too, whose header must be set before the
+// proxy routes: then its headers wait for the body (degrade.go).
 //
 // # The host interface
 //

@@ -9,12 +9,15 @@ import "github.com/redisrate/envoy-redis-ratelimit/filter/config"
 // returns Pause until every call has answered.
 func (s *Stream) evaluate() Action {
 	cfg := s.pol.cfg
-	if len(s.pol.degradeHeaders) > 0 {
-		s.stripDegradeHeaders()
-	}
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
 		s.req.bodyMax = rule.MaxRequestBodyBytes
+		if s.bodyMissed && rule.OnLimit.Degrade && rule.ReadsBody() {
+			if matchesHead(&rule.Match, &s.req) {
+				s.degradeUnread(ri)
+			}
+			continue
+		}
 		if !matches(&rule.Match, &s.req) {
 			continue
 		}

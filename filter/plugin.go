@@ -27,6 +27,9 @@ type Plugin struct {
 	// policies are the configurations: [0] the top level, then each
 	// _rules_ entry in order.
 	policies []*policy
+	// degradeHeaders are every policy's degrade headers, which a request
+	// never brings itself (degrade.go).
+	degradeHeaders []string
 	// pendingShown is what the ratelimit.redis.pending gauge shows of
 	// callouts.calls; it is brought up to date on each tick, not on each
 	// call, as each update is a host call.
@@ -59,6 +62,7 @@ func NewPlugin(cfg *config.Config, host PluginHost) *Plugin {
 		mr := &cfg.MatchRules[i]
 		p.policies = append(p.policies, newPolicy(p, mr.Config, mr))
 	}
+	p.degradeHeaders = allDegradeHeaders(p.policies)
 	if p.throttled() {
 		if p.throttle = newThrottleState(host); p.throttle == nil {
 			host.Log(LogWarn, "ratelimit: this host cannot change the tick period: throttled rules deny instead of holding")

@@ -21,11 +21,16 @@ import (
 // request body").
 //
 // A reservation alone pauses the headers, so the upstream sees nothing
-// before the decision. Envoy delivers body callbacks to a filter whose
+// before the decision; so does a key or match when an on_limit degrade
+// rule matches too, whose header must be set before the router picks the
+// route (degrade.go). Envoy delivers body callbacks to a filter whose
 // headers paused only with allow_on_headers_stop_iteration (false by
 // default): otherwise the body waits behind the paused headers. So such a
-// stream never waits more than bodyWait: then it is decided with the
-// estimates' defaults, and its body follows once it resumes.
+// stream never waits more than bodyWait: then it is decided without the
+// body (with the estimates' defaults; a degrade rule that reads the body
+// degrades the request unchecked, for a request whose degrade decision
+// cannot be made does not reach the primary route), and its body follows
+// once it resumes.
 const bodyWait = time.Second
 
 // SetBodyFollows tells the stream, before its request headers, whether a
@@ -70,22 +75,28 @@ func (s *Stream) OnRequestBodyTooLarge(size int) Action {
 
 // waitForBody starts waiting for the body when a rule the request matches,
 // as far as its headers tell, reads it: Continue when a key or match
-// reads it (the body is held), Pause for a reservation alone.
+// reads it (the body is held), Pause for a reservation alone, or when a
+// degrade rule matches too: its header must be set before the headers go
+// on to the router (degrade.go), and config.Config.BodyWhileHeadersPaused
+// says the proxy delivers the body meanwhile.
 func (s *Stream) waitForBody() (Action, bool) {
-	keys, reserve, limit := false, false, 0
+	keys, reserve, degrade, limit := false, false, false, 0
 	for i := range s.pol.cfg.Rules {
 		r := &s.pol.cfg.Rules[i]
 		k, res := r.ReadsBody(), r.Response != nil && r.Response.Reserve.Body != ""
-		if !k && !res || !matchesHead(&r.Match, &s.req) {
+		if !k && !res && !r.OnLimit.Degrade || !matchesHead(&r.Match, &s.req) {
 			continue
 		}
-		keys, reserve, limit = keys || k, reserve || res, max(limit, r.MaxRequestBodyBytes)
+		degrade = degrade || r.OnLimit.Degrade
+		if k || res {
+			keys, reserve, limit = keys || k, reserve || res, max(limit, r.MaxRequestBodyBytes)
+		}
 	}
 	if !keys && !reserve {
 		return Continue, false
 	}
 	s.bodyLimit = limit
-	if keys {
+	if keys && !degrade {
 		s.waitingBody = true // the body callbacks come: no bodyWait
 		return Continue, true
 	}
@@ -126,7 +137,7 @@ func (p *Plugin) sweepBodyWaits(now time.Time) {
 			continue
 		}
 		s.stopWaiting()
-		s.now = now
+		s.now, s.bodyMissed = now, true
 		if s.decideLater() == Continue {
 			s.host.Resume()
 		}

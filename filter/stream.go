@@ -55,8 +55,10 @@ type Stream struct {
 	// bodyFollows: the request has a body (set by the proxy before the
 	// headers). waitingBody: the decision waits for it (request_body.go),
 	// reading at most bodyLimit bytes; waitingSince is when a stream
-	// whose headers paused began to wait.
+	// whose headers paused began to wait; bodyMissed: it waited bodyWait
+	// in vain, and is decided without the body.
 	bodyFollows  bool
+	bodyMissed   bool
 	waitingBody  bool
 	bodyLimit    int
 	waitingSince time.Time
@@ -102,6 +104,9 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	s.req.headers, s.req.bearer.read, s.req.hasPath, s.now = headermap.Valid(m), false, false, time.Time{}
 	if len(s.vm.policies) > 1 {
 		s.pol = s.vm.pick(&s.req)
+	}
+	if len(s.vm.degradeHeaders) > 0 {
+		s.stripDegradeHeaders()
 	}
 	if q := s.pol.cfg.Quota; q != nil {
 		s.quotaAsked = q.Matches(s.req.method(), s.req.path())
@@ -165,7 +170,7 @@ func (s *Stream) OnDone() {
 	if s.delayedAt != 0 {
 		s.undelay()
 	}
-	s.charged, s.bodyFollows, s.slot, s.leased = false, false, 0, s.leased[:0]
+	s.charged, s.bodyFollows, s.bodyMissed, s.slot, s.leased = false, false, false, 0, s.leased[:0]
 	s.endQuota()
 	s.quotaAsked = false
 	s.models = s.models[:0]

@@ -62,7 +62,7 @@ func kindOf(path []string) string {
 
 // optionalFields are the fields addField may add to each kind of object.
 var optionalFields = map[string][]string{
-	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback", "near_limit_ratio", "decision_filter_state"},
+	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback", "near_limit_ratio", "decision_filter_state", "body_while_headers_paused"},
 	"breaker":      {"failures", "backoff"},
 	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
 	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes"},
@@ -226,7 +226,8 @@ var pools = map[string][]string{
 	"lease.hot_rate":  {`1`, `2`, `65535`, `65536`, `0`, `-1`, `"2"`},
 	"lease.max_keys":  {`1`, `1000`, `1048576`, `1048577`, `0`, `2.5`},
 
-	"root.decision_filter_state": {`true`, `false`, `"false"`, `0`, `null`},
+	"root.decision_filter_state":     {`true`, `false`, `"false"`, `0`, `null`},
+	"root.body_while_headers_paused": {`true`, `false`, `"true"`, `1`, `null`},
 }
 
 // anyValues replace a value by one of another JSON type.

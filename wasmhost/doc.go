@@ -107,11 +107,16 @@
 //   - Counters only increase (an increment <= 0 is BadArgument); metrics and
 //     shared data are shared by all VMs of a Host.
 //   - Properties are encoded as Envoy encodes them (integers as 8 bytes).
-//   - route_name and cluster_name come from Config.Routes, a route table by
-//     path prefix standing for Envoy's (which picks the route before any
-//     filter runs); Higress's matchRules (_rules_) match on them. There are
-//     no virtual hosts: the route depends on the path only, and is looked
-//     up again on each read, where Envoy keeps the one it picked.
+//   - Config.Routes stands for Envoy's route table (route.go): a route
+//     matches a path prefix and, optionally, a header's presence, and
+//     gives the stream its route_name and cluster_name (on which Higress's
+//     matchRules, _rules_, match) and its upstream (Route.Upstream). Until
+//     the request headers go on, the route follows them, as Envoy clears
+//     its route cache when a wasm filter changes a request header; when
+//     they go on (Continue, continue_stream, or with StopIteration the
+//     body after them), the router picks it for good: a later change of a
+//     header (which the guest can no longer make here) changes neither the
+//     properties nor the upstream. There are no virtual hosts.
 //   - Config.StreamInfo stands for the filters before the guest's and for
 //     TLS (streaminfo.go): the stream's dynamic metadata is served under
 //     metadata.filter_metadata, walked and serialized as Envoy does

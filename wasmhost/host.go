@@ -99,7 +99,8 @@ type Config struct {
 	// HTTPClusters maps cluster names for proxy_http_call to "host:port".
 	HTTPClusters map[string]string
 	// Routes stand for Envoy's route table: they give each stream its
-	// route_name and cluster_name properties (see Route).
+	// route_name and cluster_name properties and its upstream, picked
+	// when the request headers go on (see Route).
 	Routes []Route
 	// StreamInfo, if set, stands for the filters that run before the
 	// guest's (jwt_authn, say) and for the TLS handshake: called once per
@@ -197,7 +198,11 @@ func newListeningHost(cfg Config) (*Host, error) {
 	if err != nil || (up.Scheme != "http" && up.Scheme != "https") || up.Host == "" {
 		return nil, fmt.Errorf("host: bad Config.Upstream %q: want http://host:port", cfg.Upstream)
 	}
-	h := &Host{cfg: cfg, upstream: up, metrics: newMetricStore(), redisCnt: map[string]int64{}}
+	routeUps, err := parseRouteUpstreams(cfg.Routes)
+	if err != nil {
+		return nil, err
+	}
+	h := &Host{cfg: cfg, upstream: up, routeUps: routeUps, metrics: newMetricStore(), redisCnt: map[string]int64{}}
 	h.client = &http.Client{
 		Transport: &http.Transport{
 			Proxy:               nil,
@@ -217,6 +222,7 @@ func newListeningHost(cfg Config) (*Host, error) {
 type Host struct {
 	cfg      Config
 	upstream *url.URL
+	routeUps []*url.URL // per Config.Routes entry, its Upstream parsed; nil for Config.Upstream
 	client   *http.Client
 	vms      []*vm
 	ln       net.Listener

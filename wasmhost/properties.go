@@ -60,12 +60,6 @@ func (s *stream) propSet(path string) ([]byte, bool) {
 	return val, ok
 }
 
-// route is the stream's route, if Config.Routes has one for its path.
-func (v *vm) route(s *stream) (Route, bool) {
-	path, _ := s.reqHeaders.get(":path")
-	return RouteFor(v.h.cfg.Routes, path)
-}
-
 // hSetProperty stores the value on the stream, where get_property finds it
 // again (Envoy keeps it in the stream's filter state). The root context has
 // no stream, so Envoy answers NotFound there.
@@ -261,32 +255,6 @@ func (s *stream) responseAttribute(name string) ([]byte, bool) {
 		return u64(uint64(s.respSent) + uint64(s.respHeaders.byteSize())), true
 	}
 	return nil, false
-}
-
-// Route is an entry of Config.Routes. As Envoy selects a stream's route
-// before any filter runs, the first entry whose PathPrefix starts the
-// request's path gives the stream its Name as the route_name property and
-// its Cluster as cluster_name. Higress names an Ingress's route
-// "<namespace>/<name>" and a service's cluster "outbound|<port>||<fqdn>",
-// which its matchRules (_rules_) match on. With no such entry, or an empty
-// Name or Cluster, the property is NotFound.
-//
-// Metadata is the route's filter_metadata, as StreamInfo.Metadata is the
-// stream's: served at xds.route_metadata (Envoy >= 1.33) and at
-// route_metadata (the older name, which Higress's Envoy still serves).
-type Route struct {
-	PathPrefix, Name, Cluster string
-	Metadata                  map[string]map[string]any
-}
-
-// RouteFor returns the first route whose PathPrefix starts path.
-func RouteFor(routes []Route, path string) (Route, bool) {
-	for _, r := range routes {
-		if strings.HasPrefix(path, r.PathPrefix) {
-			return r, true
-		}
-	}
-	return Route{}, false
 }
 
 func str(s string) []byte { return []byte(s) }

@@ -15,7 +15,7 @@ func (v *vm) forward(s *stream) {
 	s.upstreamSeq++
 	ctx, cancel := context.WithCancel(s.reqCtx)
 	s.cancelUpstream = cancel
-	req := &upstreamRequest{ctx: ctx, seq: s.upstreamSeq, body: s.reqBody}
+	req := &upstreamRequest{ctx: ctx, seq: s.upstreamSeq, body: s.reqBody, upstream: v.routeUpstream(s)}
 	req.headers = append(req.headers, s.reqHeaders.pairs...)
 	if s.reqTrailers != nil {
 		req.trailers = append(req.trailers, s.reqTrailers.pairs...)

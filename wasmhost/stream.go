@@ -52,6 +52,8 @@ type stream struct {
 	reqHeaders      *headerMap
 	reqHeadersLive  bool // the guest may read and change them
 	headersHeld     bool // paused by StopIteration while the body goes on
+	routeIdx        int  // Config.Routes' index of the route, -1 for none; valid when routeFixed
+	routeFixed      bool // the headers went on to the router, which picked the route (route.go)
 	reqBody         []byte
 	reqBodyHeld     bool       // the body callback buffered it (Pause): the trailers see it
 	reqTrailers     *headerMap // nil until the client sends or the guest adds trailers
@@ -267,9 +269,11 @@ func (v *vm) next(s *stream) {
 	s.continueDir = [2]bool{}
 	if s.phase == phaseRequestHeaders && !s.headersHeld {
 		s.reqHeadersLive = false // Envoy drops the filter's pointer to them
+		v.pickRoute(s)
 	} else if s.phase != phaseRequestHeaders && s.headersHeld {
 		s.headersHeld = false // the body went on, and the headers with it
 		s.reqHeadersLive = false
+		v.pickRoute(s)
 	}
 	switch s.phase {
 	case phaseRequestHeaders, phaseRequestBody:

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 type upstreamRequest struct {
 	ctx      context.Context // cancelled when the stream no longer needs it
 	seq      int
+	upstream *url.URL    // the route's upstream; nil for Config.Upstream
 	headers  [][2]string // with pseudo-headers
 	body     []byte
 	trailers [][2]string
@@ -32,7 +34,8 @@ type upstreamResult struct {
 	details string // response.code_details
 }
 
-// forward sends the request to Config.Upstream, keeping the guest's
+// forward sends the request to its route's upstream (Config.Upstream by
+// default), keeping the guest's
 // :method, :path (with query) and :authority, and returns once the
 // response headers arrive; the body is read later, chunk by chunk, as the
 // stream asks for it. A failure before the headers becomes the response
@@ -53,7 +56,11 @@ func (h *Host) forward(req *upstreamRequest) *upstreamResult {
 		cancel()
 		return localResult(400, "host: invalid :path "+strconv.Quote(path), "invalid_path")
 	}
-	r, err := newOutgoingRequest(ctx, method, h.upstream.Scheme+"://"+h.upstream.Host+path, authority,
+	up := h.upstream
+	if req.upstream != nil {
+		up = req.upstream
+	}
+	r, err := newOutgoingRequest(ctx, method, up.Scheme+"://"+up.Host+path, authority,
 		req.headers, req.body, req.trailers)
 	if err != nil {
 		cancel()
@@ -71,7 +78,7 @@ func (h *Host) forward(req *upstreamRequest) *upstreamResult {
 		cancel()
 		return upstreamFailure(err)
 	}
-	res := &upstreamResult{addr: h.upstream.Host, details: "via_upstream"}
+	res := &upstreamResult{addr: up.Host, details: "via_upstream"}
 	res.headers = append([][2]string{{":status", strconv.Itoa(resp.StatusCode)}}, sortedHeader(resp.Header)...)
 	if resp.Body == http.NoBody { // Content-Length 0, HEAD, 204, 304: the headers end the stream
 		resp.Body.Close()

@@ -53,6 +53,14 @@ type Config struct {
 	// the proxy's filter state wasm.ratelimit.decision, for access logs
 	// (decision_filter_state, default true): one host call per request.
 	DecisionState bool
+	// BodyWhileHeadersPaused (body_while_headers_paused, default false)
+	// says the proxy delivers the request body to a filter whose request
+	// headers are paused: Envoy >= 1.35 with
+	// allow_on_headers_stop_iteration, or Higress. A configuration with
+	// an on_limit degrade rule and a rule that keys or matches on the body
+	// needs it: the headers then wait for the body, so that the degrade
+	// header is set before the proxy routes (checkDegradeBody).
+	BodyWhileHeadersPaused bool
 	// Rules is empty when the configuration holds only _rules_: then
 	// nothing is limited unless one of MatchRules matches.
 	Rules []Rule
@@ -152,7 +160,7 @@ func Parse(data []byte) (*Config, error) {
 
 // parseConfig parses one configuration object without _rules_.
 func parseConfig(root gjson.Result) (*Config, error) {
-	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio", "decision_filter_state", "quota_endpoint")
+	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio", "decision_filter_state", "quota_endpoint", "body_while_headers_paused")
 	if err != nil {
 		return nil, err
 	}
@@ -200,6 +208,9 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	if c.DecisionState, err = boolean(o["decision_filter_state"], "decision_filter_state", true); err != nil {
 		return nil, err
 	}
+	if c.BodyWhileHeadersPaused, err = boolean(o["body_while_headers_paused"], "body_while_headers_paused", false); err != nil {
+		return nil, err
+	}
 	rules := o["rules"]
 	if !rules.Exists() {
 		return nil, errAt("rules", "required")
@@ -230,6 +241,9 @@ func parseConfig(root gjson.Result) (*Config, error) {
 		return nil, err
 	}
 	if err := checkClusterThrottles(c); err != nil {
+		return nil, err
+	}
+	if err := checkDegradeBody(c); err != nil {
 		return nil, err
 	}
 	if c.Quota, err = parseQuotaEndpoint(o["quota_endpoint"], c.Rules); err != nil {

@@ -66,6 +66,32 @@ func parseOnLimit(v gjson.Result, path string, r *Rule) (OnLimit, error) {
 	return o, nil
 }
 
+// checkDegradeBody refuses an on_limit degrade rule beside a rule that
+// keys or matches on the request body unless body_while_headers_paused
+// says the proxy delivers the body while the headers wait: the degrade
+// header must be set before the proxy routes, and the request is decided
+// at the body's end.
+func checkDegradeBody(c *Config) error {
+	if c.BodyWhileHeadersPaused {
+		return nil
+	}
+	degrade, body := -1, -1
+	for i := range c.Rules {
+		if degrade < 0 && c.Rules[i].OnLimit.Degrade {
+			degrade = i
+		}
+		if body < 0 && c.Rules[i].ReadsBody() {
+			body = i
+		}
+	}
+	if degrade < 0 || body < 0 {
+		return nil
+	}
+	return errAt(elem("rules", degrade)+".on_limit.action",
+		"degrade beside %s, which reads the request body, needs body_while_headers_paused: true: the request headers then wait for the body, so that the degrade header is set before the proxy routes; "+
+			"the proxy must deliver the body while they wait: Envoy >= 1.35 with allow_on_headers_stop_iteration: true in the wasm filter's config, or Higress", elem("rules", body))
+}
+
 // parseNearLimit reads a rule's near_limit.
 func parseNearLimit(v gjson.Result, path string) (NearLimit, error) {
 	n := NearLimit{}
