@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -220,4 +221,64 @@ func decideOnce(s *confServer) error {
 func atoi(s string) int {
 	n, _ := strconv.Atoi(s)
 	return n
+}
+
+// The filter's user may write only with the commands users.acl grants it
+// for the library (SET, HSET, ZADD, DEL, PEXPIRE, PEXPIREAT, ZREM,
+// ZREMRANGEBYSCORE), on limit keys (rl:{...}:<n>), each argument under
+// 1 MiB (proto-max-bulk-len, client-query-buffer-limit): every other
+// write is refused, and so is a larger value. A value up to 1 MiB, kept without a TTL, is what is left
+// (docs/redis.md, "What a stolen filter credential can do"). The largest
+// argument the filter or ratelimitctl sends, the library's source, fits
+// 16 times over.
+func TestShippedRedisConfFilterWrites(t *testing.T) {
+	t.Parallel()
+	const maxBulk = 1 << 20
+	if n := max(len(algorithms.Script.Source()), len(lua.Library.Source())); n*16 > maxBulk {
+		t.Fatalf("the library's source is %d bytes: not 16 times under proto-max-bulk-len %d", n, maxBulk)
+	}
+	s := startConfServer(t, renderUsers(t, "users.acl", filterUser.Password, operator.Password, ""))
+	filter := s.client(filterUser)
+	defer filter.Close()
+	op := s.client(operator)
+	defer op.Close()
+	const key = "rl:{writes}:0"
+	for _, cmd := range [][]any{
+		{"APPEND", key, "x"}, {"SETRANGE", key, "1000000", "x"}, {"SETEX", key, "10", "x"}, {"PSETEX", key, "10", "x"},
+		{"SETNX", key, "x"}, {"MSET", key, "x"}, {"GETSET", key, "x"}, {"INCRBY", key, "1"}, {"INCRBYFLOAT", key, "1"},
+		{"SETBIT", key, "8000000", "1"}, {"BITFIELD", key, "SET", "u8", "8000000", "1"}, {"LPUSH", key, "x"},
+		{"SADD", key, "x"}, {"HSETNX", key, "f", "x"}, {"HINCRBY", key, "f", "1"}, {"ZINCRBY", key, "1", "x"},
+		{"XADD", key, "*", "f", "x"}, {"PFADD", key, "x"}, {"GEOADD", key, "0", "0", "x"}, {"RESTORE", key, "0", "x"},
+		{"COPY", "rl:{writes}:1", key}, {"RENAME", "rl:{writes}:1", key}, {"SUNIONSTORE", key, "rl:{writes}:1"},
+		{"ZUNIONSTORE", key, "1", "rl:{writes}:1"}, {"MULTI"}, {"CLIENT", "NO-EVICT", "on"}, {"CLIENT", "KILL", "ID", "1"},
+		{"CONFIG", "SET", "maxmemory-clients", "0"}, {"SET", "rl:{writes}:tier", "x"}, {"SET", "rl:writes", "x"},
+	} {
+		if _, err := filter.Do(cmd...); !isRedisError(err, "NOPERM") {
+			t.Errorf("%q as ratelimit-filter: %v, want -NOPERM", cmd, err)
+		}
+	}
+	big := strings.Repeat("x", maxBulk+1)
+	// Each on a connection of its own: Redis closes it after its protocol
+	// error.
+	do := func(cmd ...any) error {
+		c := s.client(filterUser)
+		defer c.Close()
+		_, err := c.Do(cmd...)
+		return err
+	}
+	for _, cmd := range [][]any{{"SET", key, big}, {"HSET", key, "f", big}, {"ZADD", key, "1", big}} {
+		if err := do(cmd...); err == nil {
+			t.Errorf("%s of %d bytes as ratelimit-filter: accepted, want refused (proto-max-bulk-len)", cmd[0], len(big))
+		}
+		if v, err := op.Do("PTTL", key); err != nil || v != int64(-2) {
+			t.Fatalf("after %s of %d bytes, PTTL %s: %v (%v), want -2 (no key)", cmd[0], len(big), key, v, err)
+		}
+	}
+	// client-query-buffer-limit (1 MiB) counts the argument's framing too.
+	if err := do("SET", key, big[:maxBulk-64]); err != nil {
+		t.Fatalf("SET of %d bytes: %v, want it accepted: the bound, not a refusal", maxBulk-64, err)
+	}
+	if v, err := op.Do("PTTL", key); err != nil || v != int64(-1) {
+		t.Fatalf("PTTL %s: %v (%v), want -1: a key the filter never writes, kept until deleted", key, v, err)
+	}
 }
