@@ -201,3 +201,32 @@ func isRedisError(err error, prefix string) bool {
 	var rerr *redisproto.Error
 	return errors.As(err, &rerr) && rerr.Prefix() == prefix
 }
+
+// clientBounds are redis/redis.conf's bounds on what connections hold
+// (docs/redis.md, "Clients"), as redis-server's flags.
+var clientBounds = [][2]string{{"--maxmemory-clients", "10%"}, {"--proto-max-bulk-len", "1mb"},
+	{"--client-query-buffer-limit", "1mb"}, {"--client-output-buffer-limit", "normal 16mb 0 0"}}
+
+// The Redis of the compose demo and of the Istio manifests, which start
+// redis-server with flags rather than redis.conf, bound connections as
+// redis.conf does.
+func TestShippedRedisClientBounds(t *testing.T) {
+	t.Parallel()
+	conf, err := os.ReadFile(repoPath("deploy/redis/redis.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep deploymentSpec
+	decodeObject(t, findDoc(t, readYAML(t, "deploy/istio/redis.yaml"), "Deployment", "redis"), &dep)
+	for _, b := range clientBounds {
+		if !strings.Contains(string(conf), "\n"+b[0][2:]+" "+b[1]+"\n") {
+			t.Errorf("redis.conf has no line %q", b[0][2:]+" "+b[1])
+		}
+		for where, args := range map[string][]string{"compose": readCompose(t).service(t, "redis").Command,
+			"istio": dep.Template.Spec.Containers[0].Args} {
+			if got := flagValue(t, args, b[0]); got != b[1] {
+				t.Errorf("%s's redis: %s %q, want %q as in redis.conf", where, b[0], got, b[1])
+			}
+		}
+	}
+}
