@@ -62,7 +62,7 @@ test: deps check build fixtures
 	$(GO) test -count=1 -race ./... ./wasmhost/...
 	$(GO) test -count=1 ./e2e/... ./deploy/... ./schema/... ./cmd/ratelimitctl/...
 	REDIS_SERVER=valkey-server $(GO) test -count=1 ./algorithms/ ./filter/ ./internal/redistest/ ./cmd/ratelimitctl/
-	REDIS_SERVER=valkey-server $(GO) test -count=1 -run '^(TestFullRedis|TestShippedRedisConf)$$' ./e2e/ ./deploy/
+	REDIS_SERVER=valkey-server $(GO) test -count=1 -run '^(TestFullRedis|TestShippedRedisConf|TestShippedRedisConfClientFlood|TestShippedRedisConfFilterWrites)$$' ./e2e/ ./deploy/
 
 # First the V8 table: both builds and a no-op module in V8 with Envoy's
 # flags, taking turns in one node process (CPU, host calls, memory, start-up

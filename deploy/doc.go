@@ -15,7 +15,8 @@
 //     against the metrics the filter defines and with promtool;
 //   - redis/: the Redis ACL users of the proxies and of ratelimitctl,
 //     render.sh, which sets their passwords, and redis.conf, a limiter's
-//     Redis (docs/redis.md), which redis_conf_test.go runs.
+//     Redis (docs/redis.md), which redis_conf_test.go runs and
+//     redis_flood_test.go floods under the filter's credential.
 //   - image/ and cmd/image/: make image, the OCI image of each module that
 //     the manifests pin by sha256, and the release's push (package image).
 //

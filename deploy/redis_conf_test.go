@@ -17,19 +17,23 @@ import (
 )
 
 // What redis/redis.conf must set, as CONFIG GET answers: never evict
-// (docs/redis.md), an append-only file fsynced every second, no RDB
+// (docs/redis.md), bounded client buffers and arguments
+// (redis_flood_test.go), an append-only file fsynced every second, no RDB
 // snapshots, protected mode, and no DEBUG, MODULE or protected configs.
 var limiterConfig = map[string]string{
-	"maxmemory":                "1073741824",
-	"maxmemory-policy":         "noeviction",
-	"appendonly":               "yes",
-	"appendfsync":              "everysec",
-	"save":                     "",
-	"protected-mode":           "yes",
-	"enable-debug-command":     "no",
-	"enable-module-command":    "no",
-	"enable-protected-configs": "no",
-	"daemonize":                "no",
+	"maxmemory":                 "1073741824",
+	"maxmemory-policy":          "noeviction",
+	"maxmemory-clients":         "10%",
+	"proto-max-bulk-len":        "1048576",
+	"client-query-buffer-limit": "1048576",
+	"appendonly":                "yes",
+	"appendfsync":               "everysec",
+	"save":                      "",
+	"protected-mode":            "yes",
+	"enable-debug-command":      "no",
+	"enable-module-command":     "no",
+	"enable-protected-configs":  "no",
+	"daemonize":                 "no",
 }
 
 // confServer is the server binary (redistest.ServerBinary) running
@@ -38,13 +42,14 @@ type confServer struct {
 	t         *testing.T
 	addr, dir string
 	acl       string
+	args      []string // more overrides, such as a test's maxmemory
 	cmd       *exec.Cmd
 	out       strings.Builder
 }
 
 // start runs the server with redis/redis.conf, overriding only what
-// differs on a test machine: port, bind (loopback), dir and aclfile. It
-// returns once the operator's PING is answered.
+// differs on a test machine: port, bind (loopback), dir and aclfile, then
+// args. It returns once the operator's PING is answered.
 func (s *confServer) start() {
 	t := s.t
 	t.Helper()
@@ -54,8 +59,9 @@ func (s *confServer) start() {
 	}
 	_, port, _ := strings.Cut(s.addr, ":")
 	s.out.Reset()
-	s.cmd = exec.Command(bin, repoPath("deploy/redis/redis.conf"),
-		"--port", port, "--bind", "127.0.0.1", "--dir", s.dir, "--aclfile", s.acl)
+	args := append([]string{repoPath("deploy/redis/redis.conf"),
+		"--port", port, "--bind", "127.0.0.1", "--dir", s.dir, "--aclfile", s.acl}, s.args...)
+	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -91,15 +97,16 @@ var (
 	confReader = redistest.Options{Username: "conf-reader", Password: "reader-pw"}
 )
 
-// startConfServer runs redis/redis.conf with acl as its ACL file, on a
-// free port in a directory of its own, until the test ends.
-func startConfServer(t *testing.T, acl string) *confServer {
+// startConfServer runs redis/redis.conf with acl as its ACL file, and
+// args overriding it, on a free port in a directory of its own, until the
+// test ends.
+func startConfServer(t *testing.T, acl string, args ...string) *confServer {
 	t.Helper()
 	port, err := redistest.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &confServer{t: t, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir()}
+	s := &confServer{t: t, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir(), args: args}
 	s.acl = filepath.Join(s.dir, "users.acl")
 	if err := os.WriteFile(s.acl, []byte(acl), 0o600); err != nil {
 		t.Fatal(err)
@@ -193,4 +200,33 @@ func TestShippedRedisConf(t *testing.T) {
 func isRedisError(err error, prefix string) bool {
 	var rerr *redisproto.Error
 	return errors.As(err, &rerr) && rerr.Prefix() == prefix
+}
+
+// clientBounds are redis/redis.conf's bounds on what connections hold
+// (docs/redis.md, "Clients"), as redis-server's flags.
+var clientBounds = [][2]string{{"--maxmemory-clients", "10%"}, {"--proto-max-bulk-len", "1mb"},
+	{"--client-query-buffer-limit", "1mb"}, {"--client-output-buffer-limit", "normal 16mb 0 0"}}
+
+// The Redis of the compose demo and of the Istio manifests, which start
+// redis-server with flags rather than redis.conf, bound connections as
+// redis.conf does.
+func TestShippedRedisClientBounds(t *testing.T) {
+	t.Parallel()
+	conf, err := os.ReadFile(repoPath("deploy/redis/redis.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep deploymentSpec
+	decodeObject(t, findDoc(t, readYAML(t, "deploy/istio/redis.yaml"), "Deployment", "redis"), &dep)
+	for _, b := range clientBounds {
+		if !strings.Contains(string(conf), "\n"+b[0][2:]+" "+b[1]+"\n") {
+			t.Errorf("redis.conf has no line %q", b[0][2:]+" "+b[1])
+		}
+		for where, args := range map[string][]string{"compose": readCompose(t).service(t, "redis").Command,
+			"istio": dep.Template.Spec.Containers[0].Args} {
+			if got := flagValue(t, args, b[0]); got != b[1] {
+				t.Errorf("%s's redis: %s %q, want %q as in redis.conf", where, b[0], got, b[1])
+			}
+		}
+	}
 }

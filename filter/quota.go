@@ -19,6 +19,15 @@ import (
 // when a limit has nothing left, one settle of cost 0 that tells how far
 // in debt it is (see keyspace.Debt). Block keys are not read.
 
+// maxQuotaCalls bounds the calls one endpoint request makes once admitted,
+// whatever its path matched: a peek and a settle per listed rule under
+// redis.cluster_mode (one of each otherwise), for at most
+// config.MaxRequestLimits rules (each has a limit; they hold at most that
+// many), each sent again once as EVAL on -NOSCRIPT under redis.command:
+// evalsha. The request's own decision adds the calls of the rules that
+// match it, as any request's.
+const maxQuotaCalls = 2 * 2 * config.MaxRequestLimits
+
 // quotaState is the reading of one endpoint request's keys.
 type quotaState struct {
 	rules       []keyspace.RuleQuota // per rule: its key is missing, or its state read

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -234,6 +235,41 @@ func TestQuotaEndpointCalls(t *testing.T) {
 		r := h.request("GET", "/v1/quota", tc.headers...)
 		if r.status != 200 || len(r.answer.Rules) != 2 || h.Calls != tc.calls {
 			t.Fatalf("%s %v: %d calls, want %d: %+v", tc.redis, tc.headers, h.Calls, tc.calls, r)
+		}
+	}
+}
+
+// The most calls an endpoint request makes when no rule matches its path:
+// redis.cluster_mode, 8 listed rules of one limit each, every limit spent,
+// so a peek and a settle per rule; under redis.command: evalsha, each peek
+// also meets -NOSCRIPT once. Never more than maxQuotaCalls.
+func TestQuotaEndpointCallsBounded(t *testing.T) {
+	var rules []string
+	for i := range config.MaxRequestLimits {
+		rules = append(rules, `{"name":"r`+strconv.Itoa(i)+`","match":{"path_prefix":"/spend"},"key":[{"source":"header","name":"x-key"}],
+			"limits":[{"algorithm":"sliding_log","limit":1,"window":"1h"}]}`)
+	}
+	for _, tc := range []struct {
+		command string
+		calls   uint32
+	}{{"fcall", 2 * config.MaxRequestLimits}, {"evalsha", 3 * config.MaxRequestLimits}} {
+		h := newFakeHost(t, `{"redis":{"cluster":"redis","cluster_mode":true,"command":"`+tc.command+`"},
+			"deny_cache":{"max_keys":0},"quota_endpoint":{"path":"/v1/quota"},"rules":[`+strings.Join(rules, ",")+`]}`)
+		if r := h.request("GET", "/spend", "x-key=k"); !r.upstream {
+			t.Fatalf("%s: spending: %+v", tc.command, r)
+		}
+		if tc.command == "evalsha" {
+			if _, err := server.Do("SCRIPT", "FLUSH"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := h.Calls
+		r := h.request("GET", "/v1/quota", "x-key=k")
+		if r.status != 200 || len(r.answer.Rules) != config.MaxRequestLimits || r.answer.Rules[7].Limits[0].Remaining != 0 {
+			t.Fatalf("%s: %+v", tc.command, r)
+		}
+		if got := h.Calls - before; got != tc.calls || got > maxQuotaCalls {
+			t.Errorf("%s: %d calls for one endpoint request, want %d (at most %d)", tc.command, got, tc.calls, maxQuotaCalls)
 		}
 	}
 }
