@@ -14,12 +14,18 @@ func (s *Stream) evaluate() Action {
 	}
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
-		s.req.bodyMax = rule.MaxRequestBodyBytes
+		s.req.bodyMax, s.req.refused = rule.MaxRequestBodyBytes, 0
 		if !matches(&rule.Match, &s.req) {
+			if s.unreadable(ri) {
+				return Pause
+			}
 			continue
 		}
 		var ok bool
 		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
+		if !ok && s.unreadable(ri) {
+			return Pause
+		}
 		if !ok {
 			if rule.OnMissing == config.MissingDeny && !rule.Shadow {
 				s.pol.metrics.rules[ri].denied.Increment(1)
@@ -36,6 +42,9 @@ func (s *Stream) evaluate() Action {
 			}
 		}
 		cost, checkOnly := s.cost(rule, model)
+		if s.unreadable(ri) {
+			return Pause
+		}
 		tier := s.localTier(rule, cfg.TrustedHops)
 		if !rule.Shadow {
 			if v, r, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {

@@ -8,6 +8,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
 
 // request is what the filter reads of one request: its header map as the
@@ -19,12 +20,17 @@ type request struct {
 	// normPath is path(), computed once; valid when hasPath.
 	normPath string
 	hasPath  bool
-	// body is the request's JSON body when a rule reads it (empty when it
-	// is not JSON within jsonbound's bounds, or too large to read);
-	// bodyLen its size; bodyMax the bound of the rule being evaluated.
-	body    []byte
-	bodyLen int
-	bodyMax int
+	// body is the request's JSON body when a rule reads it, without a
+	// BOM (empty when bodyRefusal says why it is not read); bodyLen its
+	// size; bodyMax the bound of the rule being evaluated, and refused why
+	// that rule could not read the body (0 when it could, or did not try).
+	body        []byte
+	bodyLen     int
+	bodyMax     int
+	bodyRefusal jsonbound.Refusal
+	refused     jsonbound.Refusal
+	// unreadableCounted: ratelimit.request_body.unreadable counted it.
+	unreadableCounted bool
 }
 
 // reset readies r for a new request from source, keeping its buffers.
