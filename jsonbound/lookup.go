@@ -92,6 +92,9 @@ func element(body string, i int, index string) int {
 // once unescaped, or equal under Unicode case folding (strings.EqualFold,
 // as encoding/json matches a struct's fields).
 func keyIs(raw, name string) (exact, folded bool) {
+	if raw != "" && name != "" && raw[0] < 0x80 && name[0] < 0x80 && raw[0] != '\\' && raw[0]|0x20 != name[0]|0x20 {
+		return false, false // ASCII first letters that differ, but for case
+	}
 	key := raw
 	if strings.IndexByte(raw, '\\') >= 0 {
 		var buf [64]byte
@@ -142,21 +145,15 @@ func unescape(dst []byte, raw string) []byte {
 
 // stringEnd is the offset just past the valid string that opens at i.
 func stringEnd(b string, i int) int {
-	for i++; ; {
-		q := strings.IndexByte(b[i:], '"')
-		if q < 0 {
-			return len(b)
-		}
-		i += q
-		k := i
-		for k > 0 && b[k-1] == '\\' {
-			k--
-		}
-		i++
-		if (i-1-k)%2 == 0 { // an even run of backslashes: the quote ends it
-			return i
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			return i + 1
+		case '\\':
+			i++
 		}
 	}
+	return len(b)
 }
 
 // skipValue is the offset just past the valid value at i.
