@@ -5,6 +5,11 @@
 // in one 64-bit word. Check's refusal says where, by line and column, and
 // what was wrong: that is worked out only once the input is refused.
 //
+// ReadBody and Lookup (body.go, lookup.go) read a request body as the
+// upstream's parser will: the last of duplicate keys, a UTF-8 BOM
+// skipped, NaN and Infinity numbers, or a refusal with its reason where
+// the parsers disagree.
+//
 // gjson's own Valid recurses once or twice per level of nesting, so 10,000
 // levels (20 KB of '[') overflow V8's stack, and a Wasm VM that traps
 // serves nothing more. gjson's Get recurses only as deep as its path.
