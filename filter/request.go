@@ -31,11 +31,13 @@ type request struct {
 	refused     jsonbound.Refusal
 	// unreadableCounted: ratelimit.request_body.unreadable counted it.
 	unreadableCounted bool
+	// num holds the text of the last number bodyValue read.
+	num []byte
 }
 
 // reset readies r for a new request from source, keeping its buffers.
 func (r *request) reset(source StreamHost) {
-	*r = request{source: source, bearer: bearerPayload{json: r.bearer.json[:0]}, body: r.body[:0]}
+	*r = request{source: source, bearer: bearerPayload{json: r.bearer.json[:0]}, body: r.body[:0], num: r.num[:0]}
 }
 
 // header returns every value of the named header, joined by ", " when it

@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
@@ -179,9 +181,9 @@ func (r *request) bodyField(path string) string {
 }
 
 // bodyValue reads a body field as a key part or match sees it: a string's
-// text, or a number (NaN, Infinity and -Infinity included) or boolean as
-// written; present is false for a field that is absent, null, an object
-// or an array.
+// text, a boolean as written, or a number by its value (numberText); present
+// is false for a field that is absent, null, an object or an array. A
+// number's text lives in r.num until the next call.
 func (r *request) bodyValue(path string) (v string, present bool) {
 	raw := r.bodyField(path)
 	switch {
@@ -189,8 +191,35 @@ func (r *request) bodyValue(path string) (v string, present bool) {
 		return "", false
 	case raw[0] == '"':
 		return gjson.Parse(raw).Str, true
+	case raw[0] == 't' || raw[0] == 'f':
+		return raw, true
 	}
-	return raw, true
+	r.num = appendNumberText(r.num[:0], raw)
+	return bytesString(r.num), true
+}
+
+// appendNumberText appends a JSON number (NaN and ±Infinity included) as
+// one text per value, since every upstream parser reads 1, 1.0 and 1e0 as
+// equal numbers: an integer written plainly stays as written (Python keeps
+// its every digit); any other number is its float64, written without a
+// fraction when it is an integer below 1e21 (1.0 and 1e0 are 1, -0 is 0),
+// else shortest (0.70 is 0.7, NaN, +Inf, -Inf).
+func appendNumberText(dst []byte, raw string) []byte {
+	plain := raw != "-0" && (raw[0] != '0' || len(raw) == 1)
+	for i := 0; i < len(raw) && plain; i++ {
+		plain = raw[i] >= '0' && raw[i] <= '9' || i == 0 && raw[i] == '-' && len(raw) > 1 && raw[1] != '0'
+	}
+	if plain {
+		return append(dst, raw...)
+	}
+	f, _ := strconv.ParseFloat(raw, 64) // ±Inf past float64's range, 0 below it
+	switch {
+	case f == 0:
+		return append(dst, '0')
+	case f == math.Trunc(f) && math.Abs(f) < 1e21:
+		return strconv.AppendFloat(dst, f, 'f', -1, 64)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
 }
 
 // bodyString reads a string field of the body.

@@ -145,3 +145,42 @@ func TestPricedModelIsLastDuplicate(t *testing.T) {
 		t.Fatalf("gpt-4o then unlisted: %d %s; want unknown_model", fs.Status, fs.Body)
 	}
 }
+
+// A number is read by its value: 1.0, 1e0 and 10e-1 are the 1 every
+// upstream parser reads, so match.body's exact "1" holds for each, and
+// a key part reads each as 1 (one counter, not one per spelling).
+func TestBodyNumberByValue(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
+		{"name":"tier1","match":{"body":[{"path":"tier","exact":"1"}]},"key":[{"source":"header","name":"x-api-key"}],
+		 "limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]},
+		{"name":"per-n","key":[{"source":"body","path":"n"}],
+		 "limits":[{"algorithm":"sliding_log","limit":1,"window":"1m"}]}]}`)
+	if fs := h.sendKeyed("k", []byte(`{"tier":1}`)); fs.Status != 0 {
+		t.Fatalf("tier 1: %d %s", fs.Status, fs.Body)
+	}
+	for _, n := range []string{"1.0", "1e0", "10e-1", "1.00"} {
+		if fs := h.sendKeyed("k", []byte(`{"tier":`+n+`}`)); fs.Status != 429 {
+			t.Errorf("tier %s: %d %s; want 429, tier1's spent limit", n, fs.Status, fs.Body)
+		}
+	}
+	if fs := h.sendKeyed("k2", []byte(`{"n":7}`)); fs.Status != 0 {
+		t.Fatalf("n 7: %d %s", fs.Status, fs.Body)
+	}
+	for _, n := range []string{"7.0", "0.7e1", "700e-2"} {
+		if fs := h.sendKeyed("k2", []byte(`{"n":`+n+`}`)); fs.Status != 429 {
+			t.Errorf("n %s: %d %s; want 429, 7's spent counter", n, fs.Status, fs.Body)
+		}
+	}
+}
+
+func TestAppendNumberText(t *testing.T) {
+	for raw, want := range map[string]string{
+		"0": "0", "-0": "0", "7": "7", "-7": "-7", "12345678901234567890": "12345678901234567890",
+		"7.0": "7", "0.7e1": "7", "-0.0": "0", "1e-400": "0", "0.70": "0.7", "1.5e300": "1.5e+300",
+		"1e400": "+Inf", "NaN": "NaN", "Infinity": "+Inf", "-Infinity": "-Inf", "1e21": "1e+21",
+	} {
+		if got := string(appendNumberText(nil, raw)); got != want {
+			t.Errorf("%s: %q, want %q", raw, got, want)
+		}
+	}
+}
