@@ -16,14 +16,14 @@ func (s *Stream) evaluate() Action {
 		rule := &cfg.Rules[ri]
 		s.req.bodyMax, s.req.refused = rule.MaxRequestBodyBytes, 0
 		if !matches(&rule.Match, &s.req) {
-			if s.unreadable(ri) {
+			if s.req.refused != 0 && s.unreadable(ri) {
 				return Pause
 			}
 			continue
 		}
 		var ok bool
 		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
-		if !ok && s.unreadable(ri) {
+		if !ok && s.req.refused != 0 && s.unreadable(ri) {
 			return Pause
 		}
 		if !ok {
@@ -42,7 +42,7 @@ func (s *Stream) evaluate() Action {
 			}
 		}
 		cost, checkOnly := s.cost(rule, model)
-		if s.unreadable(ri) {
+		if s.req.refused != 0 && s.unreadable(ri) {
 			return Pause
 		}
 		tier := s.localTier(rule, cfg.TrustedHops)
