@@ -2,6 +2,7 @@ package jsonbound
 
 import (
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -89,58 +90,66 @@ func element(body string, i int, index string) int {
 }
 
 // keyIs compares a raw key (its text between the quotes) with name: equal
-// once unescaped, or equal under Unicode case folding (strings.EqualFold,
-// as encoding/json matches a struct's fields).
+// once unescaped, or equal under Unicode case folding (as strings.EqualFold
+// and encoding/json's match of a struct's fields). It decodes the key as
+// it compares, allocating nothing.
 func keyIs(raw, name string) (exact, folded bool) {
-	if raw != "" && name != "" && raw[0] < 0x80 && name[0] < 0x80 && raw[0] != '\\' && raw[0]|0x20 != name[0]|0x20 {
-		return false, false // ASCII first letters that differ, but for case
+	exact, folded = true, true
+	i, j := 0, 0
+	for i < len(raw) && j < len(name) && (exact || folded) {
+		r, n := keyRune(raw, i)
+		c, m := utf8.DecodeRuneInString(name[j:])
+		if i, j = i+n, j+m; r != c {
+			exact, folded = false, folded && sameFold(r, c)
+		}
 	}
-	key := raw
-	if strings.IndexByte(raw, '\\') >= 0 {
-		var buf [64]byte
-		key = string(unescape(buf[:0], raw))
+	if i < len(raw) || j < len(name) {
+		return false, false
 	}
-	if key == name {
-		return true, true
-	}
-	return false, strings.EqualFold(key, name)
+	return exact, folded
 }
 
-// unescape appends a valid string's text (no lone surrogates) unescaped.
-func unescape(dst []byte, raw string) []byte {
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		switch c = raw[i+1]; c {
-		case 'u':
-			r, _ := hex4(raw, i+2)
-			i += 6
-			if r >= 0xD800 && r <= 0xDBFF {
-				lo, _ := hex4(raw, i+2)
-				r = (r-0xD800)<<10 | (lo - 0xDC00) + 0x10000
-				i += 6
-			}
-			dst = utf8.AppendRune(dst, r)
-			continue
-		case 'b':
-			c = '\b'
-		case 'f':
-			c = '\f'
-		case 'n':
-			c = '\n'
-		case 'r':
-			c = '\r'
-		case 't':
-			c = '\t'
-		}
-		dst = append(dst, c)
-		i += 2
+// keyRune decodes the character of a valid string's text at i, escaped or
+// not, and its length there.
+func keyRune(raw string, i int) (rune, int) {
+	switch c := raw[i]; {
+	case c >= utf8.RuneSelf:
+		return utf8.DecodeRuneInString(raw[i:])
+	case c != '\\':
+		return rune(c), 1
 	}
-	return dst
+	switch c := raw[i+1]; c {
+	case 'u':
+		r, _ := hex4(raw, i+2)
+		if r >= 0xD800 && r <= 0xDBFF { // a high surrogate, its low one next
+			lo, _ := hex4(raw, i+8)
+			return (r-0xD800)<<10 | (lo - 0xDC00) + 0x10000, 12
+		}
+		return r, 6
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	default: // " \ /
+		return rune(c), 2
+	}
+}
+
+// sameFold reports whether r and c are one character under simple case
+// folding.
+func sameFold(r, c rune) bool {
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f == c {
+			return true
+		}
+	}
+	return false
 }
 
 // stringEnd is the offset just past the valid string that opens at i.

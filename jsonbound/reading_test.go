@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // reading is what one parser reads at a path of a body: accepted false
@@ -134,6 +135,24 @@ func FuzzReadBody(f *testing.F) {
 			}
 		case why == 0 && !agrees(got, want):
 			t.Fatalf("%q at %q: read %+v; encoding/json reads %+v", body, path, got, want)
+		}
+	})
+}
+
+// FuzzKeyIs compares keyIs, on a key as encoding/json escapes it, with
+// == and strings.EqualFold on the key itself.
+func FuzzKeyIs(f *testing.F) {
+	for _, s := range [][2]string{{"model", "model"}, {"MODEL", "model"}, {"\u212a", "k"}, {"ſ", "S"}, {"é<>&\n", "É<>&\n"}, {"😀", "😀x"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, key, name string) {
+		if !utf8.ValidString(key) || !utf8.ValidString(name) {
+			return
+		}
+		quoted, _ := json.Marshal(key)
+		exact, folded := keyIs(string(quoted[1:len(quoted)-1]), name)
+		if exact != (key == name) || folded != strings.EqualFold(key, name) {
+			t.Fatalf("keyIs(%s, %q) = %t, %t", quoted, name, exact, folded)
 		}
 	})
 }

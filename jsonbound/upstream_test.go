@@ -243,6 +243,7 @@ func TestReadingRules(t *testing.T) {
 		{`{"model":"a","MODEL":"b"}`, "model", reading{}, RefuseCaseVariant},
 		{"{\"\\u212a\":1}", "k", reading{}, RefuseCaseVariant},
 		{`{"model":"a"} `, "model.x", reading{true, "absent", ""}, 0},
+		{`{"\ud83d\ude00\u00e9\n":1}`, "😀é\n", reading{true, "num", "1"}, 0},
 		{string(wideBody([]byte(`{"model":"a"}`), 0)), "model", reading{}, RefuseEncoding},
 		{"\xff\xfe{", "model", reading{}, RefuseEncoding},
 		{`{"model":"\ud800"}`, "model", reading{}, RefuseSurrogate},
