@@ -97,6 +97,13 @@ func keyIs(raw, name string) (exact, folded bool) {
 	exact, folded = true, true
 	i, j := 0, 0
 	for i < len(raw) && j < len(name) && (exact || folded) {
+		if a, b := raw[i], name[j]; a < utf8.RuneSelf && a != '\\' && b < utf8.RuneSelf {
+			if i, j = i+1, j+1; a != b { // ASCII folds only a letter's case
+				l := a | 0x20
+				exact, folded = false, folded && l == b|0x20 && l >= 'a' && l <= 'z'
+			}
+			continue
+		}
 		r, n := keyRune(raw, i)
 		c, m := utf8.DecodeRuneInString(name[j:])
 		if i, j = i+n, j+m; r != c {
