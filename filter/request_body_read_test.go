@@ -184,3 +184,20 @@ func TestAppendNumberText(t *testing.T) {
 		}
 	}
 }
+
+// The decision line names the reason; a shadow rule that would deny an
+// unreadable body counts it as would_deny and admits the request.
+func TestUnreadableBodyToldAndShadowed(t *testing.T) {
+	h := newFakeHost(t, bodyGPT)
+	if fs := h.sendKeyed("k", []byte(`{"model":`)); fs.Status != 400 || fs.Decision != "rule=gpt-4o decision=denied reason=unreadable_body" {
+		t.Fatalf("truncated: %d %s, told %q", fs.Status, fs.Body, fs.Decision)
+	}
+	h = newFakeHost(t, strings.ReplaceAll(bodyGPT, `"max_request_body_bytes":4096`, `"max_request_body_bytes":4096,"shadow":true`))
+	fs := h.sendKeyed("k", []byte(`{"model":`))
+	if fs.Status != 0 || fs.Decision != "rule=gpt-4o decision=would_deny reason=unreadable_body" {
+		t.Fatalf("shadow: %d %s, told %q; want admitted, would_deny", fs.Status, fs.Body, fs.Decision)
+	}
+	if got := h.Counters["ratelimit.rule.gpt-4o.would_deny"]; got != 1 {
+		t.Fatalf("gpt-4o would_deny %d, want 1", got)
+	}
+}
