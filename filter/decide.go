@@ -6,6 +6,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/headerparts"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
 
 // reason is why a request was denied: the "error" of the local reply's
@@ -20,6 +21,7 @@ const (
 	reasonCostExceedsCapacity                   // the request costs more than a limit can ever admit
 	reasonUnavailable                           // Redis failed and failure_mode is deny
 	reasonUnknownModel                          // the request names a model a price table refuses
+	reasonUnreadableBody                        // a body rule cannot read the body as the upstream will
 )
 
 var reasonNames = [...]string{
@@ -29,6 +31,7 @@ var reasonNames = [...]string{
 	reasonCostExceedsCapacity: "cost_exceeds_capacity",
 	reasonUnavailable:         "ratelimit_unavailable",
 	reasonUnknownModel:        "unknown_model",
+	reasonUnreadableBody:      "unreadable_body",
 }
 
 func (r reason) String() string {
@@ -50,6 +53,7 @@ type verdict struct {
 	blocked    bool
 	blockedFor time.Duration
 	reason     reason
+	body       jsonbound.Refusal // why, for reasonUnreadableBody
 }
 
 // callsOutcome is what the calls of a request decided, beyond the limits'
@@ -274,8 +278,13 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 	cfg := s.pol.cfg
 	status := cfg.RejectStatus
-	if v.reason == reasonUnavailable {
+	switch {
+	case v.reason == reasonUnavailable:
 		status = cfg.FailureStatus
+	case v.reason == reasonUnreadableBody && v.body == jsonbound.RefuseTooLarge:
+		status = 413
+	case v.reason == reasonUnreadableBody:
+		status = 400
 	}
 	limited := v.reason == reasonRateLimited
 	var headers [][2]string
@@ -299,6 +308,9 @@ func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 	}
 	if v.limit >= 0 && limited {
 		body = append(body, `,"limit":`+s.pol.limitName(v)...)
+	}
+	if v.reason == reasonUnreadableBody {
+		body = append(body, `,"reason":"`+v.body.String()+`"`...)
 	}
 	if retry > 0 {
 		body = append(body, `,"retry_after":`...)

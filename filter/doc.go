@@ -129,7 +129,9 @@
 //     token, else the bearer token's payload, package jwt) and stream
 //     properties; request_body.go waits for the request body when a rule
 //     reads it (a body key part, match.body, a reservation), holding it
-//     until the decision, and reads its fields.
+//     until the decision, reads its fields as the upstream will
+//     (jsonbound.ReadBody, Lookup: the last of duplicate keys), and denies
+//     a body it cannot read so (on_unreadable_body).
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     a request, with package keyspace's encoding; each limit's key and
 //     the block key extend it, and its braces hold the Redis Cluster hash
@@ -185,6 +187,7 @@
 //     once per request), a request body (request_body.go), a response body or
 //     event (package usage) and a Webdis reply (package webdis) are
 //     checked by package jsonbound, without recursion, before gjson reads
-//     them: nested deeper than 64, a claim or usage is missing and a body
-//     takes the default, and a Webdis reply fails its call (nest_test.go).
+//     them: nested deeper than 64, a claim or usage is missing, a request
+//     body is unreadable (denied, or its fields missing), and a Webdis
+//     reply fails its call (nest_test.go).
 package filter

@@ -11,7 +11,7 @@ func (s *Stream) evaluate() Action {
 	cfg := s.pol.cfg
 	for ri := range cfg.Rules {
 		rule := &cfg.Rules[ri]
-		s.req.bodyMax = rule.MaxRequestBodyBytes
+		s.req.bodyMax, s.req.refused = rule.MaxRequestBodyBytes, 0
 		if s.bodyMissed && rule.OnLimit.Degrade && rule.ReadsBody() {
 			if matchesHead(&rule.Match, &s.req) {
 				s.degradeUnread(ri)
@@ -19,10 +19,16 @@ func (s *Stream) evaluate() Action {
 			continue
 		}
 		if !matches(&rule.Match, &s.req) {
+			if s.req.refused != 0 && s.unreadable(ri) {
+				return Pause
+			}
 			continue
 		}
 		var ok bool
 		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
+		if !ok && s.req.refused != 0 && s.unreadable(ri) {
+			return Pause
+		}
 		if !ok {
 			if rule.OnMissing == config.MissingDeny && !rule.Shadow {
 				s.pol.metrics.rules[ri].denied.Increment(1)
@@ -39,6 +45,9 @@ func (s *Stream) evaluate() Action {
 			}
 		}
 		cost, checkOnly := s.cost(rule, model)
+		if s.req.refused != 0 && s.unreadable(ri) {
+			return Pause
+		}
 		tier := s.localTier(rule, cfg.TrustedHops)
 		if !rule.Shadow {
 			if v, r, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {

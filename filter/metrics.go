@@ -19,6 +19,9 @@ type metrics struct {
 	skipped     Counter   // ratelimit.circuit_breaker.skipped: calls not sent while open
 	cacheHits   Counter   // ratelimit.deny_cache.hits: denials answered without Redis
 	abandoned   Counter   // ratelimit.streams.abandoned: released after the proxy deleted them
+	// unreadableBody: ratelimit.request_body.unreadable, requests whose
+	// body a rule that reads it could not read (on_unreadable_body).
+	unreadableBody Counter
 	// replies counts decision replies, for sampleLatency.
 	replies uint32
 }
@@ -79,6 +82,8 @@ func newMetrics(cfg *config.Config, h PluginHost) metrics {
 		skipped:     h.Counter("ratelimit.circuit_breaker.skipped"),
 		cacheHits:   h.Counter("ratelimit.deny_cache.hits"),
 		abandoned:   h.Counter("ratelimit.streams.abandoned"),
+
+		unreadableBody: h.Counter("ratelimit.request_body.unreadable"),
 	}
 	for _, r := range cfg.Rules {
 		m.rules = append(m.rules, ruleMetrics{

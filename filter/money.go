@@ -4,7 +4,6 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
-	"github.com/tidwall/gjson"
 )
 
 // Costs in money: a response_cost rule with a price turns the usage's
@@ -29,10 +28,8 @@ func (s *Stream) requestModel(t *price.Table) string {
 		v, _ := s.req.header(t.ModelHeader)
 		return v
 	}
-	if len(s.req.body) > 0 {
-		if v := gjson.Get(bytesString(s.req.body), "model"); v.Type == gjson.String {
-			return v.Str
-		}
+	if v, ok := s.req.bodyString("model"); ok {
+		return v
 	}
 	return ""
 }

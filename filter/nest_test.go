@@ -121,35 +121,46 @@ func TestDeepUsageIsMissing(t *testing.T) {
 	}
 }
 
-// A request body nested deeper than jsonbound.MaxDepth reserves the
-// default estimate; one within the bound, its max_tokens.
+// A request body nested deeper than jsonbound.MaxDepth is denied (400),
+// or under on_unreadable_body: missing reserves the default estimate; one
+// within the bound reserves its max_tokens.
 func TestDeepRequestBodyTakesDefault(t *testing.T) {
-	h := newFakeHost(t, bodyReserve)
-	for _, tc := range []struct {
-		shape deepjson.Shape
-		depth int
-		want  string
-	}{
-		{deepjson.Array, jsonbound.MaxDepth, `"tpm";r=700;t=60`},
-		{deepjson.Array, jsonbound.MaxDepth + 1, `"tpm";r=900;t=60`},
-		{deepjson.Object, 10_000, `"tpm";r=900;t=60`},
-		{deepjson.Mixed, 100_000, `"tpm";r=900;t=60`},
-		{deepjson.Array, 500_000, `"tpm";r=900;t=60`},
-	} {
-		fs := filtertest.NewStream("192.0.2.7:40000", nil)
-		st := h.plugin.NewStream(fs)
-		st.SetBodyFollows(true)
-		pairs := append([][2]string{}, bodyPairs...)
-		pairs[3][1] = string(tc.shape) + strings.Repeat("x", tc.depth%97) // a key per case
-		st.OnRequestHeaders(pairs)
-		st.OnRequestBody([]byte(`{"max_tokens":300,"z":` + deepjson.Nest(tc.shape, tc.depth-1, "0") + `}`))
-		h.Pump()
-		fs.Upstream = map[string]string{":status": "200"}
-		st.OnResponseHeaders(true)
-		if got := fs.Response["ratelimit"]; got != tc.want {
-			t.Errorf("%s %d deep: ratelimit %q, want %q", tc.shape, tc.depth, got, tc.want)
+	missing := strings.Replace(bodyReserve, `"response_cost"`, `"on_unreadable_body":"missing","response_cost"`, 1)
+	for _, cfg := range []string{bodyReserve, missing} {
+		h := newFakeHost(t, cfg)
+		for _, tc := range []struct {
+			shape deepjson.Shape
+			depth int
+			want  string
+		}{
+			{deepjson.Array, jsonbound.MaxDepth, `"tpm";r=700;t=60`},
+			{deepjson.Array, jsonbound.MaxDepth + 1, `"tpm";r=900;t=60`},
+			{deepjson.Object, 10_000, `"tpm";r=900;t=60`},
+			{deepjson.Mixed, 100_000, `"tpm";r=900;t=60`},
+			{deepjson.Array, 500_000, `"tpm";r=900;t=60`},
+		} {
+			fs := filtertest.NewStream("192.0.2.7:40000", nil)
+			st := h.plugin.NewStream(fs)
+			st.SetBodyFollows(true)
+			pairs := append([][2]string{}, bodyPairs...)
+			pairs[3][1] = string(tc.shape) + strings.Repeat("x", tc.depth%97) // a key per case
+			st.OnRequestHeaders(pairs)
+			st.OnRequestBody([]byte(`{"max_tokens":300,"z":` + deepjson.Nest(tc.shape, tc.depth-1, "0") + `}`))
+			h.Pump()
+			if deep := tc.depth > jsonbound.MaxDepth; cfg == bodyReserve && deep {
+				if fs.Status != 400 || !strings.Contains(string(fs.Body), `"reason":"nested deeper than 64"`) {
+					t.Errorf("%s %d deep: %d %s, want 400 nested deeper than 64", tc.shape, tc.depth, fs.Status, fs.Body)
+				}
+				st.OnDone()
+				continue
+			}
+			fs.Upstream = map[string]string{":status": "200"}
+			st.OnResponseHeaders(true)
+			if got := fs.Response["ratelimit"]; got != tc.want {
+				t.Errorf("%s %d deep: ratelimit %q, want %q", tc.shape, tc.depth, got, tc.want)
+			}
+			st.OnDone()
 		}
-		st.OnDone()
 	}
 }
 

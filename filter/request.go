@@ -8,6 +8,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/headermap"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
 
 // request is what the filter reads of one request: its header map as the
@@ -19,17 +20,24 @@ type request struct {
 	// normPath is path(), computed once; valid when hasPath.
 	normPath string
 	hasPath  bool
-	// body is the request's JSON body when a rule reads it (empty when it
-	// is not JSON within jsonbound's bounds, or too large to read);
-	// bodyLen its size; bodyMax the bound of the rule being evaluated.
-	body    []byte
-	bodyLen int
-	bodyMax int
+	// body is the request's JSON body when a rule reads it, without a
+	// BOM (empty when bodyRefusal says why it is not read); bodyLen its
+	// size; bodyMax the bound of the rule being evaluated, and refused why
+	// that rule could not read the body (0 when it could, or did not try).
+	body        []byte
+	bodyLen     int
+	bodyMax     int
+	bodyRefusal jsonbound.Refusal
+	refused     jsonbound.Refusal
+	// unreadableCounted: ratelimit.request_body.unreadable counted it.
+	unreadableCounted bool
+	// num holds the text of the last number bodyValue read.
+	num []byte
 }
 
 // reset readies r for a new request from source, keeping its buffers.
 func (r *request) reset(source StreamHost) {
-	*r = request{source: source, bearer: bearerPayload{json: r.bearer.json[:0]}, body: r.body[:0]}
+	*r = request{source: source, bearer: bearerPayload{json: r.bearer.json[:0]}, body: r.body[:0], num: r.num[:0]}
 }
 
 // header returns every value of the named header, joined by ", " when it

@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
@@ -11,8 +13,10 @@ import (
 // A rule may read the request's JSON body: its key or match
 // (config.Rule.ReadsBody), or its reservation (reserve.body, such as
 // max_tokens). The decision then waits for the body's end: end_of_stream,
-// the trailers, or more than the rules' max_request_body_bytes (whose
-// fields are then missing).
+// the trailers, or more than the rules' max_request_body_bytes. A body a
+// rule cannot read as the upstream will (larger than its bound, or refused
+// by jsonbound) denies the request, or under on_unreadable_body: missing
+// has none of its fields.
 //
 // A key or match lets the headers go on and holds the body (Pause from
 // each body callback buffers it) until the decision: no body byte reaches
@@ -48,28 +52,33 @@ func (s *Stream) WantsRequestBody() bool { return s.waitingBody }
 func (s *Stream) RequestBodyLimit() int { return s.bodyLimit }
 
 // OnRequestBody takes the whole request body once it has ended (at
-// end_of_stream or at the trailers), and decides the request.
+// end_of_stream or at the trailers), and decides the request. A body is
+// read as the upstream will read it (jsonbound.ReadBody), or refused.
 func (s *Stream) OnRequestBody(body []byte) Action {
 	if !s.waitingBody {
 		return s.HoldUntilAdmitted()
 	}
 	s.stopWaiting()
-	s.req.bodyLen = len(body)
-	s.req.body = s.req.body[:0]
-	if len(body) <= s.bodyLimit && jsonbound.Valid(body) {
-		s.req.body = append(s.req.body, body...)
-	} // else every field of it is missing
+	s.req.bodyLen, s.req.body, s.req.bodyRefusal = len(body), s.req.body[:0], 0
+	switch {
+	case len(body) == 0: // no body: its fields are missing
+	case len(body) > s.bodyLimit:
+		s.req.bodyRefusal = jsonbound.RefuseTooLarge
+	default:
+		text, why := jsonbound.ReadBody(body)
+		s.req.body, s.req.bodyRefusal = append(s.req.body, text...), why
+	}
 	return s.decideLater()
 }
 
 // OnRequestBodyTooLarge decides the request once its body, still coming,
-// holds size bytes, more than RequestBodyLimit: its fields are missing.
+// holds size bytes, more than RequestBodyLimit: it is refused.
 func (s *Stream) OnRequestBodyTooLarge(size int) Action {
 	if !s.waitingBody {
 		return s.HoldUntilAdmitted()
 	}
 	s.stopWaiting()
-	s.req.body, s.req.bodyLen = s.req.body[:0], size
+	s.req.body, s.req.bodyLen, s.req.bodyRefusal = s.req.body[:0], size, jsonbound.RefuseTooLarge
 	return s.decideLater()
 }
 
@@ -144,30 +153,90 @@ func (p *Plugin) sweepBodyWaits(now time.Time) {
 	}
 }
 
-// jsonBody is the request's body for the rule being evaluated (bodyMax):
-// empty when there is none, it is not JSON within jsonbound's bounds, or
-// it is larger than the rule reads.
+// jsonBody is the request's body for the rule being evaluated (bodyMax),
+// as jsonbound.ReadBody returned it: "" when there is none, or when the
+// rule may not read it (r.refused then says why).
 func (r *request) jsonBody() string {
-	if r.bodyLen > r.bodyMax {
+	switch {
+	case r.bodyLen == 0:
+	case r.bodyLen > r.bodyMax:
+		r.refuse(jsonbound.RefuseTooLarge)
+	case r.bodyRefusal != 0:
+		r.refuse(r.bodyRefusal)
+	default:
+		return bytesString(r.body)
+	}
+	return ""
+}
+
+// refuse keeps the first reason the rule being evaluated could not read
+// the body.
+func (r *request) refuse(why jsonbound.Refusal) {
+	if r.refused == 0 {
+		r.refused = why
+	}
+}
+
+// bodyField is a body field's JSON text, as jsonbound.Lookup reads it (the
+// last of duplicate keys); "" when it is absent or refused.
+func (r *request) bodyField(path string) string {
+	body := r.jsonBody()
+	if body == "" {
 		return ""
 	}
-	return bytesString(r.body)
+	raw, why := jsonbound.Lookup(body, path)
+	if why != 0 {
+		r.refuse(why)
+	}
+	return raw
 }
 
 // bodyValue reads a body field as a key part or match sees it: a string's
-// text, or a number or boolean as written; present is false for a field
-// that is absent, null, an object or an array.
+// text, a boolean as written, or a number by its value (numberText); present
+// is false for a field that is absent, null, an object or an array. A
+// number's text lives in r.num until the next call.
 func (r *request) bodyValue(path string) (v string, present bool) {
-	body := r.jsonBody()
-	if body == "" {
+	raw := r.bodyField(path)
+	switch {
+	case raw == "" || raw[0] == 'n' || raw[0] == '{' || raw[0] == '[':
 		return "", false
+	case raw[0] == '"':
+		return gjson.Parse(raw).Str, true
+	case raw[0] == 't' || raw[0] == 'f':
+		return raw, true
 	}
-	f := gjson.Get(body, path)
-	switch f.Type {
-	case gjson.String:
-		return f.Str, true
-	case gjson.Number, gjson.True, gjson.False:
-		return f.Raw, true
+	r.num = appendNumberText(r.num[:0], raw)
+	return bytesString(r.num), true
+}
+
+// appendNumberText appends a JSON number (NaN and ±Infinity included) as
+// one text per value, since every upstream parser reads 1, 1.0 and 1e0 as
+// equal numbers: an integer written plainly stays as written (Python keeps
+// its every digit); any other number is its float64, written without a
+// fraction when it is an integer below 1e21 (1.0 and 1e0 are 1, -0 is 0),
+// else shortest (0.70 is 0.7, NaN, +Inf, -Inf).
+func appendNumberText(dst []byte, raw string) []byte {
+	plain := raw != "-0" && (raw[0] != '0' || len(raw) == 1)
+	for i := 0; i < len(raw) && plain; i++ {
+		plain = raw[i] >= '0' && raw[i] <= '9' || i == 0 && raw[i] == '-' && len(raw) > 1 && raw[1] != '0'
+	}
+	if plain {
+		return append(dst, raw...)
+	}
+	f, _ := strconv.ParseFloat(raw, 64) // ±Inf past float64's range, 0 below it
+	switch {
+	case f == 0:
+		return append(dst, '0')
+	case f == math.Trunc(f) && math.Abs(f) < 1e21:
+		return strconv.AppendFloat(dst, f, 'f', -1, 64)
+	}
+	return strconv.AppendFloat(dst, f, 'g', -1, 64)
+}
+
+// bodyString reads a string field of the body.
+func (r *request) bodyString(path string) (string, bool) {
+	if raw := r.bodyField(path); raw != "" && raw[0] == '"' {
+		return gjson.Parse(raw).Str, true
 	}
 	return "", false
 }
@@ -184,13 +253,40 @@ func bodyMatch(ms []config.HeaderMatch, r *request) bool {
 
 // bodyInteger reads a non-negative integer field of the body.
 func (r *request) bodyInteger(path string) (int64, bool) {
-	body := r.jsonBody()
-	if body == "" {
-		return 0, false
+	raw := r.bodyField(path)
+	if raw == "" || raw[len(raw)-1] < '0' || raw[len(raw)-1] > '9' || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+		return 0, false // not a finite number
 	}
-	v := gjson.Get(body, path)
+	v := gjson.Parse(raw)
 	if v.Type != gjson.Number || v.Num < 0 || v.Num > config.MaxResponseCost || v.Num != float64(int64(v.Num)) {
 		return 0, false
 	}
 	return int64(v.Num), true
+}
+
+// unreadable reports whether rule ri denies the request for a body it
+// could not read (on_unreadable_body: deny). A shadow rule notes the
+// denial it would make; under missing, the fields are missing. Either
+// way ratelimit.request_body.unreadable counts the request once.
+func (s *Stream) unreadable(ri int) bool {
+	rule := &s.pol.cfg.Rules[ri]
+	if s.req.refused == 0 || !rule.ReadsBody() && (rule.Response == nil || rule.Response.Reserve.Body == "") {
+		return false
+	}
+	if !s.req.unreadableCounted {
+		s.req.unreadableCounted = true
+		s.pol.metrics.unreadableBody.Increment(1)
+	}
+	if rule.OnUnreadableBody != config.UnreadableDeny {
+		return false
+	}
+	v := verdict{rule: ri, limit: -1, reason: reasonUnreadableBody, body: s.req.refused}
+	if rule.Shadow {
+		s.pol.metrics.rules[ri].shadowDenied.Increment(1)
+		s.noteShadowDenial(v)
+		return false
+	}
+	s.pol.metrics.rules[ri].denied.Increment(1)
+	s.reject(&v)
+	return true
 }

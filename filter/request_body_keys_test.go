@@ -94,11 +94,15 @@ func TestBodyMatch(t *testing.T) {
 	}
 }
 
-// A body over max_request_body_bytes, not JSON, or nested too deep has no
-// fields: per-model's key is missing and the rule is skipped (gpt-team's
-// match fails), so nothing is called.
+// bodyKeysMissing is bodyKeys with on_unreadable_body: missing on its
+// two body rules.
+var bodyKeysMissing = strings.Replace(bodyKeys, `"key":[`, `"on_unreadable_body":"missing","key":[`, 2)
+
+// Under on_unreadable_body: missing, a body over max_request_body_bytes,
+// not JSON, or nested too deep has no fields: per-model's key is missing
+// and the rule is skipped (gpt-team's match fails), so nothing is called.
 func TestBodyFieldsMissing(t *testing.T) {
-	h := newFakeHost(t, bodyKeys)
+	h := newFakeHost(t, bodyKeysMissing)
 	chat := "/v1/chat/completions"
 	padded := func(n int) string { // a body of n bytes
 		return `{"model":"m1","pad":"` + strings.Repeat("x", n-23) + `"}`

@@ -5,6 +5,11 @@
 // in one 64-bit word. Check's refusal says where, by line and column, and
 // what was wrong: that is worked out only once the input is refused.
 //
+// ReadBody and Lookup (body.go, lookup.go) read a request body as the
+// upstream's parser will: the last of duplicate keys, a UTF-8 BOM
+// skipped, NaN and Infinity numbers, or a refusal with its reason where
+// the parsers disagree.
+//
 // gjson's own Valid recurses once or twice per level of nesting, so 10,000
 // levels (20 KB of '[') overflow V8's stack, and a Wasm VM that traps
 // serves nothing more. gjson's Get recurses only as deep as its path.
@@ -30,16 +35,16 @@ var (
 )
 
 // Valid reports whether data is one JSON value within the bounds.
-func Valid(data []byte) bool { return check(data).err == nil }
+func Valid(data []byte) bool { return check(data, false).err == nil }
 
 // ValidString is Valid for a string.
-func ValidString(s string) bool { return check(s).err == nil }
+func ValidString(s string) bool { return check(s, false).err == nil }
 
 // Check returns nil if data is one JSON value within the bounds, or the
 // first reason it is not: ErrTooLarge, or a *SyntaxError saying where,
 // which errors.Is matches to ErrSyntax, ErrTruncated or ErrTooDeep.
 func Check(data []byte) error {
-	f := check(data)
+	f := check(data, false)
 	if f.err == nil || f.err == ErrTooLarge {
 		return f.err
 	}
@@ -65,7 +70,10 @@ type fault struct {
 	token  int   // where the string, number or literal it was in begins; -1 outside one
 }
 
-func check[T ~string | ~[]byte](b T) fault {
+// check reads b as RFC 8259 JSON or, with body, as a request body an
+// upstream reads (body.go): NaN, Infinity and -Infinity are values, and
+// strings must be valid UTF-8 without lone surrogate escapes.
+func check[T ~string | ~[]byte](b T, body bool) fault {
 	if len(b) > MaxSize {
 		return fault{err: ErrTooLarge, token: -1}
 	}
@@ -105,7 +113,9 @@ func check[T ~string | ~[]byte](b T) fault {
 				}
 				continue
 			case c == '"':
-				i, err = skipString(b, i+1)
+				i, err = skipString(b, i+1, body)
+			case body && (c == 'N' || c == 'I' || c == '-' && i+1 < len(b) && b[i+1] == 'I'):
+				i, err = skipNonFinite(b, i)
 			case c == 't':
 				i, err = skipWord(b, i, "true")
 			case c == 'f':
@@ -127,7 +137,7 @@ func check[T ~string | ~[]byte](b T) fault {
 			if c != '"' {
 				return failAt(ErrSyntax, i, state, stack, depth)
 			}
-			if i, err = skipString(b, i+1); err != nil {
+			if i, err = skipString(b, i+1, body); err != nil {
 				f := failAt(err, i, state, stack, depth)
 				f.token = start
 				return f
@@ -174,8 +184,12 @@ func skipSpace[T ~string | ~[]byte](b T, i int) int {
 }
 
 // skipString skips a string's body and its closing quote, from i just
-// after the opening quote.
-func skipString[T ~string | ~[]byte](b T, i int) (int, error) {
+// after the opening quote; with body, its text must be valid UTF-8 and
+// its escapes whole code points (skipBodyString).
+func skipString[T ~string | ~[]byte](b T, i int, body bool) (int, error) {
+	if body {
+		return skipBodyString(b, i)
+	}
 	for i < len(b) {
 		switch c := b[i]; {
 		case c == '"':

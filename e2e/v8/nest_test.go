@@ -11,14 +11,15 @@ import (
 
 // nestRules: a bearer token's claim keys rule jwt, denying a request
 // whose claim is missing; rule body reserves max_tokens of the request's
-// JSON body (7 without it) and settles the usage of the JSON or
-// event-stream response.
+// JSON body (7 without it, or when it is too deep to read: on_unreadable_body
+// missing, so the deep response is read too) and settles the usage of the
+// JSON or event-stream response.
 const nestRules = `"rules":[
 	{"name":"jwt","match":{"path_prefix":"/jwt"},"key":[{"source":"jwt_claim","name":"sub"}],"on_missing_key":"deny",
 	 "limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}]},
 	{"name":"body","match":{"path_prefix":"/body"},"key":[{"source":"header","name":"x-user"}],
 	 "limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],
-	 "response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":7}}}]}`
+	 "on_unreadable_body":"missing","response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":7}}}]}`
 
 // nestUsage is a response's usage: 1 + 2 tokens.
 const nestUsage = `"usage":{"prompt_tokens":1,"completion_tokens":2}`

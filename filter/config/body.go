@@ -51,6 +51,29 @@ func parseBodyMatches(v gjson.Result, path string) ([]HeaderMatch, error) {
 	return parseValueMatches(v, path, "body", "path", bodyPath)
 }
 
+// UnreadableBody is what a rule that reads the body does with a body the
+// filter refuses to read (on_unreadable_body): one over
+// max_request_body_bytes, or one jsonbound.ReadBody or Lookup refuses.
+type UnreadableBody uint8
+
+const (
+	// UnreadableDeny answers 413 (over max_request_body_bytes) or 400.
+	UnreadableDeny UnreadableBody = iota
+	// UnreadableMissing reads none of its fields: on_missing_key applies.
+	UnreadableMissing
+)
+
+// parseUnreadableBody reads a rule's on_unreadable_body, which only a
+// rule that reads the body takes.
+func parseUnreadableBody(v gjson.Result, path string, r *Rule) (UnreadableBody, error) {
+	reads := r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
+	if v.Exists() && !reads {
+		return 0, errAt(path, "only for a rule that reads the request body (a body key part, match.body or response_cost.reserve.body)")
+	}
+	s, err := enum(v, path, "deny", "deny", "missing")
+	return map[string]UnreadableBody{"deny": UnreadableDeny, "missing": UnreadableMissing}[s], err
+}
+
 // parseMaxRequestBody reads a rule's max_request_body_bytes, which only a
 // rule that reads the body takes.
 func parseMaxRequestBody(v gjson.Result, path string, r *Rule) (int, error) {

@@ -14,7 +14,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body")
 	if err != nil {
 		return r, err
 	}
@@ -109,6 +109,9 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		return r, err
 	}
 	if r.MaxRequestBodyBytes, err = parseMaxRequestBody(o["max_request_body_bytes"], path+".max_request_body_bytes", &r); err != nil {
+		return r, err
+	}
+	if r.OnUnreadableBody, err = parseUnreadableBody(o["on_unreadable_body"], path+".on_unreadable_body", &r); err != nil {
 		return r, err
 	}
 	return r, nil

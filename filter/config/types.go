@@ -38,9 +38,11 @@ type Rule struct {
 	OnLimit   OnLimit
 	NearLimit NearLimit
 	// MaxRequestBodyBytes bounds the request body the rule reads (its body
-	// key parts, match.body, response_cost.reserve.body): a larger body
-	// has none of its fields.
+	// key parts, match.body, response_cost.reserve.body); OnUnreadableBody
+	// says what a larger body, or one the filter cannot read as the
+	// upstream will, does: deny (413 or 400), or have none of its fields.
 	MaxRequestBodyBytes int
+	OnUnreadableBody    UnreadableBody
 }
 
 // NamedLimit is a limit with the policy name the headers show.

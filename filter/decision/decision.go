@@ -17,7 +17,8 @@
 //     and limit are its first spent limit's);
 //   - reason: why a request was denied (the local reply's "error":
 //     rate_limited, blocked, missing_key, cost_exceeds_capacity,
-//     ratelimit_unavailable), or ratelimit_unavailable for a request
+//     ratelimit_unavailable, unknown_model, unreadable_body), or
+//     ratelimit_unavailable for a request
 //     failure_mode allow admitted;
 //   - shadow=true: only shadow rules decided the request;
 //   - from: where the decision came from when not from Redis: deny_cache,
