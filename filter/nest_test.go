@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -122,32 +123,35 @@ func TestDeepUsageIsMissing(t *testing.T) {
 }
 
 // A request body nested deeper than jsonbound.MaxDepth reserves the
-// default estimate; one within the bound, its max_tokens.
+// default estimate; one within the bound, its max_tokens; each besides
+// its size in input tokens (4 bytes a token).
 func TestDeepRequestBodyTakesDefault(t *testing.T) {
-	h := newFakeHost(t, bodyReserve)
+	h := newFakeHost(t, strings.Replace(bodyReserve, `"limit":1000,`, `"limit":1000000,`, 1))
 	for _, tc := range []struct {
 		shape deepjson.Shape
 		depth int
-		want  string
+		out   int
 	}{
-		{deepjson.Array, jsonbound.MaxDepth, `"tpm";r=700;t=60`},
-		{deepjson.Array, jsonbound.MaxDepth + 1, `"tpm";r=900;t=60`},
-		{deepjson.Object, 10_000, `"tpm";r=900;t=60`},
-		{deepjson.Mixed, 100_000, `"tpm";r=900;t=60`},
-		{deepjson.Array, 500_000, `"tpm";r=900;t=60`},
+		{deepjson.Array, jsonbound.MaxDepth, 300},
+		{deepjson.Array, jsonbound.MaxDepth + 1, 100},
+		{deepjson.Object, 10_000, 100},
+		{deepjson.Mixed, 100_000, 100},
+		{deepjson.Array, 500_000, 100},
 	} {
+		body := `{"max_tokens":300,"z":` + deepjson.Nest(tc.shape, tc.depth-1, "0") + `}`
+		want := fmt.Sprintf(`"tpm";r=%d;t=60`, 1000000-tc.out-(len(body)+3)/4)
 		fs := filtertest.NewStream("192.0.2.7:40000", nil)
 		st := h.plugin.NewStream(fs)
 		st.SetBodyFollows(true)
 		pairs := append([][2]string{}, bodyPairs...)
 		pairs[3][1] = string(tc.shape) + strings.Repeat("x", tc.depth%97) // a key per case
 		st.OnRequestHeaders(pairs)
-		st.OnRequestBody([]byte(`{"max_tokens":300,"z":` + deepjson.Nest(tc.shape, tc.depth-1, "0") + `}`))
+		st.OnRequestBody([]byte(body))
 		h.Pump()
 		fs.Upstream = map[string]string{":status": "200"}
 		st.OnResponseHeaders(true)
-		if got := fs.Response["ratelimit"]; got != tc.want {
-			t.Errorf("%s %d deep: ratelimit %q, want %q", tc.shape, tc.depth, got, tc.want)
+		if got := fs.Response["ratelimit"]; got != want {
+			t.Errorf("%s %d deep: ratelimit %q, want %q", tc.shape, tc.depth, got, want)
 		}
 		st.OnDone()
 	}

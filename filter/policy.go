@@ -20,6 +20,8 @@ type policy struct {
 	route   *config.MatchRule
 	metrics metrics
 	errLog  quietLog
+	// modelLog says a priced response named a model not listed (money.go).
+	modelLog quietLog
 	// failureMode is what requests get while Redis cannot decide, as the
 	// health lines say it (failureModeText).
 	failureMode string
@@ -34,6 +36,8 @@ type policy struct {
 	// bodyRules: a rule reads the request body (its key, match or
 	// reservation).
 	bodyRules bool
+	// usageRules: a rule counts the response's usage (encoding.go).
+	usageRules bool
 	// degradeHeaders are the degrade rules' headers (degrade.go).
 	degradeHeaders []string
 	// headers are the header pieces of each rule, rendered once.
@@ -59,6 +63,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	p := &policy{vm: vm, cfg: cfg, route: route}
 	p.metrics = newMetrics(cfg, host)
 	p.errLog = quietLog{host: host, every: 10 * time.Second}
+	p.modelLog = quietLog{host: host, every: time.Minute}
 	p.failureMode, p.nearLimit = failureModeText(cfg), cfg.NearLimitRatio
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.fallback = newLocalLimiter(cfg, host)
@@ -68,7 +73,8 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 		p.leaseMetrics = newLeaseMetrics(host)
 	}
 	for _, r := range cfg.Rules {
-		p.bodyRules = p.bodyRules || r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
+		p.bodyRules = p.bodyRules || r.ReadsBody() || r.ReadsModel() || r.Response != nil && r.Response.Reserve.Body != ""
+		p.usageRules = p.usageRules || r.Response != nil && r.Response.Usage != nil
 		p.headers = append(p.headers, headerparts.New(&r))
 	}
 	return p

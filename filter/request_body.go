@@ -9,12 +9,12 @@ import (
 )
 
 // A rule may read the request's JSON body: its key or match
-// (config.Rule.ReadsBody), or its reservation (reserve.body, such as
-// max_tokens). The decision then waits for the body's end: end_of_stream,
+// (config.Rule.ReadsBody), its price table's model (ReadsModel), or its
+// reservation (reserve.body, such as max_tokens). The decision then waits for the body's end: end_of_stream,
 // the trailers, or more than the rules' max_request_body_bytes (whose
 // fields are then missing).
 //
-// A key or match lets the headers go on and holds the body (Pause from
+// A key, match or model lets the headers go on and holds the body (Pause from
 // each body callback buffers it) until the decision: no body byte reaches
 // the upstream before it, whatever allow_on_headers_stop_iteration says,
 // but Envoy's router may have sent the headers (docs/proxies.md, "The
@@ -75,7 +75,7 @@ func (s *Stream) waitForBody() (Action, bool) {
 	keys, reserve, limit := false, false, 0
 	for i := range s.pol.cfg.Rules {
 		r := &s.pol.cfg.Rules[i]
-		k, res := r.ReadsBody(), r.Response != nil && r.Response.Reserve.Body != ""
+		k, res := r.ReadsBody() || r.ReadsModel(), r.Response != nil && r.Response.Reserve.Body != ""
 		if !k && !res || !matchesHead(&r.Match, &s.req) {
 			continue
 		}

@@ -33,8 +33,8 @@ func TestReserveFromRequestBody(t *testing.T) {
 	}
 	fs.Upstream = map[string]string{":status": "200"}
 	st.OnResponseHeaders(false)
-	if got := fs.Response["ratelimit"]; got != `"tpm";r=700;t=60` {
-		t.Fatalf("ratelimit %q: want r=700, after a reservation of max_tokens 300", got)
+	if got := fs.Response["ratelimit"]; got != `"tpm";r=692;t=60` {
+		t.Fatalf("ratelimit %q: want r=692, after a reservation of max_tokens 300 and 30 bytes' 8 input tokens", got)
 	}
 }
 

@@ -60,7 +60,7 @@ type Stream struct {
 	waitingBody  bool
 	bodyLimit    int
 	waitingSince time.Time
-	models       []reqModel // per priced rule, the model its request names (money.go)
+	estimates    []reqEstimate // per response_cost rule, what its response needs of the request (money.go)
 	// degraded are the spent limits of degrade rules (degrade.go);
 	// warnings the limits past their near_limit share (near.go).
 	degraded []degradedLimit
@@ -105,6 +105,9 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	}
 	if q := s.pol.cfg.Quota; q != nil {
 		s.quotaAsked = q.Matches(s.req.method(), s.req.path())
+	}
+	if s.pol.usageRules {
+		s.narrowEncoding() // before the headers go on
 	}
 	if s.bodyFollows && s.pol.bodyRules {
 		if a, wait := s.waitForBody(); wait {
@@ -168,7 +171,7 @@ func (s *Stream) OnDone() {
 	s.charged, s.bodyFollows, s.slot, s.leased = false, false, 0, s.leased[:0]
 	s.endQuota()
 	s.quotaAsked = false
-	s.models = s.models[:0]
+	s.estimates = s.estimates[:0]
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases
