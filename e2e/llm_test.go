@@ -434,8 +434,8 @@ func TestLLMReserveFromBodyWithoutBodyDelivery(t *testing.T) {
 			up := newLLMUpstream(t)
 			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+
 				`"limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],`+
-				`"response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":100}}}`), up)
-			r := tg.call(t, "/v1/chat/completions", map[string]string{"x-api-key": "k", "x-usage-in": "100", "x-usage-out": "0"})
+				`"response_cost":{"usage":"openai_responses","reserve":{"body":"max_tokens","default":100}}}`), up)
+			r := tg.call(t, "/v1/responses", map[string]string{"x-api-key": "k", "x-usage-in": "100", "x-usage-out": "0"})
 			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=893;") {
 				t.Fatalf("status %d, ratelimit %q; want 200 with r=893 (the default estimate of 100, and the 27 bytes' 7 input tokens)", r.status, r.headers["ratelimit"])
 			}

@@ -73,7 +73,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 		p.leaseMetrics = newLeaseMetrics(host)
 	}
 	for _, r := range cfg.Rules {
-		p.bodyRules = p.bodyRules || r.ReadsBody() || r.ReadsModel() || r.Response != nil && r.Response.Reserve.Body != ""
+		p.bodyRules = p.bodyRules || r.ReadsBody() || r.ReadsModel() || r.AsksUsage() || r.Response != nil && r.Response.Reserve.Body != ""
 		p.usageRules = p.usageRules || r.Response != nil && r.Response.Usage != nil
 		p.headers = append(p.headers, headerparts.New(&r))
 	}

@@ -9,7 +9,8 @@ import (
 )
 
 // A rule may read the request's JSON body: its key or match
-// (config.Rule.ReadsBody), its price table's model (ReadsModel), or its
+// (config.Rule.ReadsBody), its price table's model (ReadsModel), a chat
+// stream's stream_options (AsksUsage, include_usage.go), or its
 // reservation (reserve.body, such as max_tokens). The decision then waits for the body's end: end_of_stream,
 // the trailers, or more than the rules' max_request_body_bytes (whose
 // fields are then missing).
@@ -54,6 +55,9 @@ func (s *Stream) OnRequestBody(body []byte) Action {
 	if len(body) <= s.bodyLimit && jsonbound.Valid(body) {
 		s.req.body = append(s.req.body, body...)
 	} // else every field of it is missing
+	if s.askUsage {
+		s.askForUsage()
+	}
 	return s.decideLater()
 }
 
@@ -75,7 +79,7 @@ func (s *Stream) waitForBody() (Action, bool) {
 	keys, reserve, limit := false, false, 0
 	for i := range s.pol.cfg.Rules {
 		r := &s.pol.cfg.Rules[i]
-		k, res := r.ReadsBody() || r.ReadsModel(), r.Response != nil && r.Response.Reserve.Body != ""
+		k, res := r.ReadsBody() || r.ReadsModel() || r.AsksUsage(), r.Response != nil && r.Response.Reserve.Body != ""
 		if !k && !res || !matchesHead(&r.Match, &s.req) {
 			continue
 		}

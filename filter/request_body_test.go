@@ -9,7 +9,7 @@ import (
 
 const bodyReserve = `{"redis":{"cluster":"redis"},"rules":[{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],
 	"limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],
-	"response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":100}}}]}`
+	"response_cost":{"usage":"openai_responses","reserve":{"body":"max_tokens","default":100}}}]}`
 
 var bodyPairs = [][2]string{{":method", "POST"}, {":path", "/v1/chat/completions"}, {":authority", "llm"}, {"x-api-key", "k"}}
 

@@ -61,6 +61,7 @@ type Stream struct {
 	bodyLimit    int
 	waitingSince time.Time
 	estimates    []reqEstimate // per response_cost rule, what its response needs of the request (money.go)
+	askUsage     bool          // a chat stream's body may be asked for its usage (include_usage.go)
 	// degraded are the spent limits of degrade rules (degrade.go);
 	// warnings the limits past their near_limit share (near.go).
 	degraded []degradedLimit
@@ -108,6 +109,7 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	}
 	if s.pol.usageRules {
 		s.narrowEncoding() // before the headers go on
+		s.prepareUsageAsk()
 	}
 	if s.bodyFollows && s.pol.bodyRules {
 		if a, wait := s.waitForBody(); wait {
@@ -168,7 +170,7 @@ func (s *Stream) OnDone() {
 	if s.delayedAt != 0 {
 		s.undelay()
 	}
-	s.charged, s.bodyFollows, s.slot, s.leased = false, false, 0, s.leased[:0]
+	s.charged, s.bodyFollows, s.slot, s.leased, s.askUsage = false, false, 0, s.leased[:0], false
 	s.endQuota()
 	s.quotaAsked = false
 	s.estimates = s.estimates[:0]

@@ -20,8 +20,10 @@ type ResponseCost struct {
 	// Header is a response header holding the cost; "" when none.
 	Header string
 	// Usage are the fields of a JSON body or of SSE events whose sum is
-	// the cost; nil when none.
-	Usage *usage.Fields
+	// the cost; nil when none. Preset is the usage preset's name, "" for
+	// json's own fields.
+	Usage  *usage.Fields
+	Preset string
 	// Statuses: the cost is charged only when the response status is in
 	// one of these ranges (inclusive); any other status costs 0. Empty:
 	// every status. With no Header and no Usage the cost is 1.
@@ -97,6 +99,9 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 	rc.Header = strings.ToLower(rc.Header)
 	if rc.Usage, err = parseUsage(o["usage"], o["json"], path); err != nil {
 		return nil, err
+	}
+	if o["usage"].Exists() {
+		rc.Preset = o["usage"].Str
 	}
 	if rc.Header != "" && rc.Usage != nil {
 		return nil, errAt(path, "header and usage/json are exclusive: the cost comes from one place")
