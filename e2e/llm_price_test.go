@@ -147,3 +147,30 @@ func TestLLMAcceptEncodingCannotHideUsage(t *testing.T) {
 		}
 	}
 }
+
+// A chat stream that does not ask for its usage is asked for it: the
+// filter sets stream_options.include_usage in the body (content-length
+// removed at the headers), so an upstream that, as OpenAI's, reports a
+// stream's usage only when asked reports it, and the real use (400 input
+// tokens, 1 output) is charged, not the estimate. On b8f0dfd the usage was
+// missing and the reservation kept.
+func TestLLMChatStreamIsAskedForUsage(t *testing.T) {
+	for _, kind := range moduleKinds {
+		t.Run(kind, func(t *testing.T) {
+			up := newLLMUpstream(t)
+			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+
+				`"limits":[{"algorithm":"sliding_log","limit":100000,"window":"1h"}],`+
+				`"response_cost":{"usage":"openai_chat","reserve":{"header":"x-max-tokens","default":1}}}`), up)
+			body := `{"model":"gpt-4o","max_tokens":1,"stream":true,"messages":[{"role":"user","content":"hello"}]}` // 92 bytes: 23 tokens
+			r := tg.call(t, "/v1/chat/completions", map[string]string{"x-api-key": "k", "x-max-tokens": "1", llmBody: body,
+				"x-stream": "1", "x-usage-if-asked": "1", "x-usage-in": "400", "x-usage-out": "1"})
+			if r.status != 200 || r.reset || !strings.Contains(r.body, `"usage":{"prompt_tokens":400`) {
+				t.Fatalf("status %d (reset %t), usage chunk %t; want 200 with the usage chunk", r.status, r.reset, strings.Contains(r.body, `"usage":{`))
+			}
+			waitMetric(t, tg, "ratelimit.rule.tpm.units_charged", 401-1-int64(len(body)+3)/4)
+			if got := tg.metric("ratelimit.rule.tpm.usage_missing"); got != 0 {
+				t.Errorf("usage_missing %d: the stream came without usage", got)
+			}
+		})
+	}
+}

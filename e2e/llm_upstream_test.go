@@ -26,6 +26,7 @@ import (
 //	x-gzip: 1                 compress the body (content-encoding: gzip)
 //	x-gzip: auto              compress as accept-encoding allows: gzip, else deflate, else not
 //	x-no-usage: 1             an OpenAI chat stream without its usage chunk (no include_usage)
+//	x-usage-if-asked: 1       the same, unless the body sets stream_options.include_usage, as OpenAI does
 //	x-stream: 1               answer text/event-stream
 //	x-status: 401             answer that status (a JSON error, no usage)
 //	x-hold: <name>            stream the first event, then wait for release(name)
@@ -81,7 +82,7 @@ type llmUsage struct {
 }
 
 func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
+	reqBody, _ := io.ReadAll(r.Body)
 	num := func(h string) int { n, _ := strconv.Atoi(r.Header.Get(h)); return n }
 	use := llmUsage{num("x-usage-in"), num("x-usage-out"), num("x-usage-cached"), num("x-usage-reasoning"), r.Header.Get("x-model")}
 	if m := r.Header.Get("x-answer-model"); m != "" {
@@ -124,7 +125,8 @@ func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("content-type", "text/event-stream")
 	w.Header().Set("cache-control", "no-cache")
 	events := llmEvents(api, use)
-	if api == "openai_chat" && r.Header.Get("x-no-usage") == "1" {
+	asked := strings.Contains(strings.ReplaceAll(string(reqBody), " ", ""), `"include_usage":true`)
+	if api == "openai_chat" && (r.Header.Get("x-no-usage") == "1" || r.Header.Get("x-usage-if-asked") == "1" && !asked) {
 		events = append(events[:len(events)-2], events[len(events)-1]) // the usage chunk is the one before [DONE]
 	}
 	io.WriteString(out, events[0])

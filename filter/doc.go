@@ -169,6 +169,8 @@
 //     at the dearest of the models in sight for a rule with a price
 //     table, and charges the fallback "estimate"; encoding.go narrows
 //     the request's Accept-Encoding to what the usage reader reads;
+//     include_usage.go asks an OpenAI chat stream for its usage
+//     (RequestBodyWriter);
 //     settle.go sends the settle calls;
 //     concurrency.go gives each request its slot id and releases its
 //     slots however its stream ends.
