@@ -29,53 +29,68 @@ func teamSpendConfig(prefix string) string {
 // while the body asks for a model the table does not list, or the
 // response names one. 1,000 input and 100 output tokens cost 3,500 at
 // gpt-4o's prices (the table's dearest), 1,540 at o3-mini's.
-//   - The body names an unlisted model: refused at the request (b8f0dfd
-//     read only the header: 200).
-//   - Only the response names one: charged 3,500, counted in
-//     model_unlisted (b8f0dfd: 1,540).
-//   - The header says o3-mini and the body gpt-4o: charged at gpt-4o's
-//     prices, whatever the response names (b8f0dfd: 1,540).
+//   - As documented (on_limit degrade: decided at the headers, before the
+//     proxy routes, so the body is not read): the response naming the
+//     unlisted model is charged 3,500, counted in model_unlisted (b8f0dfd:
+//     1,540).
+//   - Without degrade, the body is read: a body naming an unlisted model is
+//     refused at the request (b8f0dfd: 200), and a body naming gpt-4o
+//     under x-model: o3-mini is charged at gpt-4o's prices whatever the
+//     response names (b8f0dfd: 1,540).
 func TestLLMPriceNeverTheCheapestGuess(t *testing.T) {
 	for _, kind := range moduleKinds {
-		t.Run(kind, func(t *testing.T) {
-			up := newLLMUpstream(t)
-			tg := startLLM(t, kind, teamSpendConfig(redistest.Prefix(t)), up)
-			body := func(model string) string { return `{"model":"` + model + `","max_tokens":100,"messages":[]}` }
-			call := func(team, header, bodyModel, answer string) llmResult {
-				return tg.call(t, "/v1/chat/completions", map[string]string{"x-team": team, "x-model": header, llmBody: body(bodyModel),
-					"x-max-tokens": "100", "x-answer-model": answer, "x-usage-in": "1000", "x-usage-out": "100"})
-			}
-			if r := call("a", "o3-mini", "gpt-5", "gpt-5"); r.status != 429 || !strings.Contains(r.body, `"unknown_model"`) {
-				t.Fatalf("body naming an unlisted model: status %d %s; want 429 unknown_model", r.status, r.body)
-			}
-			for _, c := range []struct {
-				team, bodyModel, answer string
-				unlisted                int64
-			}{
-				{"b", "o3-mini", "gpt-5", 1},
-				{"c", "gpt-4o", "o3-mini", 0},
-			} {
-				settled := tg.metric("ratelimit.rule.team-budget.units_charged") - tg.metric("ratelimit.rule.team-budget.units_refunded")
-				unlisted := tg.metric("ratelimit.rule.team-budget.model_unlisted")
-				r := call(c.team, "o3-mini", c.bodyModel, c.answer)
-				var left int64
-				if _, err := fmt.Sscanf(r.headers["ratelimit"][strings.Index(r.headers["ratelimit"], "r="):], "r=%d;", &left); r.status != 200 || err != nil {
-					t.Fatalf("team %s: status %d, ratelimit %q", c.team, r.status, r.headers["ratelimit"])
+		for _, degrade := range []bool{true, false} {
+			t.Run(fmt.Sprint(kind, "/degrade=", degrade), func(t *testing.T) {
+				up := newLLMUpstream(t)
+				config := teamSpendConfig(redistest.Prefix(t))
+				if !degrade {
+					config = strings.Replace(config, `,
+   "on_limit":{"action":"degrade"}`, "", 1)
 				}
-				reserved := 20000 - left
-				var cost int64
-				waitFor(t, "the settle", func() bool {
-					cost = reserved + tg.metric("ratelimit.rule.team-budget.units_charged") - tg.metric("ratelimit.rule.team-budget.units_refunded") - settled
-					return cost != reserved
-				})
-				if cost != 3500 {
-					t.Errorf("team %s (body %s, response %s): charged %d, want 3,500 at gpt-4o's prices", c.team, c.bodyModel, c.answer, cost)
+				tg := startLLM(t, kind, config, up)
+				body := func(model string) string { return `{"model":"` + model + `","max_tokens":100,"messages":[]}` }
+				call := func(team, header, bodyModel, answer string) llmResult {
+					return tg.call(t, "/v1/chat/completions", map[string]string{"x-team": team, "x-model": header, llmBody: body(bodyModel),
+						"x-max-tokens": "100", "x-answer-model": answer, "x-usage-in": "1000", "x-usage-out": "100"})
 				}
-				if got := tg.metric("ratelimit.rule.team-budget.model_unlisted") - unlisted; got != c.unlisted {
-					t.Errorf("team %s: model_unlisted +%d, want +%d", c.team, got, c.unlisted)
+				cases := []struct {
+					team, bodyModel, answer string
+					unlisted                int64
+				}{{"b", "gpt-5", "gpt-5", 1}}
+				if !degrade {
+					if r := call("a", "o3-mini", "gpt-5", "gpt-5"); r.status != 429 || !strings.Contains(r.body, `"unknown_model"`) {
+						t.Fatalf("body naming an unlisted model: status %d %s; want 429 unknown_model", r.status, r.body)
+					}
+					cases = []struct {
+						team, bodyModel, answer string
+						unlisted                int64
+					}{{"b", "o3-mini", "gpt-5", 1}, {"c", "gpt-4o", "o3-mini", 0}}
 				}
-			}
-		})
+				for _, c := range cases {
+					settled := tg.metric("ratelimit.rule.team-budget.units_charged") - tg.metric("ratelimit.rule.team-budget.units_refunded")
+					unlisted := tg.metric("ratelimit.rule.team-budget.model_unlisted")
+					r := call(c.team, "o3-mini", c.bodyModel, c.answer)
+					var left int64
+					if i := strings.Index(r.headers["ratelimit"], "r="); r.status != 200 || i < 0 {
+						t.Fatalf("team %s: status %d, ratelimit %q", c.team, r.status, r.headers["ratelimit"])
+					} else {
+						fmt.Sscanf(r.headers["ratelimit"][i:], "r=%d;", &left)
+					}
+					reserved := 20000 - left
+					var cost int64
+					waitFor(t, "the settle", func() bool {
+						cost = reserved + tg.metric("ratelimit.rule.team-budget.units_charged") - tg.metric("ratelimit.rule.team-budget.units_refunded") - settled
+						return cost != reserved
+					})
+					if cost != 3500 {
+						t.Errorf("team %s (body %s, response %s): charged %d, want 3,500 at gpt-4o's prices", c.team, c.bodyModel, c.answer, cost)
+					}
+					if got := tg.metric("ratelimit.rule.team-budget.model_unlisted") - unlisted; got != c.unlisted {
+						t.Errorf("team %s: model_unlisted +%d, want +%d", c.team, got, c.unlisted)
+					}
+				}
+			})
+		}
 	}
 }
 

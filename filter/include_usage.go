@@ -15,7 +15,9 @@ import (
 // sets stream_options.include_usage to true in a body with "stream": true
 // that does not, before the body goes on. A body it cannot read (not JSON
 // within jsonbound's bounds, over max_request_body_bytes) goes on as it
-// came; a stream without usage is then charged on_missing's estimate.
+// came; a stream without usage is then charged on_missing's estimate. In
+// a configuration with a degrade rule the decision is made at the headers,
+// before the proxy routes, so the body is not held for this.
 
 // RequestBodyWriter is what a StreamHost offers to replace the request
 // body, at its end, before it goes on.
@@ -27,7 +29,7 @@ type RequestBodyWriter interface {
 // content-length goes, so that its body may change.
 func (s *Stream) prepareUsageAsk() {
 	w, _ := s.host.(RequestHeaderWriter)
-	if _, ok := s.host.(RequestBodyWriter); !ok || w == nil || !s.bodyFollows {
+	if _, ok := s.host.(RequestBodyWriter); !ok || w == nil || !s.bodyFollows || s.pol.headDecides {
 		return
 	}
 	for i := range s.pol.cfg.Rules {

@@ -34,6 +34,7 @@ type llmResult struct {
 	body      string
 	ratelimit string
 	fs        *filtertest.Stream
+	waited    bool // the decision waited for the body
 }
 
 // llm runs c through the filter as a proxy would: the headers, the body,
@@ -49,11 +50,12 @@ func (h *fakeHost) llm(c llmCall) llmResult {
 	}
 	st.SetBodyFollows(c.body != "")
 	st.OnRequestHeaders(pairs)
-	if st.WantsRequestBody() {
+	waited := st.WantsRequestBody()
+	if waited {
 		st.OnRequestBody([]byte(c.body))
 	}
 	h.Pump()
-	r := llmResult{status: fs.Status, body: fs.Body, fs: fs}
+	r := llmResult{status: fs.Status, body: fs.Body, fs: fs, waited: waited}
 	if fs.Status != 0 {
 		st.OnDone()
 		h.Pump()
@@ -173,5 +175,22 @@ func TestResponseChargeCeiling(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// With an on_limit degrade rule the decision is made at the headers, before
+// the proxy routes (degrade.go): the body is not awaited for its model, nor
+// held to ask a stream for its usage. The response still pays the dearest.
+func TestPriceWithDegradeDecidesAtHeaders(t *testing.T) {
+	conf := strings.Replace(teamSpend(1_000_000), `}}}}}]}`, `}}}},"on_limit":{"action":"degrade"}}]}`, 1)
+	h := newFakeHost(t, conf)
+	r := h.llm(llmCall{headers: []string{"x-team=a", "x-model=o3-mini", "x-max-tokens=100", "content-length=58"},
+		body: `{"model":"gpt-5","max_tokens":100,"stream":true,"messages":[]}`, resp: chatJSON("gpt-5", 1000, 100)})
+	if r.status != 200 || r.waited || r.fs.RequestBody != "" || len(r.fs.RemovedRequest) != 0 {
+		t.Fatalf("%d %s, waited for the body %t, body replaced %q, removed %v; want 200 decided at the headers, the body as it came",
+			r.status, r.body, r.waited, r.fs.RequestBody, r.fs.RemovedRequest)
+	}
+	if got := h.logCount("{team|a}:0"); got != 3500 {
+		t.Errorf("charged %d, want 3,500 at the table's dearest prices", got)
 	}
 }

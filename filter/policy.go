@@ -34,8 +34,12 @@ type policy struct {
 	// fallback decides while Redis cannot (failure_mode: local); else nil.
 	fallback *localLimiter
 	// bodyRules: a rule reads the request body (its key, match or
-	// reservation).
+	// reservation; its model or stream_options unless headDecides).
 	bodyRules bool
+	// headDecides: a degrade rule's header routes the request, so the
+	// decision must not wait for the body to read a model or set
+	// include_usage (money.go, include_usage.go).
+	headDecides bool
 	// usageRules: a rule counts the response's usage (encoding.go).
 	usageRules bool
 	// degradeHeaders are the degrade rules' headers (degrade.go).
@@ -69,11 +73,12 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	p.fallback = newLocalLimiter(cfg, host)
 	p.leases = newLeaseTables(cfg)
 	p.degradeHeaders = degradeHeaders(cfg)
+	p.headDecides = len(p.degradeHeaders) > 0
 	if p.leases != nil {
 		p.leaseMetrics = newLeaseMetrics(host)
 	}
 	for _, r := range cfg.Rules {
-		p.bodyRules = p.bodyRules || r.ReadsBody() || r.ReadsModel() || r.AsksUsage() || r.Response != nil && r.Response.Reserve.Body != ""
+		p.bodyRules = p.bodyRules || p.holdsBody(&r) || r.Response != nil && r.Response.Reserve.Body != ""
 		p.usageRules = p.usageRules || r.Response != nil && r.Response.Usage != nil
 		p.headers = append(p.headers, headerparts.New(&r))
 	}
@@ -99,4 +104,11 @@ func (p *policy) cached() bool { return p.denyCache.size() > 0 || p.leasing() }
 func (p *policy) forget() {
 	p.denyCache.clear()
 	p.endLeases()
+}
+
+// holdsBody reports whether rule r reads the request body while its
+// headers go on: its key or match, or, unless headDecides, its price
+// table's model or the stream_options it sets.
+func (p *policy) holdsBody(r *config.Rule) bool {
+	return r.ReadsBody() || !p.headDecides && (r.ReadsModel() || r.AsksUsage())
 }

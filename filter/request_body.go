@@ -79,7 +79,7 @@ func (s *Stream) waitForBody() (Action, bool) {
 	keys, reserve, limit := false, false, 0
 	for i := range s.pol.cfg.Rules {
 		r := &s.pol.cfg.Rules[i]
-		k, res := r.ReadsBody() || r.ReadsModel() || r.AsksUsage(), r.Response != nil && r.Response.Reserve.Body != ""
+		k, res := s.pol.holdsBody(r), r.Response != nil && r.Response.Reserve.Body != ""
 		if !k && !res || !matchesHead(&r.Match, &s.req) {
 			continue
 		}
