@@ -47,19 +47,35 @@ func startLLM(t *testing.T, kind, config string, up *llmUpstream) llmTarget {
 
 type hostLLM struct{ h *wasmhost.Host }
 
+// llmBody is the key of a call's headers that holds the request body,
+// instead of the default `{"model":"m","messages":[]}`; the native target
+// sends none.
+const llmBody = ":body"
+
+// llmInputTokens are the input tokens a usage rule reserves for the
+// default body's 27 bytes (its content-length for the native target): 4
+// bytes a token, rounded up.
+const llmInputTokens = 7
+
 func (w *hostLLM) call(t *testing.T, path string, headers map[string]string) llmResult {
 	t.Helper()
-	req, _ := http.NewRequest("POST", w.h.URL()+path, strings.NewReader(`{"model":"m","messages":[]}`))
+	body, ok := headers[llmBody]
+	if !ok {
+		body = `{"model":"m","messages":[]}`
+	}
+	req, _ := http.NewRequest("POST", w.h.URL()+path, strings.NewReader(body))
 	for k, v := range headers {
-		req.Header.Set(k, v)
+		if k != llmBody {
+			req.Header.Set(k, v)
+		}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return llmResult{reset: true}
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	r := llmResult{status: resp.StatusCode, headers: map[string]string{}, body: string(body), reset: err != nil}
+	data, err := io.ReadAll(resp.Body)
+	r := llmResult{status: resp.StatusCode, headers: map[string]string{}, body: string(data), reset: err != nil}
 	for k, v := range resp.Header {
 		r.headers[strings.ToLower(k)] = v[0]
 	}
@@ -81,7 +97,7 @@ type nativeLLM struct {
 func (n *nativeLLM) call(t *testing.T, path string, headers map[string]string) llmResult {
 	t.Helper()
 	resp := n.fetch(t, path, headers)
-	h := map[string]string{":path": path, ":method": "POST"}
+	h := map[string]string{":path": path, ":method": "POST", "content-length": "27"} // the hosts' default body
 	for k, v := range headers {
 		h[k] = v
 	}
@@ -98,7 +114,9 @@ func (n *nativeLLM) fetch(t *testing.T, path string, headers map[string]string) 
 	t.Helper()
 	req, _ := http.NewRequest("POST", n.up.URL+path, nil)
 	for k, v := range headers {
-		req.Header.Set(k, v)
+		if k != llmBody {
+			req.Header.Set(k, v)
+		}
 	}
 	resp := &filtertest.Response{Headers: map[string]string{}}
 	res, err := http.DefaultClient.Do(req)
@@ -162,9 +180,9 @@ func (o *openStream) done() {
 
 func (n *nativeLLM) metric(name string) int64 { return n.n.metric(name) }
 
-// Tokens per minute, checked only at the request and charged at the
-// response: requests pass while anything is left, the last one may
-// overdraw, and the next is denied. Each API, as JSON and as SSE.
+// Tokens per minute, reserving only the request's input tokens (7) and
+// charged at the response: requests pass while anything is left, the last
+// one may overdraw, and the next is denied. Each API, as JSON and as SSE.
 func TestLLMTokensPerMinute(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -186,7 +204,7 @@ func TestLLMTokensPerMinute(t *testing.T) {
 						if r.status != 200 || r.reset {
 							t.Fatalf("%s request %d: status %d (reset %t), want 200", key, i, r.status, r.reset)
 						}
-						waitMetric(t, tg, charged, before+int64(300*i))
+						waitMetric(t, tg, charged, before+int64((300-llmInputTokens)*i))
 					}
 					r := tg.call(t, llmPath(api), map[string]string{"x-api-key": key, "x-usage-in": "1", "x-usage-out": "1", "x-stream": stream})
 					if r.status != 429 || r.headers["retry-after"] == "" {
@@ -226,13 +244,13 @@ func TestLLMReservationRefund(t *testing.T) {
 				`"limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],`+
 				`"response_cost":{"usage":"openai_chat","reserve":{"header":"x-max-tokens","default":500}}}`), up)
 			r := tg.call(t, "/v1/chat/completions", map[string]string{"x-api-key": "k", "x-usage-in": "40", "x-usage-out": "60", "x-stream": "1"})
-			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=500;") {
-				t.Fatalf("first: status %d, ratelimit %q; want 200 with r=500 (1000 - the reservation of 500)", r.status, r.headers["ratelimit"])
+			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=493;") {
+				t.Fatalf("first: status %d, ratelimit %q; want 200 with r=493 (1000 - the reservation of 500 + 7 input tokens)", r.status, r.headers["ratelimit"])
 			}
-			waitMetric(t, tg, "ratelimit.rule.tpm.units_refunded", 400)
-			r = tg.call(t, "/v1/chat/completions", map[string]string{"x-api-key": "k", "x-max-tokens": "300", "x-usage-in": "100", "x-usage-out": "200"})
-			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=600;") {
-				t.Fatalf("second: status %d, ratelimit %q; want 200 with r=600 (1000 - 100 used - 300 reserved)", r.status, r.headers["ratelimit"])
+			waitMetric(t, tg, "ratelimit.rule.tpm.units_refunded", 407)
+			r = tg.call(t, "/v1/chat/completions", map[string]string{"x-api-key": "k", "x-max-tokens": "300", "x-usage-in": "107", "x-usage-out": "200"})
+			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=593;") {
+				t.Fatalf("second: status %d, ratelimit %q; want 200 with r=593 (1000 - 100 used - 307 reserved)", r.status, r.headers["ratelimit"])
 			}
 			if got := tg.metric("ratelimit.rule.tpm.units_charged"); got != 0 {
 				t.Errorf("units_charged %d: a cost equal to its reservation sends no settle", got)
@@ -242,7 +260,7 @@ func TestLLMReservationRefund(t *testing.T) {
 }
 
 // A stream reset mid-way charges what on_reset says: here a default of 200
-// against a reservation of 500, so 300 come back.
+// against a reservation of 507 (500 and 7 input tokens), so 307 come back.
 func TestLLMResetMidStream(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
@@ -255,10 +273,10 @@ func TestLLMResetMidStream(t *testing.T) {
 				t.Fatalf("the client got a whole response (status %d): the upstream reset did not reach it", r.status)
 			}
 			waitMetric(t, tg, "ratelimit.rule.tpm.stream_reset", 1)
-			waitMetric(t, tg, "ratelimit.rule.tpm.units_refunded", 300)
+			waitMetric(t, tg, "ratelimit.rule.tpm.units_refunded", 307)
 			r = tg.call(t, "/v1/messages", map[string]string{"x-api-key": "k", "x-usage-in": "250", "x-usage-out": "250"})
-			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=300;") {
-				t.Fatalf("after the reset: status %d, ratelimit %q; want r=300 (1000 - 200 charged - 500 reserved)", r.status, r.headers["ratelimit"])
+			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=293;") {
+				t.Fatalf("after the reset: status %d, ratelimit %q; want r=293 (1000 - 200 charged - 507 reserved)", r.status, r.headers["ratelimit"])
 			}
 			if got := tg.metric("ratelimit.rule.tpm.usage_missing"); got != 0 {
 				t.Errorf("usage_missing %d, want 0", got)
@@ -294,11 +312,12 @@ func TestLLMStatusOnlyFailedLogins(t *testing.T) {
 	}
 }
 
-// A reservation bounds the overshoot of concurrent streams; checking only
-// does not. 32 streams, each reserving 100 of 1000 tokens per minute and
-// using 150: with the reservation 10 are admitted and the overshoot is
-// 10 × (150 - 100) = 500; checked only, all 32 are admitted, and the
-// overshoot is 32 × 150 - 1000 = 3800.
+// A reservation bounds the overshoot of concurrent streams; reserving the
+// input tokens alone does not. 32 streams, each reserving 100 of 1000
+// tokens per minute (93 output, 7 input) and using 150: with the
+// reservation 10 are admitted and the overshoot is 10 × (150 - 100) =
+// 500; reserving 7 input tokens, all 32 are admitted, and the overshoot
+// is 32 × 150 - 1000 = 3800.
 func TestLLMReservationBoundsConcurrentOvershoot(t *testing.T) {
 	const streams, limit, reserve, used = 32, 1000, 100, 150
 	for _, kind := range kinds {
@@ -311,11 +330,11 @@ func TestLLMReservationBoundsConcurrentOvershoot(t *testing.T) {
 				up := newLLMUpstream(t)
 				rc := `{"usage":"openai_chat"}`
 				if reserved {
-					rc = fmt.Sprintf(`{"usage":"openai_chat","reserve":{"header":"x-max-tokens","default":%d}}`, reserve)
+					rc = fmt.Sprintf(`{"usage":"openai_chat","reserve":{"header":"x-max-tokens","default":%d}}`, reserve-llmInputTokens)
 				}
 				config := llmConfig(redistest.Prefix(t), fmt.Sprintf(`{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+
 					`"limits":[{"algorithm":"sliding_log","limit":%d,"window":"1m"}],"response_cost":%s}`, limit, rc))
-				headers := map[string]string{"x-api-key": "k", "x-max-tokens": fmt.Sprint(reserve), "x-usage-in": "50",
+				headers := map[string]string{"x-api-key": "k", "x-max-tokens": fmt.Sprint(reserve - llmInputTokens), "x-usage-in": "50",
 					"x-usage-out": fmt.Sprint(used - 50), "x-stream": "1", "x-hold": "all"}
 				var admitted int
 				if kind == "native" {
@@ -331,7 +350,7 @@ func TestLLMReservationBoundsConcurrentOvershoot(t *testing.T) {
 				if admitted != wantAdmitted {
 					t.Fatalf("%d of %d streams admitted, want %d", admitted, streams, wantAdmitted)
 				}
-				charged := int64(admitted) * used
+				charged := int64(admitted) * (used - llmInputTokens)
 				if reserved {
 					charged = int64(admitted) * (used - reserve)
 				}
@@ -386,7 +405,7 @@ func concurrentNative(t *testing.T, config string, up *llmUpstream, headers map[
 	delete(h, "x-hold")
 	// The upstream's answer, fetched once; each admitted stream gets it.
 	resp := native.fetch(t, "/v1/chat/completions", h)
-	pairs := [][2]string{{":method", "POST"}, {":path", "/v1/chat/completions"}, {":authority", "llm"}}
+	pairs := [][2]string{{":method", "POST"}, {":path", "/v1/chat/completions"}, {":authority", "llm"}, {"content-length", "27"}} // the hosts' default body
 	for k, v := range h {
 		pairs = append(pairs, [2]string{k, v})
 	}
@@ -415,10 +434,10 @@ func TestLLMReserveFromBodyWithoutBodyDelivery(t *testing.T) {
 			up := newLLMUpstream(t)
 			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), `{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],`+
 				`"limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],`+
-				`"response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":100}}}`), up)
-			r := tg.call(t, "/v1/chat/completions", map[string]string{"x-api-key": "k", "x-usage-in": "100", "x-usage-out": "0"})
-			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=900;") {
-				t.Fatalf("status %d, ratelimit %q; want 200 with r=900 (the default estimate of 100)", r.status, r.headers["ratelimit"])
+				`"response_cost":{"usage":"openai_responses","reserve":{"body":"max_tokens","default":100}}}`), up)
+			r := tg.call(t, "/v1/responses", map[string]string{"x-api-key": "k", "x-usage-in": "100", "x-usage-out": "0"})
+			if r.status != 200 || !strings.Contains(r.headers["ratelimit"], "r=893;") {
+				t.Fatalf("status %d, ratelimit %q; want 200 with r=893 (the default estimate of 100, and the 27 bytes' 7 input tokens)", r.status, r.headers["ratelimit"])
 			}
 		})
 	}

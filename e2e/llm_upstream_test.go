@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"compress/gzip"
+	"compress/zlib"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,7 +24,11 @@ import (
 //	x-model                   the model the response names
 //	x-service-tier            the service_tier an OpenAI response names
 //	x-usage-extra             JSON members added to an Anthropic usage (its last, streamed)
+//	x-answer-model            the model the response names, before x-model (when a rule reads x-model)
 //	x-gzip: 1                 compress the body (content-encoding: gzip)
+//	x-gzip: auto              compress as accept-encoding allows: gzip, else deflate, else not
+//	x-no-usage: 1             an OpenAI chat stream without its usage chunk (no include_usage)
+//	x-usage-if-asked: 1       the same, unless the body sets stream_options.include_usage, as OpenAI does
 //	x-stream: 1               answer text/event-stream
 //	x-status: 401             answer that status (a JSON error, no usage)
 //	x-hold: <name>            stream the first event, then wait for release(name)
@@ -79,10 +84,13 @@ type llmUsage struct {
 }
 
 func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
-	io.Copy(io.Discard, r.Body)
+	reqBody, _ := io.ReadAll(r.Body)
 	num := func(h string) int { n, _ := strconv.Atoi(r.Header.Get(h)); return n }
 	use := llmUsage{num("x-usage-in"), num("x-usage-out"), num("x-usage-cached"), num("x-usage-reasoning"), r.Header.Get("x-model"),
 		r.Header.Get("x-service-tier"), r.Header.Get("x-usage-extra")}
+	if m := r.Header.Get("x-answer-model"); m != "" {
+		use.model = m
+	}
 	if s := r.Header.Get("x-status"); s != "" {
 		status, _ := strconv.Atoi(s)
 		w.Header().Set("content-type", "application/json")
@@ -97,9 +105,17 @@ func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	var out io.Writer = w
 	flush := w.(http.Flusher).Flush
-	if r.Header.Get("x-gzip") == "1" {
+	accept := strings.ToLower(r.Header.Get("accept-encoding"))
+	switch gz := r.Header.Get("x-gzip"); {
+	case gz == "1" || gz == "auto" && strings.Contains(accept, "gzip"):
 		w.Header().Set("content-encoding", "gzip")
 		zw := gzip.NewWriter(w)
+		defer zw.Close()
+		out = zw
+		flush = func() { zw.Flush(); w.(http.Flusher).Flush() }
+	case gz == "auto" && strings.Contains(accept, "deflate"):
+		w.Header().Set("content-encoding", "deflate")
+		zw := zlib.NewWriter(w)
 		defer zw.Close()
 		out = zw
 		flush = func() { zw.Flush(); w.(http.Flusher).Flush() }
@@ -112,6 +128,10 @@ func (u *llmUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("content-type", "text/event-stream")
 	w.Header().Set("cache-control", "no-cache")
 	events := llmEvents(api, use)
+	asked := strings.Contains(strings.ReplaceAll(string(reqBody), " ", ""), `"include_usage":true`)
+	if api == "openai_chat" && (r.Header.Get("x-no-usage") == "1" || r.Header.Get("x-usage-if-asked") == "1" && !asked) {
+		events = append(events[:len(events)-2], events[len(events)-1]) // the usage chunk is the one before [DONE]
+	}
 	io.WriteString(out, events[0])
 	flush()
 	if r.Header.Get("x-reset") == "1" {

@@ -170,9 +170,14 @@
 //     spent limits, a settle of cost 0 that shows debt, and sends the
 //     answer keyspace.AppendQuotaJSON renders.
 //   - After the decision: response.go adds the headers and follows a
-//     response_cost rule's response; money.go prices it, and the
-//     reservation, for a rule with a price table; settle.go sends the
-//     settle calls;
+//     response_cost rule's response; money.go makes a usage rule's
+//     reservation (output and input tokens), prices it and the response
+//     at the dearest of the models in sight for a rule with a price
+//     table, and charges the fallback "estimate"; encoding.go narrows
+//     the request's Accept-Encoding to what the usage reader reads;
+//     include_usage.go asks an OpenAI chat stream for its usage
+//     (RequestBodyWriter);
+//     settle.go sends the settle calls;
 //     concurrency.go gives each request its slot id and releases its
 //     slots however its stream ends.
 //   - Run-time state: denycache.go remembers, per rule key and policy,

@@ -36,15 +36,15 @@ func (s *Stream) evaluate() Action {
 			}
 			continue
 		}
-		model := ""
-		if rc := rule.Response; rc != nil && rc.Price != nil {
+		var est *reqEstimate
+		if rc := rule.Response; rc != nil {
 			var known bool
-			if model, known = s.noteModel(ri, rc.Price); !known && !rule.Shadow {
+			if est, known = s.noteEstimate(ri, rc); !known && !rule.Shadow {
 				s.pol.metrics.rules[ri].denied.Increment(1)
 				return s.reject(&verdict{rule: ri, limit: -1, reason: reasonUnknownModel})
 			}
 		}
-		cost, checkOnly := s.cost(rule, model)
+		cost, checkOnly := s.cost(rule, est)
 		if s.req.refused != 0 && s.unreadable(ri) {
 			return Pause
 		}
@@ -111,11 +111,12 @@ func (s *Stream) evaluate() Action {
 
 // cost reads the request's cost: the configured header when it holds a
 // non-negative integer, raised to cost.min, the default otherwise. A
-// response_cost rule's
-// cost is its reservation (with a price, that of the estimate's output
-// tokens and the request's size, for model); a reservation of 0 checks
-// only, decided as a cost of 1 (so its denials are cached as cost 1).
-func (s *Stream) cost(rule *config.Rule, model string) (cost int64, checkOnly bool) {
+// response_cost rule's cost is its reservation, noted in est (money.go:
+// with usage, the estimate's output tokens and the request's size in
+// input tokens, priced when the rule has a price); a reservation of 0
+// checks only, decided as a cost of 1 (so its denials are cached as cost
+// 1).
+func (s *Stream) cost(rule *config.Rule, est *reqEstimate) (cost int64, checkOnly bool) {
 	header, body, def := rule.Cost.Header, "", rule.Cost.Default
 	if rc := rule.Response; rc != nil {
 		header, body, def = rc.Reserve.Header, rc.Reserve.Body, rc.Reserve.Default
@@ -136,8 +137,9 @@ func (s *Stream) cost(rule *config.Rule, model string) (cost int64, checkOnly bo
 			cost = n
 		}
 	}
-	if rule.Response != nil && cost > 0 && rule.Response.Price != nil {
-		cost = s.moneyReservation(rule.Response.Price, model, cost)
+	if rule.Response != nil && est != nil {
+		est.out = cost
+		cost = reservation(rule.Response, est)
 	}
 	if rule.Response != nil && cost == 0 {
 		return 1, true

@@ -57,9 +57,11 @@ type ruleMetrics struct {
 
 // responseMetrics are ratelimit.rule.<name>.<event> of a response_cost
 // rule: units charged and refunded at settle, units charged beyond
-// capacity, and the responses that fell back to on_missing or on_reset.
+// capacity, the responses that fell back to on_missing or on_reset, and
+// those a priced rule charged at its table's dearest prices (a model not
+// listed, under refuse).
 type responseMetrics struct {
-	charged, refunded, overdrawn, usageMissing, streamReset Counter
+	charged, refunded, overdrawn, usageMissing, streamReset, modelUnlisted Counter
 }
 
 // slotMetrics are ratelimit.rule.<name>.<event> of a rule with concurrency
@@ -103,6 +105,9 @@ func newMetrics(cfg *config.Config, h PluginHost) metrics {
 				overdrawn:    h.Counter(config.RuleMetricName(r.Name, config.EventOverdrawn)),
 				usageMissing: h.Counter(config.RuleMetricName(r.Name, config.EventUsageMissing)),
 				streamReset:  h.Counter(config.RuleMetricName(r.Name, config.EventStreamReset)),
+			}
+			if r.Response.Price != nil {
+				m.rules[len(m.rules)-1].response.modelUnlisted = h.Counter(config.RuleMetricName(r.Name, config.EventModelUnlisted))
 			}
 		}
 		if r.HasConcurrency() {

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -123,31 +124,35 @@ func TestDeepUsageIsMissing(t *testing.T) {
 
 // A request body nested deeper than jsonbound.MaxDepth is denied (400),
 // or under on_unreadable_body: missing reserves the default estimate; one
-// within the bound reserves its max_tokens.
+// within the bound reserves its max_tokens; each besides its size in input
+// tokens (4 bytes a token).
 func TestDeepRequestBodyTakesDefault(t *testing.T) {
-	missing := strings.Replace(bodyReserve, `"response_cost"`, `"on_unreadable_body":"missing","response_cost"`, 1)
-	for _, cfg := range []string{bodyReserve, missing} {
+	reserve := strings.Replace(bodyReserve, `"limit":1000,`, `"limit":1000000,`, 1)
+	missing := strings.Replace(reserve, `"response_cost"`, `"on_unreadable_body":"missing","response_cost"`, 1)
+	for _, cfg := range []string{reserve, missing} {
 		h := newFakeHost(t, cfg)
 		for _, tc := range []struct {
 			shape deepjson.Shape
 			depth int
-			want  string
+			out   int
 		}{
-			{deepjson.Array, jsonbound.MaxDepth, `"tpm";r=700;t=60`},
-			{deepjson.Array, jsonbound.MaxDepth + 1, `"tpm";r=900;t=60`},
-			{deepjson.Object, 10_000, `"tpm";r=900;t=60`},
-			{deepjson.Mixed, 100_000, `"tpm";r=900;t=60`},
-			{deepjson.Array, 500_000, `"tpm";r=900;t=60`},
+			{deepjson.Array, jsonbound.MaxDepth, 300},
+			{deepjson.Array, jsonbound.MaxDepth + 1, 100},
+			{deepjson.Object, 10_000, 100},
+			{deepjson.Mixed, 100_000, 100},
+			{deepjson.Array, 500_000, 100},
 		} {
+			body := `{"max_tokens":300,"z":` + deepjson.Nest(tc.shape, tc.depth-1, "0") + `}`
+			want := fmt.Sprintf(`"tpm";r=%d;t=60`, 1000000-tc.out-(len(body)+3)/4)
 			fs := filtertest.NewStream("192.0.2.7:40000", nil)
 			st := h.plugin.NewStream(fs)
 			st.SetBodyFollows(true)
 			pairs := append([][2]string{}, bodyPairs...)
 			pairs[3][1] = string(tc.shape) + strings.Repeat("x", tc.depth%97) // a key per case
 			st.OnRequestHeaders(pairs)
-			st.OnRequestBody([]byte(`{"max_tokens":300,"z":` + deepjson.Nest(tc.shape, tc.depth-1, "0") + `}`))
+			st.OnRequestBody([]byte(body))
 			h.Pump()
-			if deep := tc.depth > jsonbound.MaxDepth; cfg == bodyReserve && deep {
+			if deep := tc.depth > jsonbound.MaxDepth; cfg == reserve && deep {
 				if fs.Status != 400 || !strings.Contains(string(fs.Body), `"reason":"nested deeper than 64"`) {
 					t.Errorf("%s %d deep: %d %s, want 400 nested deeper than 64", tc.shape, tc.depth, fs.Status, fs.Body)
 				}
@@ -156,8 +161,8 @@ func TestDeepRequestBodyTakesDefault(t *testing.T) {
 			}
 			fs.Upstream = map[string]string{":status": "200"}
 			st.OnResponseHeaders(true)
-			if got := fs.Response["ratelimit"]; got != tc.want {
-				t.Errorf("%s %d deep: ratelimit %q, want %q", tc.shape, tc.depth, got, tc.want)
+			if got := fs.Response["ratelimit"]; got != want {
+				t.Errorf("%s %d deep: ratelimit %q, want %q", tc.shape, tc.depth, got, want)
 			}
 			st.OnDone()
 		}

@@ -20,6 +20,8 @@ type policy struct {
 	route   *config.MatchRule
 	metrics metrics
 	errLog  quietLog
+	// modelLog says a priced response named a model not listed (money.go).
+	modelLog quietLog
 	// failureMode is what requests get while Redis cannot decide, as the
 	// health lines say it (failureModeText).
 	failureMode string
@@ -32,8 +34,16 @@ type policy struct {
 	// fallback decides while Redis cannot (failure_mode: local); else nil.
 	fallback *localLimiter
 	// bodyRules: a rule reads the request body (its key, match or
-	// reservation).
+	// reservation; its model or stream_options unless headDecides).
 	bodyRules bool
+	// headDecides: a degrade rule's header routes the request and the
+	// proxy does not deliver the body while the headers wait
+	// (body_while_headers_paused), so the decision must not wait for the
+	// body to read a model or set include_usage (money.go,
+	// include_usage.go).
+	headDecides bool
+	// usageRules: a rule counts the response's usage (encoding.go).
+	usageRules bool
 	// degradeHeaders are the degrade rules' headers (degrade.go).
 	degradeHeaders []string
 	// headers are the header pieces of each rule, rendered once.
@@ -59,16 +69,19 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	p := &policy{vm: vm, cfg: cfg, route: route}
 	p.metrics = newMetrics(cfg, host)
 	p.errLog = quietLog{host: host, every: 10 * time.Second}
+	p.modelLog = quietLog{host: host, every: time.Minute}
 	p.failureMode, p.nearLimit = failureModeText(cfg), cfg.NearLimitRatio
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.fallback = newLocalLimiter(cfg, host)
 	p.leases = newLeaseTables(cfg)
 	p.degradeHeaders = degradeHeaders(cfg)
+	p.headDecides = len(p.degradeHeaders) > 0 && !cfg.BodyWhileHeadersPaused
 	if p.leases != nil {
 		p.leaseMetrics = newLeaseMetrics(host)
 	}
 	for _, r := range cfg.Rules {
-		p.bodyRules = p.bodyRules || r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
+		p.bodyRules = p.bodyRules || p.holdsBody(&r) || r.Response != nil && r.Response.Reserve.Body != ""
+		p.usageRules = p.usageRules || r.Response != nil && r.Response.Usage != nil
 		p.headers = append(p.headers, headerparts.New(&r))
 	}
 	return p
@@ -93,4 +106,11 @@ func (p *policy) cached() bool { return p.denyCache.size() > 0 || p.leasing() }
 func (p *policy) forget() {
 	p.denyCache.clear()
 	p.endLeases()
+}
+
+// holdsBody reports whether rule r reads the request body while its
+// headers go on: its key or match, or, unless headDecides, its price
+// table's model or the stream_options it sets.
+func (p *policy) holdsBody(r *config.Rule) bool {
+	return r.ReadsBody() || !p.headDecides && (r.ReadsModel() || r.AsksUsage())
 }

@@ -167,7 +167,7 @@ func TestQuotaEndpointShowsDebt(t *testing.T) {
 		t.Run(algo, func(t *testing.T) {
 			conf := `{"redis":{"cluster":"redis"},"quota_endpoint":{"path":"/quota"},"rules":[{"name":"llm","match":{"path":"/"},
 				"key":[{"source":"header","name":"x-key"}],"limits":[` + costLimits[algo] + `],
-				"response_cost":{"header":"x-used","reserve":{"header":"x-max","default":10}}}]}`
+				"response_cost":{"header":"x-used","reserve":{"header":"x-max","default":10},"max_cost":200}}]}`
 			h := newFakeHost(t, conf)
 			h.finish(h.admit(10), 150)
 			r := h.request("GET", "/quota", "x-key=k")

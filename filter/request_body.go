@@ -11,14 +11,15 @@ import (
 )
 
 // A rule may read the request's JSON body: its key or match
-// (config.Rule.ReadsBody), or its reservation (reserve.body, such as
-// max_tokens). The decision then waits for the body's end: end_of_stream,
-// the trailers, or more than the rules' max_request_body_bytes. A body a
-// rule cannot read as the upstream will (larger than its bound, or refused
-// by jsonbound) denies the request, or under on_unreadable_body: missing
-// has none of its fields.
+// (config.Rule.ReadsBody), its price table's model (ReadsModel), a chat
+// stream's stream_options (AsksUsage, include_usage.go), or its
+// reservation (reserve.body, such as max_tokens). The decision then waits
+// for the body's end: end_of_stream, the trailers, or more than the rules'
+// max_request_body_bytes. A body a rule cannot read as the upstream will
+// (larger than its bound, or refused by jsonbound) denies the request, or
+// under on_unreadable_body: missing has none of its fields.
 //
-// A key or match lets the headers go on and holds the body (Pause from
+// A key, match or model lets the headers go on and holds the body (Pause from
 // each body callback buffers it) until the decision: no body byte reaches
 // the upstream before it, whatever allow_on_headers_stop_iteration says,
 // but Envoy's router may have sent the headers (docs/proxies.md, "The
@@ -68,6 +69,9 @@ func (s *Stream) OnRequestBody(body []byte) Action {
 		text, why := jsonbound.ReadBody(body)
 		s.req.body, s.req.bodyRefusal = append(s.req.body, text...), why
 	}
+	if s.askUsage && s.req.bodyRefusal == 0 {
+		s.askForUsage()
+	}
 	return s.decideLater()
 }
 
@@ -92,7 +96,7 @@ func (s *Stream) waitForBody() (Action, bool) {
 	keys, reserve, degrade, limit := false, false, false, 0
 	for i := range s.pol.cfg.Rules {
 		r := &s.pol.cfg.Rules[i]
-		k, res := r.ReadsBody(), r.Response != nil && r.Response.Reserve.Body != ""
+		k, res := s.pol.holdsBody(r), r.Response != nil && r.Response.Reserve.Body != ""
 		if !k && !res && !r.OnLimit.Degrade || !matchesHead(&r.Match, &s.req) {
 			continue
 		}

@@ -9,7 +9,7 @@ import (
 
 const bodyReserve = `{"redis":{"cluster":"redis"},"rules":[{"name":"tpm","key":[{"source":"header","name":"x-api-key"}],
 	"limits":[{"algorithm":"sliding_log","limit":1000,"window":"1m"}],
-	"response_cost":{"usage":"openai_chat","reserve":{"body":"max_tokens","default":100}}}]}`
+	"response_cost":{"usage":"openai_responses","reserve":{"body":"max_tokens","default":100}}}]}`
 
 var bodyPairs = [][2]string{{":method", "POST"}, {":path", "/v1/chat/completions"}, {":authority", "llm"}, {"x-api-key", "k"}}
 
@@ -33,8 +33,8 @@ func TestReserveFromRequestBody(t *testing.T) {
 	}
 	fs.Upstream = map[string]string{":status": "200"}
 	st.OnResponseHeaders(false)
-	if got := fs.Response["ratelimit"]; got != `"tpm";r=700;t=60` {
-		t.Fatalf("ratelimit %q: want r=700, after a reservation of max_tokens 300", got)
+	if got := fs.Response["ratelimit"]; got != `"tpm";r=692;t=60` {
+		t.Fatalf("ratelimit %q: want r=692, after a reservation of max_tokens 300 and 30 bytes' 8 input tokens", got)
 	}
 }
 

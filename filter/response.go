@@ -148,32 +148,35 @@ func (s *Stream) endResponse(complete bool) {
 		if x.scanner >= 0 && complete {
 			x.cost, x.found = r.scanners[x.scanner].Finish()
 			if x.found && rc.Price != nil {
-				x.cost, x.found = s.moneyCost(x.rule, rc, &r.scanners[x.scanner])
+				x.cost = s.moneyCost(x.rule, rc, &r.scanners[x.scanner])
 			}
 		}
 		switch {
 		case !complete:
 			m.streamReset.Increment(1)
 			x.found = false
-			x.cost = fallbackCost(rc.OnReset, rc)
+			x.cost = s.fallbackCost(rc.OnReset, x.rule, rc)
 		case !x.found:
 			m.usageMissing.Increment(1)
-			x.cost = fallbackCost(rc.OnMissing, rc)
+			x.cost = s.fallbackCost(rc.OnMissing, x.rule, rc)
 		}
-		x.cost = min(x.cost, config.MaxResponseCost)
+		x.cost = min(x.cost, rc.MaxCost)
 	}
 	for _, c := range s.calls {
 		s.settleCall(c)
 	}
 }
 
-// fallbackCost is what a Fallback charges: -1 keeps the reservation.
-func fallbackCost(f config.Fallback, rc *config.ResponseCost) int64 {
+// fallbackCost is what a Fallback charges rule ri: -1 keeps the
+// reservation.
+func (s *Stream) fallbackCost(f config.Fallback, ri int, rc *config.ResponseCost) int64 {
 	switch f {
 	case config.FallbackDefault:
 		return rc.Default
 	case config.FallbackNothing:
 		return 0
+	case config.FallbackEstimate:
+		return estimateCost(rc, s.estimateOf(ri))
 	}
 	return -1
 }

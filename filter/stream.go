@@ -62,7 +62,8 @@ type Stream struct {
 	waitingBody  bool
 	bodyLimit    int
 	waitingSince time.Time
-	models       []reqModel // per priced rule, the model its request names (money.go)
+	estimates    []reqEstimate // per response_cost rule, what its response needs of the request (money.go)
+	askUsage     bool          // a chat stream's body may be asked for its usage (include_usage.go)
 	// degraded are the spent limits of degrade rules (degrade.go);
 	// warnings the limits past their near_limit share (near.go).
 	degraded []degradedLimit
@@ -110,6 +111,10 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	}
 	if q := s.pol.cfg.Quota; q != nil {
 		s.quotaAsked = q.Matches(s.req.method(), s.req.path())
+	}
+	if s.pol.usageRules {
+		s.narrowEncoding() // before the headers go on
+		s.prepareUsageAsk()
 	}
 	if s.bodyFollows && s.pol.bodyRules {
 		if a, wait := s.waitForBody(); wait {
@@ -170,10 +175,10 @@ func (s *Stream) OnDone() {
 	if s.delayedAt != 0 {
 		s.undelay()
 	}
-	s.charged, s.bodyFollows, s.bodyMissed, s.slot, s.leased = false, false, false, 0, s.leased[:0]
+	s.charged, s.bodyFollows, s.bodyMissed, s.slot, s.leased, s.askUsage = false, false, false, 0, s.leased[:0], false
 	s.endQuota()
 	s.quotaAsked = false
-	s.models = s.models[:0]
+	s.estimates = s.estimates[:0]
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases

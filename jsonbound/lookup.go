@@ -15,28 +15,37 @@ import (
 // RefuseDuplicateParent). Its work is linear in the body's size, without
 // recursion.
 func Lookup(body, path string) (string, Refusal) {
+	start, end, why := LookupAt(body, path)
+	if start < 0 {
+		return "", why
+	}
+	return body[start:end], 0
+}
+
+// LookupAt is Lookup's field as its place in body, body[start:end];
+// start is -1 when the path leads nowhere or is refused.
+func LookupAt(body, path string) (start, end int, why Refusal) {
 	i := skipSpace(body, 0)
 	for i < len(body) {
 		name, rest, more := strings.Cut(path, ".")
 		switch body[i] {
 		case '{':
-			var why Refusal
 			if i, why = member(body, i, name, more); why != 0 || i < 0 {
-				return "", why
+				return -1, -1, why
 			}
 		case '[':
 			if i = element(body, i, name); i < 0 {
-				return "", 0
+				return -1, -1, 0
 			}
 		default:
-			return "", 0
+			return -1, -1, 0
 		}
 		if !more {
-			return body[i:skipValue(body, i)], 0
+			return i, skipValue(body, i), 0
 		}
 		path = rest
 	}
-	return "", 0
+	return -1, -1, 0
 }
 
 // member is where the value of the object at i's last member named name

@@ -272,6 +272,17 @@ func (h *httpContext) RemoveRequestHeader(name string) {
 	}
 }
 
+// ReplaceRequestBody implements filter.RequestBodyWriter: called from the
+// body's last callback, it replaces the body the proxy buffered.
+func (h *httpContext) ReplaceRequestBody(body []byte) {
+	if !h.enter() {
+		return
+	}
+	if err := proxywasm.ReplaceHttpRequestBody(body); err != nil {
+		proxywasm.LogErrorf("ratelimit: replace request body: %v", err)
+	}
+}
+
 func (h *httpContext) AddResponseHeader(name, value string) {
 	if err := proxywasm.AddHttpResponseHeader(name, value); err != nil {
 		proxywasm.LogErrorf("ratelimit: add response header %s: %v", name, err)

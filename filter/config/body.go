@@ -29,6 +29,16 @@ func (r *Rule) ReadsBody() bool {
 	return false
 }
 
+// ReadsModel reports whether the rule prices by model
+// (response_cost.price): it reads the request body's "model", beside its
+// model_header, to refuse or price every model the request names.
+func (r *Rule) ReadsModel() bool { return r.Response != nil && r.Response.Price != nil }
+
+// AsksUsage reports whether the rule asks OpenAI chat streams for their
+// usage (the openai_chat preset): it reads the request body, and sets
+// stream_options.include_usage in a streamed request that lacks it.
+func (r *Rule) AsksUsage() bool { return r.Response != nil && r.Response.Preset == "openai_chat" }
+
 // bodyPath reads a body field's path: dotted names, no gjson operators.
 func bodyPath(v gjson.Result, at string) (string, error) {
 	const want = `must be a dotted field path such as model or metadata.team: at most 16 names, without # * ? | @ \ or NUL`
@@ -66,20 +76,27 @@ const (
 // parseUnreadableBody reads a rule's on_unreadable_body, which only a
 // rule that reads the body takes.
 func parseUnreadableBody(v gjson.Result, path string, r *Rule) (UnreadableBody, error) {
-	reads := r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
-	if v.Exists() && !reads {
-		return 0, errAt(path, "only for a rule that reads the request body (a body key part, match.body or response_cost.reserve.body)")
+	if v.Exists() && !r.readsRequestBody() {
+		return 0, errAt(path, onlyBodyRules)
 	}
 	s, err := enum(v, path, "deny", "deny", "missing")
 	return map[string]UnreadableBody{"deny": UnreadableDeny, "missing": UnreadableMissing}[s], err
 }
 
+const onlyBodyRules = "only for a rule that reads the request body (a body key part, match.body, response_cost.reserve.body, response_cost.price or the usage openai_chat)"
+
+// readsRequestBody reports whether the rule reads fields of the request
+// body: its key or match, its reservation, its price table's model, or a
+// chat stream's stream_options.
+func (r *Rule) readsRequestBody() bool {
+	return r.ReadsBody() || r.ReadsModel() || r.AsksUsage() || r.Response != nil && r.Response.Reserve.Body != ""
+}
+
 // parseMaxRequestBody reads a rule's max_request_body_bytes, which only a
 // rule that reads the body takes.
 func parseMaxRequestBody(v gjson.Result, path string, r *Rule) (int, error) {
-	reads := r.ReadsBody() || r.Response != nil && r.Response.Reserve.Body != ""
-	if v.Exists() && !reads {
-		return 0, errAt(path, "only for a rule that reads the request body (a body key part, match.body or response_cost.reserve.body)")
+	if v.Exists() && !r.readsRequestBody() {
+		return 0, errAt(path, onlyBodyRules)
 	}
 	n, err := integer(v, path, DefaultMaxRequestBodyBytes, 1, 64<<20)
 	return int(n), err

@@ -118,3 +118,25 @@ func TestManualBlockOption(t *testing.T) {
 		}
 	}
 }
+
+// response_cost.max_cost defaults to the largest capacity of the rule's
+// limits, over every tier; a set value is kept.
+func TestResponseMaxCostDefault(t *testing.T) {
+	c, err := Parse(readFixture(t, "testdata/valid/calendar.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Rules[0].Response.MaxCost; got != 500000000 {
+		t.Errorf("max_cost %d, want 500000000, the enterprise tier's limit", got)
+	}
+	c, err = Parse([]byte(`{"redis":{"cluster":"r"},"rules":[{"name":"a","key":[{"source":"header","name":"x"}],
+		"limits":[{"algorithm":"sliding_log","limit":10,"window":"1m"},{"algorithm":"funnel","capacity":30,"rate":1,"period":"1s"}],
+		"response_cost":{"header":"x-used"}},{"name":"b","key":[{"source":"header","name":"x"}],
+		"limits":[{"algorithm":"sliding_log","limit":10,"window":"1m"}],"response_cost":{"header":"x-used","max_cost":7}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := c.Rules[0].Response.MaxCost, c.Rules[1].Response.MaxCost; a != 30 || b != 7 {
+		t.Errorf("max_cost %d and %d, want 30 (the funnel's capacity) and 7", a, b)
+	}
+}

@@ -29,6 +29,9 @@ const (
 	EventOverdrawn    = "units_overdrawn"
 	EventUsageMissing = "usage_missing"
 	EventStreamReset  = "stream_reset"
+	// EventModelUnlisted counts a priced rule's responses charged at the
+	// table's dearest prices: their model is not listed, under refuse.
+	EventModelUnlisted = "model_unlisted"
 )
 
 // Release events of a rule with concurrency limits.
@@ -38,7 +41,7 @@ const (
 )
 
 var ruleOutcomes = [...]string{OutcomeAllowed, OutcomeDenied, OutcomeWouldDeny, OutcomeBlocked, OutcomeDegraded, EventNearLimit,
-	EventCharged, EventRefunded, EventOverdrawn, EventUsageMissing, EventStreamReset,
+	EventCharged, EventRefunded, EventOverdrawn, EventUsageMissing, EventStreamReset, EventModelUnlisted,
 	EventReleasesFailed, EventSlotsExpired}
 
 // RuleMetricName is the proxy-wasm metric for a rule's outcome. Envoy

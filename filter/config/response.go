@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"strconv"
 	"strings"
 
@@ -18,8 +20,10 @@ type ResponseCost struct {
 	// Header is a response header holding the cost; "" when none.
 	Header string
 	// Usage are the fields of a JSON body or of SSE events whose sum is
-	// the cost; nil when none.
-	Usage *usage.Fields
+	// the cost; nil when none. Preset is the usage preset's name, "" for
+	// json's own fields.
+	Usage  *usage.Fields
+	Preset string
 	// Statuses: the cost is charged only when the response status is in
 	// one of these ranges (inclusive); any other status costs 0. Empty:
 	// every status. With no Header and no Usage the cost is 1.
@@ -32,6 +36,10 @@ type ResponseCost struct {
 	OnMissing, OnReset Fallback
 	// Default is the cost of the Fallback FallbackDefault.
 	Default int64
+	// MaxCost bounds what one response is charged: by default the
+	// largest capacity of the rule's limits, so that one response cannot
+	// put a key deeper in debt than one full budget.
+	MaxCost int64
 	// MaxBodyBytes bounds the JSON body kept to read usage from.
 	MaxBodyBytes int
 	// Price, when set, turns the usage's tokens into money (price.go): the
@@ -61,6 +69,11 @@ const (
 	FallbackReserved Fallback = iota + 1 // what was reserved: nothing to settle
 	FallbackDefault                      // ResponseCost.Default
 	FallbackNothing                      // 0: the reservation is refunded
+	// FallbackEstimate, the default, charges what the request could
+	// cost: with usage, the output tokens reserved and one input token per
+	// byte of the request, priced as the reservation is; without usage,
+	// the reservation.
+	FallbackEstimate
 )
 
 const (
@@ -72,7 +85,7 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
-	o, err := fields(v, path, "header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes", "price")
+	o, err := fields(v, path, "header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes", "price", "max_cost")
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +99,9 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 	rc.Header = strings.ToLower(rc.Header)
 	if rc.Usage, err = parseUsage(o["usage"], o["json"], path); err != nil {
 		return nil, err
+	}
+	if o["usage"].Exists() {
+		rc.Preset = o["usage"].Str
 	}
 	if rc.Header != "" && rc.Usage != nil {
 		return nil, errAt(path, "header and usage/json are exclusive: the cost comes from one place")
@@ -105,13 +121,13 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 	if rc.Reserve, err = parseEstimate(o["reserve"], path+".reserve"); err != nil {
 		return nil, err
 	}
-	fallbacks := map[string]Fallback{"reserved": FallbackReserved, "default": FallbackDefault, "nothing": FallbackNothing}
-	names := []string{"reserved", "default", "nothing"}
-	missing, err := enum(o["on_missing"], path+".on_missing", "reserved", names...)
+	fallbacks := map[string]Fallback{"estimate": FallbackEstimate, "reserved": FallbackReserved, "default": FallbackDefault, "nothing": FallbackNothing}
+	names := []string{"estimate", "reserved", "default", "nothing"}
+	missing, err := enum(o["on_missing"], path+".on_missing", "estimate", names...)
 	if err != nil {
 		return nil, err
 	}
-	reset, err := enum(o["on_reset"], path+".on_reset", "reserved", names...)
+	reset, err := enum(o["on_reset"], path+".on_reset", "estimate", names...)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +143,9 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 		return nil, err
 	}
 	rc.MaxBodyBytes = int(maxBody)
+	if rc.MaxCost, err = integer(o["max_cost"], path+".max_cost", 0, 1, MaxResponseCost); err != nil {
+		return nil, err
+	}
 	return rc, nil
 }
 
@@ -225,9 +244,31 @@ func parseEstimate(v gjson.Result, path string) (Estimate, error) {
 	return e, err
 }
 
+// setMaxCost makes the largest capacity of limits the ceiling of one
+// response's charge, unless max_cost set one.
+func (rc *ResponseCost) setMaxCost(r *Rule) {
+	if rc.MaxCost > 0 {
+		return
+	}
+	levels := []TierLimits{{Limits: r.Limits}}
+	if r.Tiers != nil {
+		levels = r.Tiers.Levels
+	}
+	for _, level := range levels {
+		for _, l := range level.Limits {
+			if l.Limit.Algorithm != algorithms.Concurrency {
+				rc.MaxCost = max(rc.MaxCost, l.Limit.Burst)
+			}
+		}
+	}
+	if rc.MaxCost == 0 {
+		rc.MaxCost = MaxResponseCost
+	}
+}
+
 // DefaultReservation is what a request reserves when its estimate takes
-// the default: with a price, the default's output tokens at the table's
-// dearest output price.
+// the default (and its size is unknown): with a price, the default's
+// output tokens at the table's dearest output price.
 func (rc *ResponseCost) DefaultReservation() int64 {
 	if rc.Price == nil {
 		return rc.Reserve.Default

@@ -90,6 +90,9 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 			}
 		}
 	}
+	if r.Response != nil {
+		r.Response.setMaxCost(&r)
+	}
 	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
 		return r, err
 	}

@@ -183,6 +183,8 @@ type Stream struct {
 	// those it removed, in order.
 	SetRequest     map[string]string
 	RemovedRequest []string
+	// RequestBody is the request body the filter replaced; "" when none.
+	RequestBody string
 }
 
 // ResponseHeader returns Upstream[name], "" when absent.
@@ -242,6 +244,9 @@ func (s *Stream) SetRequestHeader(name, value string) {
 func (s *Stream) RemoveRequestHeader(name string) {
 	s.RemovedRequest = append(s.RemovedRequest, name)
 }
+
+// ReplaceRequestBody records the body in RequestBody.
+func (s *Stream) ReplaceRequestBody(body []byte) { s.RequestBody = string(body) }
 
 // SetDecision records the value in Decision, and counts it.
 func (s *Stream) SetDecision(value []byte) {

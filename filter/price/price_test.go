@@ -183,15 +183,26 @@ func TestLookup(t *testing.T) {
 			t.Errorf("Lookup(%q) found a price", model)
 		}
 	}
-	if tb.For("o3", "gpt-4o") != a || tb.For("gpt-4o-mini", "gpt-4o") != c || tb.For("o3", "") != d {
-		t.Error("For: the response's model first, then the request's, then the default")
+	if p, r := tb.Price("gpt-4o-mini"); p != c || r {
+		t.Errorf("Price(gpt-4o-mini) = %v, %t; want its own", p, r)
+	}
+	if p, r := tb.Price("o3"); p != d || r {
+		t.Errorf("Price(o3) = %v, %t; want the default", p, r)
+	}
+	if p, r := tb.Price(""); p != nil || r {
+		t.Errorf("Price(\"\") = %v, %t; want no model", p, r)
 	}
 	if tb.Bound != (Prices{4}) {
 		t.Errorf("Bound = %v, want the dearest per kind", tb.Bound)
 	}
 	tb.Default, tb.Refuse = nil, true
 	tb.Seal()
-	if tb.For("o3", "o1") != nil {
-		t.Error("under refuse, a model not listed has no price")
+	if p, r := tb.Price("o3"); p != nil || !r {
+		t.Errorf("under refuse, Price(o3) = %v, %t; want refused", p, r)
+	}
+	p := Prices{1, 5, 0, 2}
+	p.Dearest(&Prices{3, 4, 0, 2, 9})
+	if p != (Prices{3, 5, 0, 2, 9}) {
+		t.Errorf("Dearest = %v, want the larger price per kind", p)
 	}
 }

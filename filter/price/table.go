@@ -107,15 +107,26 @@ func (t *Table) Lookup(model string) (p *Prices, ok bool) {
 	return nil, false
 }
 
-// For is the price a response pays: that of the model it names, else that
-// of the model its request named, else the default; nil when none applies
-// (refused).
-func (t *Table) For(respModel, reqModel string) *Prices {
-	if p, ok := t.Lookup(respModel); ok {
-		return p
+// Dearest raises p, per kind, to q's prices: a charge at the result is
+// never below what either model's prices make of the same tokens.
+func (p *Prices) Dearest(q *Prices) {
+	for k := range Kinds {
+		p[k] = max(p[k], q[k])
 	}
-	if p, ok := t.Lookup(reqModel); ok {
-		return p
+}
+
+// Price is what a model named by a request or a response pays: its own
+// prices when listed, else the default; refused is true, and p nil, when
+// the table refuses it. An empty name is no model: p nil, not refused.
+func (t *Table) Price(model string) (p *Prices, refused bool) {
+	if model == "" {
+		return nil, false
 	}
-	return t.Default
+	if p, ok := t.Lookup(model); ok {
+		return p, false
+	}
+	if t.Refuse {
+		return nil, true
+	}
+	return t.Default, false
 }
