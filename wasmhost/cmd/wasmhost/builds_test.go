@@ -117,8 +117,9 @@ func TestBuildAndTransportMismatchRefused(t *testing.T) {
 }
 
 // With -allow-on-headers-stop-iteration the filter reads a reservation
-// from the request body at once: r=700 shows the body's max_tokens (300)
-// was reserved, not the default (100) taken after the filter's body wait.
+// from the request body at once: r=692 shows the body's max_tokens (300)
+// was reserved, with the body's 30 bytes as 8 input tokens, not the
+// default (100) taken after the filter's body wait.
 func TestReserveFromBodyWithAllowOnHeadersStopIteration(t *testing.T) {
 	srv := redistest.Start(t)
 	cfg := writeFile(t, "plugin.json", fmt.Sprintf(`{"redis": {"cluster": "redis", "key_prefix": %q, "timeout": "2s"},
@@ -127,8 +128,8 @@ func TestReserveFromBodyWithAllowOnHeadersStopIteration(t *testing.T) {
 	            "response_cost": {"usage": "openai_chat", "reserve": {"body": "max_tokens", "default": 100}}}]}`, redistest.Prefix(t)))
 	r := startCmd(t, "-wasm", distPath(t, dist.Higress), "-config", cfg, "-redis", srv.Addr, "-allow-on-headers-stop-iteration")
 	rep := get(t, r.url+"/v1/chat/completions", `{"model":"m","max_tokens":300}`, map[string]string{"x-api-key": "k"})
-	if rep.status != 200 || !strings.Contains(rep.header.Get("RateLimit"), "r=700;") {
-		t.Fatalf("status %d, RateLimit %q; want 200 with r=700", rep.status, rep.header.Get("RateLimit"))
+	if rep.status != 200 || !strings.Contains(rep.header.Get("RateLimit"), "r=692;") {
+		t.Fatalf("status %d, RateLimit %q; want 200 with r=692", rep.status, rep.header.Get("RateLimit"))
 	}
 	// The built-in upstream answers a chat completion of max_tokens tokens:
 	// it got the body.

@@ -15,9 +15,10 @@ import (
 
 // The built-in upstream's chat completions settle a response_cost rule
 // through the command, the Higress build and a real Redis: a request
-// reserving 400 tokens (x-max-tokens) with max_tokens 400 and a 2-word
-// message is charged the echo's usage, 2 + 400 = 402, as JSON and as a
-// stream whose last chunk carries the usage.
+// reserving 400 output tokens (x-max-tokens) and its body's size in input
+// tokens (4 bytes a token), with max_tokens 400 and a 2-word message, is
+// charged the echo's usage, 2 + 400 = 402, as JSON and as a stream whose
+// last chunk carries the usage: the settle refunds the rest.
 func TestEchoChatSettlesResponseCost(t *testing.T) {
 	srv := redistest.Start(t)
 	data := fmt.Sprintf(`{"redis": {"cluster": "redis", "key_prefix": %q, "timeout": "2s"},
@@ -30,24 +31,26 @@ func TestEchoChatSettlesResponseCost(t *testing.T) {
 	}
 	r := startCmd(t, "-wasm", distPath(t, dist.Higress), "-config", writeFile(t, "plugin.json", data), "-redis", srv.Addr)
 
-	charged := int64(0)
+	refunded := int64(0)
 	for _, tc := range []struct{ user, extra string }{
 		{"json", ``},
 		{"stream", `"stream": true, "stream_options": {"include_usage": true}, `},
 	} {
 		body := `{"model": "m", ` + tc.extra + `"max_tokens": 400, "messages": [{"role": "user", "content": "hello there"}]}`
 		rep := get(t, r.url+"/v1/chat/completions", body, map[string]string{"x-user": tc.user, "x-max-tokens": "400"})
-		if rep.status != 200 || !strings.Contains(rep.header.Get("RateLimit"), `"tokens";r=600;`) {
-			t.Fatalf("%s: status %d, RateLimit %q; want 200 with r=600 (1000 - 400 reserved)", tc.user, rep.status, rep.header.Get("RateLimit"))
+		reserved := 400 + (len(body)+3)/4
+		if want := fmt.Sprintf(`"tokens";r=%d;`, 1000-reserved); rep.status != 200 || !strings.Contains(rep.header.Get("RateLimit"), want) {
+			t.Fatalf("%s: status %d, RateLimit %q; want 200 with %s (1000 - %d reserved)", tc.user, rep.status, rep.header.Get("RateLimit"), want, reserved)
 		}
 		if tc.user == "stream" && !strings.HasSuffix(rep.body, `"total_tokens":402}}`+"\n\ndata: [DONE]\n\n") {
 			t.Fatalf("stream: body ends %q", rep.body[max(0, len(rep.body)-120):])
 		}
-		// The settle charges 2 more than the reservation; its reply counts them.
-		charged += 2
-		waitCharged(t, r, "ratelimit.rule.llm.units_charged", charged)
+		// The settle refunds what the reservation held over 402; its reply
+		// counts them.
+		refunded += int64(reserved - 402)
+		waitCharged(t, r, "ratelimit.rule.llm.units_refunded", refunded)
 		if used := peekUsed(t, srv, cfg, tc.user); used != 402 {
-			t.Errorf("%s: used %d after the response; want 402 (the echo's usage, settled), not 400 (the reservation)", tc.user, used)
+			t.Errorf("%s: used %d after the response; want 402 (the echo's usage, settled), not %d (the reservation)", tc.user, used, reserved)
 		}
 	}
 }
