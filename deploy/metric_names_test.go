@@ -18,8 +18,8 @@ import (
 const ruleVar = "RULE"
 
 // everyFeature is a plugin configuration that turns on every feature with
-// metrics of its own: response_cost and concurrency (per-rule settle
-// metrics), on_limit degrade, a lease, a throttle, failure_mode local, the circuit breaker,
+// metrics of its own: response_cost with a price table and concurrency
+// (per-rule settle metrics), on_limit degrade, a lease, a throttle, failure_mode local, the circuit breaker,
 // Higress's Redis callouts. Its rule names are replaced by ruleVar.
 const everyFeature = `{
   "redis": {"transport": "redis_abi", "cluster": "redis", "timeout": "200ms"},
@@ -30,7 +30,9 @@ const everyFeature = `{
     {"name": "llm-slots", "key": [{"source": "header", "name": "x-api-key"}],
      "limits": [{"algorithm": "concurrency", "limit": 2, "max_duration": "1m"},
                 {"algorithm": "sliding_counter", "limit": 100, "window": "1m"}],
-     "response_cost": {"usage": "openai_chat", "reserve": 0}, "on_limit": {"action": "degrade"}},
+     "response_cost": {"usage": "openai_chat", "reserve": 0,
+                       "price": {"unit": "micro_usd", "default": "refuse", "models": {"m": {"input": "1", "output": "2"}}}},
+     "on_limit": {"action": "degrade"}},
     {"name": "leased", "key": [{"source": "constant", "value": "all"}],
      "limits": [{"algorithm": "sliding_counter", "limit": 1000, "window": "1m"}], "lease": {}},
     {"name": "throttled", "key": [{"source": "client_ip"}],

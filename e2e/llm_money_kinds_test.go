@@ -12,7 +12,9 @@ import (
 // searches have their own prices.
 
 // TestLLMMoneyServiceTiers: gpt-4o, 1,000 input and 500 output tokens,
-// 2,500 + 5,000 = 7,500 micro-dollars at ×1, per tier and transport.
+// 2,500 + 5,000 = 7,500 micro-dollars at ×1, per tier and transport. Each
+// request reserves its 27 bytes as 7 input tokens at gpt-4o's price, 18
+// micro-dollars, and the settle charges the rest.
 func TestLLMMoneyServiceTiers(t *testing.T) {
 	steps := []struct {
 		tier, stream string
@@ -36,11 +38,11 @@ func TestLLMMoneyServiceTiers(t *testing.T) {
 			var spent int64
 			for i, st := range steps {
 				r := tg.call(t, "/v1/chat/completions", map[string]string{"x-team": "a", "x-model": "gpt-4o", "x-stream": st.stream,
-					"x-service-tier": st.tier, "x-usage-in": "1000", "x-usage-out": "500"})
+					"x-service-tier": st.tier, "x-usage-in": "1000", "x-usage-out": "500", llmBody: `{"model":"gpt-4o","x":"12"}`})
 				if r.status != 200 || r.reset {
-					t.Fatalf("step %d (%q): status %d (reset %t), want 200", i+1, st.tier, r.status, r.reset)
+					t.Fatalf("step %d (%q): status %d (reset %t) %s, want 200", i+1, st.tier, r.status, r.reset, r.body)
 				}
-				spent += st.cost
+				spent += st.cost - 18
 				waitMetric(t, tg, "ratelimit.rule.spend.units_charged", spent)
 			}
 		})
@@ -51,7 +53,10 @@ func TestLLMMoneyServiceTiers(t *testing.T) {
 // tokens, 1,000 5-minute and 1,000 1-hour cache writes, 3 web searches:
 // 300 + 3,000 + 3,750 + 6,000 + 30,000 = 43,050 micro-dollars; at the
 // priority tier ×2, 86,100; a usage with a bad field (1.5 searches) is
-// missing: on_missing default charges 5.
+// missing: on_missing default charges 5. Each request reserves its 29
+// bytes as 8 input tokens at the dearest input price, the 1-hour cache
+// write's $6 per million: 48 micro-dollars; the settle charges the rest,
+// or refunds it.
 func TestLLMMoneyAnthropicKinds(t *testing.T) {
 	const kindsUsed = `"cache_creation":{"ephemeral_5m_input_tokens":1000,"ephemeral_1h_input_tokens":1000},"server_tool_use":{"web_search_requests":3}`
 	steps := []struct {
@@ -73,14 +78,20 @@ func TestLLMMoneyAnthropicKinds(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			up := newLLMUpstream(t)
 			tg := startLLM(t, kind, llmConfig(redistest.Prefix(t), rule), up)
-			var spent int64
+			var spent, refunded int64
 			for i, st := range steps {
+				const body = `{"model":"claude-sonnet-4-5"}`
 				r := tg.call(t, "/v1/messages", map[string]string{"x-team": "a", "x-stream": st.stream,
-					"x-usage-in": "100", "x-usage-out": "200", "x-usage-extra": st.extra})
+					"x-usage-in": "100", "x-usage-out": "200", "x-usage-extra": st.extra, llmBody: body})
 				if r.status != 200 || r.reset {
-					t.Fatalf("step %d: status %d (reset %t), want 200", i+1, r.status, r.reset)
+					t.Fatalf("step %d: status %d (reset %t) %s, want 200", i+1, r.status, r.reset, r.body)
 				}
-				spent += st.cost
+				if st.cost < 48 {
+					refunded += 48 - st.cost
+					waitMetric(t, tg, "ratelimit.rule.spend.units_refunded", refunded)
+					continue
+				}
+				spent += st.cost - 48
 				waitMetric(t, tg, "ratelimit.rule.spend.units_charged", spent)
 			}
 			if got := tg.metric("ratelimit.rule.spend.usage_missing"); got != 1 {

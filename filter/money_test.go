@@ -194,3 +194,19 @@ func TestPriceWithDegradeDecidesAtHeaders(t *testing.T) {
 		t.Errorf("charged %d, want 3,500 at the table's dearest prices", got)
 	}
 }
+
+// With body_while_headers_paused, a degrade configuration holds the
+// headers for the body: the body's model is read before the proxy routes,
+// and refused under refuse whatever x-model says.
+func TestPriceWithDegradeReadsTheBodyWhenHeadersWait(t *testing.T) {
+	conf := strings.Replace(teamSpend(1_000_000), `}}}}}]}`, `}}}},"on_limit":{"action":"degrade"}}],"body_while_headers_paused":true}`, 1)
+	h := newFakeHost(t, conf)
+	r := h.llm(llmCall{headers: []string{"x-team=a", "x-model=o3-mini", "x-max-tokens=100"},
+		body: `{"model":"gpt-5","max_tokens":100}`, resp: chatJSON("gpt-5", 1000, 100)})
+	if !r.waited || r.status != 429 || !strings.Contains(r.body, "unknown_model") {
+		t.Fatalf("waited for the body %t, %d %s; want 429 unknown_model after the body", r.waited, r.status, r.body)
+	}
+	if got := h.logCount("{team|a}:0"); got != 0 {
+		t.Errorf("a refused request charged %d", got)
+	}
+}
