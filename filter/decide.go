@@ -283,6 +283,8 @@ func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 		status = cfg.FailureStatus
 	case v.reason == reasonUnreadableBody && v.body == jsonbound.RefuseTooLarge:
 		status = 413
+	case v.reason == reasonUnreadableBody && v.body == jsonbound.RefuseLate:
+		status = 408
 	case v.reason == reasonUnreadableBody:
 		status = 400
 	}

@@ -6,21 +6,22 @@ import "strings"
 // gzip (package usage). A response in any other encoding (deflate, br,
 // zstd) would carry no usage the filter can read, so the request's
 // Accept-Encoding is narrowed, in its headers' callback, before the
-// proxy routes it: to gzip when the client accepts gzip, else removed (the
-// upstream answers identity).
+// proxy routes it: to gzip when the client accepts gzip, else to identity
+// (set, not removed: without the header any coding is acceptable, RFC
+// 9110 section 12.5.3).
 
 // narrowEncoding narrows the request's Accept-Encoding when a rule that
 // counts usage may match it.
 func (s *Stream) narrowEncoding() {
 	w, _ := s.host.(RequestHeaderWriter)
 	v, present := s.req.headerValues("accept-encoding")
-	if w == nil || !present || strings.EqualFold(strings.TrimSpace(v), "gzip") || !s.countsUsage() {
+	if w == nil || present && strings.EqualFold(strings.TrimSpace(v), "gzip") || !s.countsUsage() {
 		return
 	}
-	if acceptsGzip(v) {
+	if present && acceptsGzip(v) {
 		w.SetRequestHeader("accept-encoding", "gzip")
 	} else {
-		w.RemoveRequestHeader("accept-encoding")
+		w.SetRequestHeader("accept-encoding", "identity")
 	}
 }
 

@@ -24,6 +24,11 @@ func (s *Stream) evaluate() Action {
 			}
 			continue
 		}
+		if (s.req.bodyLen > 0 || s.req.bodyRefusal != 0) && rule.ReadsRequestBody() {
+			if s.req.jsonBody(); s.req.refused != 0 && s.unreadable(ri) {
+				return Pause
+			}
+		}
 		var ok bool
 		s.ruleKey, ok = appendRuleKey(s.ruleKey[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
 		if !ok && s.req.refused != 0 && s.unreadable(ri) {

@@ -48,40 +48,49 @@ func (s *Stream) prepareUsageAsk() {
 }
 
 // askForUsage sets include_usage in the held body, when it streams
-// without it.
+// without it. A body whose stream or stream_options the filter cannot read
+// as the upstream will is unreadable (on_unreadable_body).
 func (s *Stream) askForUsage() {
 	s.askUsage = false
 	if len(s.req.body) == 0 {
 		return
 	}
-	if body, ok := withIncludeUsage(s.req.body); ok {
+	body, ok, why := withIncludeUsage(s.req.body)
+	switch {
+	case why != 0:
+		s.req.bodyRefusal = why
+	case ok:
 		s.host.(RequestBodyWriter).ReplaceRequestBody(body)
 	}
 }
 
 // withIncludeUsage returns a copy of a chat request body with
-// stream_options.include_usage set to true, when "stream" is true and it
-// is not, read as the upstream reads them (jsonbound.LookupAt: the last of
+// stream_options.include_usage set to true, when "stream" may stream (any
+// value but false or null: a lax parser streams for 1 or "true") and it is
+// not, read as the upstream reads them (jsonbound.LookupAt: the last of
 // duplicate keys); ok is false when there is nothing to change, or body is
-// not a JSON object. A change goes where the upstream will read it: in
-// place when the key is given once, else as a last member, which every
-// parser that reads the last duplicate takes. body must have passed
-// jsonbound.ReadBody.
-func withIncludeUsage(body []byte) (out []byte, ok bool) {
+// not a JSON object, and why says when stream or stream_options cannot be
+// read so. A change goes where the upstream will read it: in place when
+// the key is given once, else as a last member, which every parser that
+// reads the last duplicate takes. body must have passed jsonbound.ReadBody.
+func withIncludeUsage(body []byte) (out []byte, ok bool, why jsonbound.Refusal) {
 	text := bytesString(body)
-	if stream, _ := jsonbound.Lookup(text, "stream"); stream != "true" {
-		return nil, false
+	switch stream, why := jsonbound.Lookup(text, "stream"); {
+	case why != 0:
+		return nil, false, why
+	case stream == "" || stream == "false" || stream == "null":
+		return nil, false, 0
 	}
 	start, end, why := jsonbound.LookupAt(text, "stream_options")
 	switch {
 	case why != 0:
-		return nil, false
+		return nil, false, why
 	case start < 0: // absent
-		return lastMember(body, `"stream_options":{"include_usage":true}`)
+		return withLast(body, `"stream_options":{"include_usage":true}`)
 	case gjson.GetBytes(body, "stream_options").Index != start: // given more than once
-		return lastMember(body, `"stream_options":`+string(withTrue(text[start:end])))
+		return withLast(body, `"stream_options":`+string(withTrue(text[start:end])))
 	case text[start] != '{':
-		return splice(body, start, end, `{"include_usage":true}`), true
+		return splice(body, start, end, `{"include_usage":true}`), true, 0
 	}
 	iStart, iEnd, why := jsonbound.LookupAt(text, "stream_options.include_usage")
 	switch {
@@ -91,13 +100,13 @@ func withIncludeUsage(body []byte) (out []byte, ok bool) {
 		if len(bytes.TrimSpace(body[start+1:end-1])) == 0 {
 			insert = `"include_usage":true`
 		}
-		return splice(body, start+1, start+1, insert), true
+		return splice(body, start+1, start+1, insert), true, 0
 	case text[iStart:iEnd] == "true":
-		return nil, false
+		return nil, false, 0
 	case gjson.Get(text[start:end], "include_usage").Index+start == iStart: // given once
-		return splice(body, iStart, iEnd, "true"), true
+		return splice(body, iStart, iEnd, "true"), true, 0
 	}
-	return splice(body, start, end, string(withTrue(text[start:end]))), true
+	return splice(body, start, end, string(withTrue(text[start:end]))), true, 0
 }
 
 // withTrue is the object o with "include_usage":true as its last member
@@ -112,6 +121,12 @@ func withTrue(o string) []byte {
 		return []byte(`{"include_usage":true}`)
 	}
 	return []byte("{" + inner + `,"include_usage":true}`)
+}
+
+// withLast is lastMember's change, as withIncludeUsage returns it.
+func withLast(body []byte, m string) ([]byte, bool, jsonbound.Refusal) {
+	out, ok := lastMember(body, m)
+	return out, ok, 0
 }
 
 // lastMember is body, a JSON object, with member m added last.

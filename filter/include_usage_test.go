@@ -58,7 +58,7 @@ func FuzzIncludeUsage(f *testing.F) {
 		if text, why := jsonbound.ReadBody(body); why != 0 || len(text) != len(body) || !json.Valid(body) {
 			return
 		}
-		out, ok := withIncludeUsage(body)
+		out, ok, _ := withIncludeUsage(body)
 		if !ok {
 			return
 		}

@@ -3,6 +3,7 @@ package filter
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
@@ -140,8 +141,11 @@ func (s *Stream) decideLater() Action {
 	return a
 }
 
-// sweepBodyWaits decides, with their defaults, the streams that waited
-// bodyWait for a body the proxy does not deliver.
+// sweepBodyWaits decides the streams that waited bodyWait for their body:
+// with their defaults when the proxy does not deliver it while the
+// headers wait; with body_while_headers_paused it does, so the body is
+// late (a client that trickles it), and unreadable to the rules that read
+// it (on_unreadable_body; a degrade rule degrades, degrade.go).
 func (p *Plugin) sweepBodyWaits(now time.Time) {
 	for i := 0; i < len(p.waiting); {
 		s := p.waiting[i]
@@ -151,6 +155,9 @@ func (p *Plugin) sweepBodyWaits(now time.Time) {
 		}
 		s.stopWaiting()
 		s.now, s.bodyMissed = now, true
+		if s.pol.cfg.BodyWhileHeadersPaused {
+			s.req.bodyRefusal = jsonbound.RefuseLate
+		}
 		if s.decideLater() == Continue {
 			s.host.Resume()
 		}
@@ -162,11 +169,11 @@ func (p *Plugin) sweepBodyWaits(now time.Time) {
 // rule may not read it (r.refused then says why).
 func (r *request) jsonBody() string {
 	switch {
-	case r.bodyLen == 0:
 	case r.bodyLen > r.bodyMax:
 		r.refuse(jsonbound.RefuseTooLarge)
 	case r.bodyRefusal != 0:
 		r.refuse(r.bodyRefusal)
+	case r.bodyLen == 0:
 	default:
 		return bytesString(r.body)
 	}
@@ -208,9 +215,24 @@ func (r *request) bodyValue(path string) (v string, present bool) {
 		return gjson.Parse(raw).Str, true
 	case raw[0] == 't' || raw[0] == 'f':
 		return raw, true
+	case bigInteger(raw):
+		r.refuse(jsonbound.RefuseBigInteger)
+		return "", false
 	}
 	r.num = appendNumberText(r.num[:0], raw)
 	return bytesString(r.num), true
+}
+
+// bigInteger reports whether raw is an integer written plainly whose
+// magnitude passes 2^53: Python reads it exactly, a float64 parser (Go's
+// any, JavaScript) rounds it, so 2^53+1 and 2^53 would be two keys to one
+// and one value to the other.
+func bigInteger(raw string) bool {
+	digits := strings.TrimPrefix(raw, "-")
+	if len(digits) < 16 || strings.ContainsAny(digits, ".eE") {
+		return false
+	}
+	return len(digits) > 16 || digits > "9007199254740992"
 }
 
 // appendNumberText appends a JSON number (NaN and ±Infinity included) as
@@ -274,7 +296,7 @@ func (r *request) bodyInteger(path string) (int64, bool) {
 // way ratelimit.request_body.unreadable counts the request once.
 func (s *Stream) unreadable(ri int) bool {
 	rule := &s.pol.cfg.Rules[ri]
-	if s.req.refused == 0 || !rule.ReadsBody() && (rule.Response == nil || rule.Response.Reserve.Body == "") {
+	if s.req.refused == 0 || !rule.ReadsRequestBody() {
 		return false
 	}
 	if !s.req.unreadableCounted {

@@ -34,6 +34,8 @@ const (
 	RefuseSurrogate                          // a lone UTF-16 surrogate escape
 	RefuseCaseVariant                        // a key differs from a path's name only in case
 	RefuseDuplicateParent                    // an object on a path is given twice
+	RefuseBigInteger                         // an integer past 2^53: float64 parsers round it
+	RefuseLate                               // the body did not come within the wait (set by the caller)
 )
 
 var refusalText = [...]string{
@@ -45,6 +47,8 @@ var refusalText = [...]string{
 	RefuseSurrogate:       "lone surrogate escape",
 	RefuseCaseVariant:     "a key differs from a field's name only in case",
 	RefuseDuplicateParent: "duplicate object on a field's path",
+	RefuseBigInteger:      "an integer past 2^53",
+	RefuseLate:            "the body did not come in time",
 }
 
 // String says why, as the local reply's "reason" does.

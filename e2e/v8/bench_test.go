@@ -156,6 +156,9 @@ func benchModules(t testing.TB) []benchModule {
 		t.Fatal(err)
 	}
 	srv := redistest.Start(t)
+	if base := os.Getenv("V8_BENCH_BASELINE"); base != "" {
+		loadBaselineLibrary(t, srv, base)
+	}
 	prefix := redistest.Prefix(t)
 	webdis := redistest.StartWebdis(t, srv.Addr)
 	higress := func(name, wasm string) benchModule {
@@ -170,9 +173,23 @@ func benchModules(t testing.TB) []benchModule {
 	return []benchModule{{Name: "no-op", Wasm: filepath.Join(dir, dist.Noop)}, higress("higress", higressWasm), stock("stock", stockWasm)}
 }
 
+// loadBaselineLibrary loads dir's library.lua, the baseline's Redis
+// Functions library, when its Lua differs from this tree's (its name
+// carries a digest of its code, so both are loaded side by side).
+func loadBaselineLibrary(t testing.TB, srv *redistest.Server, dir string) {
+	src, err := os.ReadFile(filepath.Join(dir, "library.lua"))
+	if err != nil {
+		return // the baseline shares this tree's library, or has none
+	}
+	if _, err := srv.Do("FUNCTION", "LOAD", string(src)); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatalf("the baseline's library.lua: %v", err)
+	}
+}
+
 // baselineModules are the builds in $V8_BENCH_BASELINE, if set, to
 // compare with this tree's in the same run: "higress@base", "stock@base",
-// each when its file is there (a stock build from before the Functions
+// each when its file is there (and library.lua, its Redis Functions
+// library, when it differs from this tree's) (a stock build from before the Functions
 // library sends EVALSHA, which the bench's Webdis refuses: leave it out).
 // With them, "higress GOGC=100" shows the GC setting's CPU cost.
 func baselineModules(mods []benchModule) []benchModule {

@@ -76,7 +76,7 @@ const (
 // parseUnreadableBody reads a rule's on_unreadable_body, which only a
 // rule that reads the body takes.
 func parseUnreadableBody(v gjson.Result, path string, r *Rule) (UnreadableBody, error) {
-	if v.Exists() && !r.readsRequestBody() {
+	if v.Exists() && !r.ReadsRequestBody() {
 		return 0, errAt(path, onlyBodyRules)
 	}
 	s, err := enum(v, path, "deny", "deny", "missing")
@@ -85,17 +85,17 @@ func parseUnreadableBody(v gjson.Result, path string, r *Rule) (UnreadableBody, 
 
 const onlyBodyRules = "only for a rule that reads the request body (a body key part, match.body, response_cost.reserve.body, response_cost.price or the usage openai_chat)"
 
-// readsRequestBody reports whether the rule reads fields of the request
+// ReadsRequestBody reports whether the rule reads fields of the request
 // body: its key or match, its reservation, its price table's model, or a
 // chat stream's stream_options.
-func (r *Rule) readsRequestBody() bool {
+func (r *Rule) ReadsRequestBody() bool {
 	return r.ReadsBody() || r.ReadsModel() || r.AsksUsage() || r.Response != nil && r.Response.Reserve.Body != ""
 }
 
 // parseMaxRequestBody reads a rule's max_request_body_bytes, which only a
 // rule that reads the body takes.
 func parseMaxRequestBody(v gjson.Result, path string, r *Rule) (int, error) {
-	if v.Exists() && !r.readsRequestBody() {
+	if v.Exists() && !r.ReadsRequestBody() {
 		return 0, errAt(path, onlyBodyRules)
 	}
 	n, err := integer(v, path, DefaultMaxRequestBodyBytes, 1, 64<<20)
