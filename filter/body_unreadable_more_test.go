@@ -19,10 +19,20 @@ func TestLateBodyIsUnreadable(t *testing.T) {
 	 "limits":[{"algorithm":"sliding_log","limit":100,"window":"1h"}],"on_limit":{"action":"degrade"}},
 	{"name":"gpt4o","match":{"path_prefix":"/v1/","body":[{"path":"model","exact":"gpt-4o"}]},"key":[{"source":"header","name":"x-team"}],
 	 "limits":[{"algorithm":"sliding_log","limit":1,"window":"1h"}]}]}`)
+	fs := h.bodyNeverComes(t)
+	if fs.Status != 408 || !strings.Contains(fs.Body, `"reason":"the body did not come in time"`) || fs.Resumed != 0 {
+		t.Fatalf("after the wait: status %d %s, resumed %d; want 408, not resumed", fs.Status, fs.Body, fs.Resumed)
+	}
+}
+
+// bodyNeverComes sends a POST's headers, a body to follow, and lets
+// bodyWait pass at the tick without the body; it returns the stream.
+func (h *fakeHost) bodyNeverComes(t *testing.T) *filtertest.Stream {
+	t.Helper()
 	h.Clock = time.Unix(1000, 0)
 	fs := filtertest.NewStream("192.0.2.7:40000", nil)
 	st := h.plugin.NewStream(fs)
-	defer st.OnDone()
+	t.Cleanup(st.OnDone)
 	st.SetBodyFollows(true)
 	if a := st.OnRequestHeaders([][2]string{{":method", "POST"}, {":path", "/v1/chat"}, {"x-team", "t1"}}); a != Pause {
 		t.Fatalf("headers: %v, want Pause until the body", a)
@@ -30,9 +40,7 @@ func TestLateBodyIsUnreadable(t *testing.T) {
 	h.Clock = h.Clock.Add(bodyWait)
 	h.plugin.OnTick()
 	h.Pump()
-	if fs.Status != 408 || !strings.Contains(fs.Body, `"reason":"the body did not come in time"`) || fs.Resumed != 0 {
-		t.Fatalf("after the wait: status %d %s, resumed %d; want 408, not resumed", fs.Status, fs.Body, fs.Resumed)
-	}
+	return fs
 }
 
 // A rule that reads the body only for its usage preset (openai_chat: the

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
@@ -106,17 +105,7 @@ func TestDegradeBodyNeverComes(t *testing.T) {
 		{"name":"team","key":[{"source":"header","name":"x-team"}],
 		 "limits":[{"name":"hour","algorithm":"sliding_log","limit":5,"window":"1h"}],
 		 "on_limit":{"action":"degrade"}}]}`)
-	h.Clock = time.Unix(1000, 0)
-	fs := filtertest.NewStream("192.0.2.7:40000", nil)
-	st := h.plugin.NewStream(fs)
-	defer st.OnDone()
-	st.SetBodyFollows(true)
-	if a := st.OnRequestHeaders([][2]string{{":method", "POST"}, {":path", "/v1/chat"}, {"x-team", "t1"}}); a != Pause {
-		t.Fatalf("headers: %v", a)
-	}
-	h.Clock = h.Clock.Add(bodyWait)
-	h.plugin.OnTick()
-	h.Pump()
+	fs := h.bodyNeverComes(t)
 	if fs.Resumed != 1 || fs.SetRequest["x-ratelimit-exhausted"] != "model-budget/*" {
 		t.Fatalf("resumed %d, set %v; want model-budget/*", fs.Resumed, fs.SetRequest)
 	}

@@ -113,65 +113,32 @@ func skipNonFinite[T ~string | ~[]byte](b T, i int) (int, error) {
 	return skipWord(b, i, "-Infinity")
 }
 
-// skipBodyString is skipString for a body: the text is valid UTF-8, and a
-// \u escape of a surrogate is one of a high-low pair.
-func skipBodyString[T ~string | ~[]byte](b T, i int) (int, error) {
-	for i < len(b) {
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, nil
-		case c < 0x20:
-			return i, ErrSyntax
-		case c >= 0x80:
-			n := utf8Len(b, i)
-			if n == 0 {
-				return i, errUTF8
-			}
-			i += n
-		case c != '\\':
-			i++
-		case i+1 == len(b):
-			return i, ErrTruncated
-		case b[i+1] == 'u':
-			r, err := hex4(b, i+2)
-			if err != nil {
-				return i, err
-			}
-			i += 6
-			switch {
-			case r >= 0xDC00 && r <= 0xDFFF:
-				return i, errSurrogate
-			case r >= 0xD800 && r <= 0xDBFF:
-				if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
-					if lo, err := hex4(b, i+2); err != nil {
-						return i, err
-					} else if lo >= 0xDC00 && lo <= 0xDFFF {
-						i += 6
-						continue
-					}
-				} else if i == len(b) || b[i] == '\\' && i+1 == len(b) {
-					return i, ErrTruncated
-				}
-				return i, errSurrogate
-			}
-		default:
-			switch b[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			default:
-				return i + 1, ErrSyntax
-			}
-		}
+// lowSurrogate checks, at i just after the escape of surrogate r, that r
+// is a high surrogate followed by the escape of a low one, and skips it.
+func lowSurrogate[T ~string | ~[]byte](b T, i int, r rune) (int, error) {
+	if r >= 0xDC00 {
+		return i, errSurrogate
 	}
-	return i, ErrTruncated
+	if i+1 < len(b) && b[i] == '\\' && b[i+1] == 'u' {
+		lo, at, err := hex4(b, i+2)
+		switch {
+		case err != nil:
+			return at, err
+		case lo >= 0xDC00 && lo <= 0xDFFF:
+			return i + 6, nil
+		}
+	} else if i == len(b) || b[i] == '\\' && i+1 == len(b) {
+		return i, ErrTruncated
+	}
+	return i, errSurrogate
 }
 
-// hex4 reads the four hex digits of a \u escape at i.
-func hex4[T ~string | ~[]byte](b T, i int) (rune, error) {
-	var r rune
+// hex4 reads the four hex digits of a \u escape at i; at is where a
+// digit is missing or wrong.
+func hex4[T ~string | ~[]byte](b T, i int) (r rune, at int, err error) {
 	for k := i; k < i+4; k++ {
 		if k >= len(b) {
-			return 0, ErrTruncated
+			return 0, k, ErrTruncated
 		}
 		c := b[k]
 		switch {
@@ -182,11 +149,11 @@ func hex4[T ~string | ~[]byte](b T, i int) (rune, error) {
 		case c >= 'A' && c <= 'F':
 			c -= 'A' - 10
 		default:
-			return 0, ErrSyntax
+			return 0, k, ErrSyntax
 		}
 		r = r<<4 | rune(c)
 	}
-	return r, nil
+	return r, i + 4, nil
 }
 
 // utf8Len is the length of the valid UTF-8 sequence at b[i] (a byte

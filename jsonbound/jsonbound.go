@@ -184,32 +184,35 @@ func skipSpace[T ~string | ~[]byte](b T, i int) int {
 }
 
 // skipString skips a string's body and its closing quote, from i just
-// after the opening quote; with body, its text must be valid UTF-8 and
-// its escapes whole code points (skipBodyString).
+// after the opening quote; with body, its text must be valid UTF-8 and a
+// \u escape of a surrogate one of a high-low pair.
 func skipString[T ~string | ~[]byte](b T, i int, body bool) (int, error) {
-	if body {
-		return skipBodyString(b, i)
-	}
 	for i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
 			return i + 1, nil
 		case c < 0x20:
 			return i, ErrSyntax
+		case c >= 0x80 && body:
+			n := utf8Len(b, i)
+			if n == 0 {
+				return i, errUTF8
+			}
+			i += n
 		case c != '\\':
 			i++
 		case i+1 == len(b):
 			return i, ErrTruncated
 		case b[i+1] == 'u':
-			for k := i + 2; k < i+6; k++ {
-				if k == len(b) {
-					return k, ErrTruncated
-				}
-				if !isHex(b[k]) {
-					return k, ErrSyntax
+			r, at, err := hex4(b, i+2)
+			if err != nil {
+				return at, err
+			}
+			if i += 6; body && r >= 0xD800 && r <= 0xDFFF {
+				if i, err = lowSurrogate(b, i, r); err != nil {
+					return i, err
 				}
 			}
-			i += 6
 		default:
 			switch b[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -220,10 +223,6 @@ func skipString[T ~string | ~[]byte](b T, i int, body bool) (int, error) {
 		}
 	}
 	return i, ErrTruncated
-}
-
-func isHex(c byte) bool {
-	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
 }
 
 // skipWord skips the literal word at i.

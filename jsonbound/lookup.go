@@ -136,9 +136,9 @@ func keyRune(raw string, i int) (rune, int) {
 	}
 	switch c := raw[i+1]; c {
 	case 'u':
-		r, _ := hex4(raw, i+2)
+		r, _, _ := hex4(raw, i+2)
 		if r >= 0xD800 && r <= 0xDBFF { // a high surrogate, its low one next
-			lo, _ := hex4(raw, i+8)
+			lo, _, _ := hex4(raw, i+8)
 			return (r-0xD800)<<10 | (lo - 0xDC00) + 0x10000, 12
 		}
 		return r, 6

@@ -2,7 +2,6 @@ package price
 
 import (
 	"math"
-	"math/big"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -101,43 +100,11 @@ func TestCostWorkedNumbers(t *testing.T) {
 	}
 }
 
-// bigCost is the model: the exact rational sum, rounded up, in big
-// integers, capped at the largest int64.
-func bigCost(u Unit, p *Prices, t *Tokens) int64 {
-	sum := new(big.Int)
-	for k := range Kinds {
-		if t[k] > 0 {
-			sum.Add(sum, new(big.Int).Mul(big.NewInt(t[k]), new(big.Int).SetUint64(p[k])))
-		}
-	}
-	sum.Mul(sum, new(big.Int).SetUint64(u.Per))
-	den := big.NewInt(1_000_000_000_000_000)
-	q, r := new(big.Int).QuoRem(sum, den, new(big.Int))
-	if r.Sign() > 0 {
-		q.Add(q, big.NewInt(1))
-	}
-	if !q.IsInt64() {
-		return math.MaxInt64
-	}
-	return q.Int64()
-}
-
 // Cost agrees with the big-integer model on random prices and counts, from
 // the smallest to the largest.
 func TestCostAgreesWithBigModel(t *testing.T) {
 	r := rand.New(rand.NewPCG(25, 8))
-	units := []Unit{{Per: 1e9}, {Per: 1e6}, {Per: 1e3}, {Per: 100}}
-	pick := func(max uint64) uint64 {
-		switch r.IntN(4) {
-		case 0:
-			return 0
-		case 1:
-			return r.Uint64N(1000)
-		case 2:
-			return max
-		}
-		return r.Uint64N(max + 1)
-	}
+	pick := picker(r)
 	for i := range 200000 {
 		var p Prices
 		var tk Tokens
@@ -148,8 +115,8 @@ func TestCostAgreesWithBigModel(t *testing.T) {
 				tk[k] = -tk[k]
 			}
 		}
-		u := units[r.IntN(len(units))]
-		if got, want := Cost(u, &p, &tk), bigCost(u, &p, &tk); got != want {
+		u := testUnits[r.IntN(len(testUnits))]
+		if got, want := Cost(u, &p, &tk), bigCostAt(u, &p, &tk, One); got != want {
 			t.Fatalf("case %d: Cost(%d, %v, %v) = %d, the model %d", i, u.Per, p, tk, got, want)
 		}
 	}

@@ -32,12 +32,13 @@ func bigCostAt(u Unit, p *Prices, t *Tokens, mult uint64) int64 {
 	return q.Int64()
 }
 
-// CostAt agrees with the big-integer model on random prices, counts and
-// multipliers, from the smallest to the largest.
-func TestCostAtAgreesWithBigModel(t *testing.T) {
-	r := rand.New(rand.NewPCG(29, 3))
-	units := []Unit{{Per: 1e9}, {Per: 1e6}, {Per: 1e3}, {Per: 100}}
-	pick := func(max uint64) uint64 {
+// testUnits are the units the model tests draw from.
+var testUnits = []Unit{{Per: 1e9}, {Per: 1e6}, {Per: 1e3}, {Per: 100}}
+
+// picker draws a value from 0 to max, its edges often: 0, below 1000,
+// max itself, or any.
+func picker(r *rand.Rand) func(max uint64) uint64 {
+	return func(max uint64) uint64 {
 		switch r.IntN(4) {
 		case 0:
 			return 0
@@ -48,6 +49,13 @@ func TestCostAtAgreesWithBigModel(t *testing.T) {
 		}
 		return r.Uint64N(max + 1)
 	}
+}
+
+// CostAt agrees with the big-integer model on random prices, counts and
+// multipliers, from the smallest to the largest.
+func TestCostAtAgreesWithBigModel(t *testing.T) {
+	r := rand.New(rand.NewPCG(29, 3))
+	pick := picker(r)
 	for i := range 100000 {
 		var p Prices
 		var tk Tokens
@@ -55,7 +63,7 @@ func TestCostAtAgreesWithBigModel(t *testing.T) {
 			p[k] = pick(MaxPrice * requestScale)
 			tk[k] = int64(pick(1 << uint(r.IntN(64))))
 		}
-		u := units[r.IntN(len(units))]
+		u := testUnits[r.IntN(len(testUnits))]
 		mult := max(pick(MaxMultiplier), 1)
 		if got, want := CostAt(u, &p, &tk, mult), bigCostAt(u, &p, &tk, mult); got != want {
 			t.Fatalf("case %d: CostAt(%d, %v, %v, %d) = %d, the model %d", i, u.Per, p, tk, mult, got, want)
