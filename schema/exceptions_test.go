@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // exception is a known disagreement between config.Parse and the
@@ -255,11 +257,11 @@ var exceptions = []exception{
 	{
 		name:    "duration-overflow",
 		why:     "durations beyond 2^63ns (about 292 years) overflow time.ParseDuration; the schema checks their syntax only",
-		message: regexp.MustCompile(`: must be a duration string such as "500ms", "1s" or "1m"$`),
+		message: regexp.MustCompile(`: must be a duration string such as "500ms", "1m" or "1d"$`),
 		applies: func(_ []byte, doc map[string]any) bool {
 			overflows := func(v any) bool {
 				s, ok := v.(string)
-				_, err := time.ParseDuration(s)
+				_, err := config.ParseDuration(s)
 				return ok && durationPattern.MatchString(s) && err != nil
 			}
 			for _, l := range leases(doc) {
@@ -315,7 +317,7 @@ var exceptions = []exception{
 		parserAccepts: true,
 		applies: func(_ []byte, doc map[string]any) bool {
 			s, ok := field(doc, "redis", "buffer_flush_timeout").(string)
-			d, err := time.ParseDuration(s)
+			d, err := config.ParseDuration(s)
 			return ok && strings.HasPrefix(s, "-") && err == nil && d == 0
 		},
 		example: exampleConfig(`{"cluster":"redis","buffer_flush_timeout":"-0s"}`, oneLog, ""),
@@ -373,7 +375,7 @@ func integer(v any) (int64, bool) {
 
 func duration(v any) (time.Duration, bool) {
 	s, ok := v.(string)
-	d, err := time.ParseDuration(s)
+	d, err := config.ParseDuration(s)
 	return d, ok && err == nil
 }
 

@@ -3,6 +3,8 @@ package schema
 import (
 	"regexp"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // throttle objects of the rules of a configuration.
@@ -39,11 +41,11 @@ var throttleExceptions = []exception{
 	{
 		name:    "throttle-max-delay-overflow",
 		why:     "as duration-overflow: a max_delay beyond 2^63ns (about 292 years) overflows time.ParseDuration; the schema checks its syntax only",
-		message: regexp.MustCompile(`^rules\[\d+\]\.throttle\.max_delay: must be a duration string such as "500ms", "1s" or "1m"$`),
+		message: regexp.MustCompile(`^rules\[\d+\]\.throttle\.max_delay: must be a duration string such as "500ms", "1m" or "1d"$`),
 		applies: func(_ []byte, doc map[string]any) bool {
 			for _, t := range throttles(doc) {
 				s, ok := t["max_delay"].(string)
-				if _, err := time.ParseDuration(s); ok && durationPattern.MatchString(s) && err != nil {
+				if _, err := config.ParseDuration(s); ok && durationPattern.MatchString(s) && err != nil {
 					return true
 				}
 			}

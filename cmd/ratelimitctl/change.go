@@ -152,9 +152,9 @@ func (t *ttlFlag) String() string {
 }
 
 func (t *ttlFlag) Set(v string) error {
-	d, err := time.ParseDuration(v)
+	d, err := config.ParseDuration(v)
 	if err != nil {
-		return errors.New("want a duration such as 90s, 10m or 24h")
+		return errors.New("want a duration such as 90s, 10m, 24h, 7d or 2w")
 	}
 	if d < time.Millisecond {
 		return errors.New("must be at least 1ms (leave --ttl out for no TTL)")

@@ -104,11 +104,11 @@ func duration(v gjson.Result, path string, def time.Duration) (time.Duration, er
 		return def, nil
 	}
 	if v.Type != gjson.String {
-		return 0, errAt(path, `must be a duration string such as "500ms", "1s" or "1m"`)
+		return 0, errAt(path, `must be a duration string such as "500ms", "1m" or "1d"`)
 	}
-	d, err := time.ParseDuration(v.Str)
+	d, err := ParseDuration(v.Str)
 	if err != nil {
-		return 0, errAt(path, `must be a duration string such as "500ms", "1s" or "1m"`)
+		return 0, errAt(path, `must be a duration string such as "500ms", "1m" or "1d"`)
 	}
 	if d < 0 {
 		return 0, errAt(path, "must be > 0")
