@@ -23,6 +23,11 @@ local function bad(what)
   return redis.error_reply('ERR ratelimit: ' .. what)
 end
 
+-- read_only is set by each entry point: true in a peek, which Redis runs
+-- as a no-writes function (FCALL_RO, and under maxmemory). A check then
+-- counts around the entries that left the window instead of trimming them.
+local read_only = false
+
 -- clock_us is Redis's clock in microseconds, the one every proxy shares.
 -- TIME replies {seconds, microseconds}.
 local function clock_us()

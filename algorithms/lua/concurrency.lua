@@ -7,10 +7,15 @@
 -- never comes (a proxy that died) frees it after D. A cost above 0
 -- acquires that slot; 0 peeks.
 
--- conc_trim drops the expired slots and returns how many are held.
+-- conc_trim drops the expired slots and returns how many are held, and
+-- how many expired ones remain (0 unless read_only, which drops none).
 local function conc_trim(key, now)
+  if read_only then
+    local expired = redis.call('ZCOUNT', key, '-inf', now)
+    return redis.call('ZCARD', key) - expired, expired
+  end
   redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
-  return redis.call('ZCARD', key)
+  return redis.call('ZCARD', key), 0
 end
 
 -- conc_check decides a request that takes one slot (n > 0) or none (a
@@ -18,7 +23,7 @@ end
 -- earliest do: upper bounds, since a release may come first. When it
 -- allows a slot, it also returns the last expiry for conc_commit.
 local function conc_check(key, limit, d, now, n)
-  local used = conc_trim(key, now)
+  local used, expired = conc_trim(key, now)
   local taken = n > 0 and 1 or 0
   local last = 0
   if used > 0 then last = tonumber(redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')[2]) end
@@ -27,7 +32,7 @@ local function conc_check(key, limit, d, now, n)
     if taken == 1 then return true, limit - used - 1, -1, math.max(reset, d), last end
     return true, limit - used, -1, reset
   end
-  local k = used + taken - limit - 1
+  local k = expired + used + taken - limit - 1
   local e = redis.call('ZRANGE', key, k, k, 'WITHSCORES')
   return false, math.max(0, limit - used), tonumber(e[2]) - now, reset
 end

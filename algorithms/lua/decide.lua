@@ -9,8 +9,8 @@
 -- ARGV[1] = 'g' is a call with choices: see choice.lua.
 -- Reply: {now_us, -2, then per limit: allowed, limit, remaining,
 -- retry_after_us, reset_after_us}, or {now_us, block_pttl_ms, block_index}
--- when a block key exists. A peek (peek set) must check only: every cost
--- is -1. Every key it writes is a state key (roles.lua): blocks, tiers
+-- when a block key exists. A peek (peek set) charges nothing: every cost
+-- is -1 or 0, and it writes nothing (read_only). Every key it writes is a state key (roles.lua): blocks, tiers
 -- and overrides are only read. Needs Redis >= 5, where scripts replicate
 -- their effects, so TIME may precede writes.
 --
@@ -26,7 +26,7 @@
 local function check_limit(l, i, now, proceed_at, peek)
   local check, a, b, cost = checks[l.algorithm], l.a, l.b, l.cost
   if not is_state(l.key) then return bad('limit ' .. i .. ' is not a state key') end
-  if not check or not whole_limit(a, b, cost, -1) or (peek and cost ~= -1) then
+  if not check or not whole_limit(a, b, cost, -1) or (peek and cost > 0) then
     return bad('bad arguments for limit ' .. i)
   end
   local as_of = l.late and proceed_at or now
@@ -44,6 +44,7 @@ local function check_limit(l, i, now, proceed_at, peek)
 end
 
 local function decide(KEYS, ARGV, peek)
+  read_only = peek
   local grouped = ARGV[1] == 'g' -- a call with choices
   local nb = tonumber(ARGV[grouped and 2 or 1]) -- its block keys
   local np -- its plain limits: with choices ARGV[3], else every other key

@@ -5,6 +5,6 @@ package lua
 // libraryDigest is the first 12 hex digits of the SHA-1 of the library's
 // code; scriptSHA is the SHA-1 of Script.Source().
 const (
-	libraryDigest = "9a78d57a1eea"
-	scriptSHA     = "80a008be1f4b9dfc0aff5164223ecf7ba8f3480c"
+	libraryDigest = "13bd063216e6"
+	scriptSHA     = "7c1eb25619c9191f5ec17cf5a2bf62e03360f037"
 )

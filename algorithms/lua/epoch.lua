@@ -1,5 +1,6 @@
--- epoch: the entry point that reads the epoch an operator's change bumps.
--- KEYS[1] = the epoch key, ARGV[1] = 'e'. Reply: the number, 0 when unset.
+-- epoch: the entry points that read the epoch an operator's change bumps,
+-- and bump it. epoch: KEYS[1] = the epoch key, ARGV[1] = 'e'. Reply: the
+-- number, 0 when unset.
 
 local function epoch(KEYS, ARGV)
   local key, mode = KEYS[1], ARGV[1]
@@ -7,4 +8,16 @@ local function epoch(KEYS, ARGV)
     return bad('bad epoch read')
   end
   return tonumber(redis.call('GET', key)) or 0
+end
+
+-- bump increments the epoch key (KEYS[1], no ARGV): an operator's change,
+-- by ratelimitctl, that every VM must see. Flagged allow-oom, so that it
+-- runs on a Redis full under maxmemory, when an operator's reset matters
+-- most: INCR of a key that holds an integer allocates nothing.
+local function bump(KEYS, ARGV)
+  local key = KEYS[1]
+  if #KEYS ~= 1 or #ARGV ~= 0 or string.sub(key, -5) ~= 'epoch' or string.find(key, '{', 1, true) then
+    return bad('bad epoch bump')
+  end
+  return redis.call('INCR', key)
 end

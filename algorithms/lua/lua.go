@@ -14,15 +14,15 @@ import (
 var files embed.FS
 
 // The code, in order: what every entry point shares (args.lua) and what
-// each key is (roles.lua); the algorithms; settle.lua and epoch.lua, each
-// an entry point; the limits of a decide call (limits.lua, choice.lua,
-// throttle.lua, lease.lua); and decide.lua, the decide entry point. Each
-// file defines locals that later files use (functions, and a few tables
-// and constants), and runs nothing: Library registers the entry points,
-// Script dispatches to them.
+// each key is (roles.lua); the algorithms; settle.lua and epoch.lua, entry
+// points; the limits of a decide call (limits.lua, choice.lua,
+// throttle.lua, lease.lua); decide.lua, the decide entry point; and
+// peek.lua, the read-only one. Each file defines locals that later files
+// use (functions, and a few tables and constants), and runs nothing:
+// Library registers the entry points, Script dispatches to them.
 var parts = []string{"args.lua", "roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
 	"calendar.lua", "concurrency.lua", "settle.lua", "epoch.lua", "limits.lua", "choice.lua", "throttle.lua", "lease.lua",
-	"short.lua", "decide.lua"}
+	"short.lua", "decide.lua", "peek.lua"}
 
 // Library is the Functions library: one function per operation, defined
 // at load, so a call pays nothing to define them. Its name carries a
@@ -38,8 +38,12 @@ var Script = Src{SHA: scriptSHA}
 type Lib struct {
 	Name string // "ratelimit_<12 hex digits of the code's SHA-1>"
 	// Decide, Settle, Epoch and Peek are "<Name>_decide" and so on. Peek
-	// decides as Decide does, but refuses a call that charges anything.
+	// decides, or settles, as Decide and Settle do, but refuses a call
+	// that charges anything, and writes nothing: it is flagged no-writes.
 	Decide, Settle, Epoch, Peek string
+	// Bump increments the epoch key, as ratelimitctl does after a change,
+	// even on a Redis full under maxmemory (flagged allow-oom).
+	Bump string
 }
 
 // Src is a script and its SHA-1, as EVALSHA names it.
@@ -75,16 +79,18 @@ func code() string {
 
 func newLibrary() Lib {
 	name := "ratelimit_" + libraryDigest
-	return Lib{Name: name, Decide: name + "_decide", Settle: name + "_settle", Epoch: name + "_epoch", Peek: name + "_peek"}
+	return Lib{Name: name, Decide: name + "_decide", Settle: name + "_settle", Epoch: name + "_epoch", Peek: name + "_peek",
+		Bump: name + "_bump"}
 }
 
 var librarySource = sync.OnceValue(func() string {
 	l := Library
 	return "#!lua name=" + l.Name + "\n" + code() +
 		"redis.register_function{function_name='" + l.Decide + "', callback=function(keys, args) return decide(keys, args, false) end}\n" +
-		"redis.register_function{function_name='" + l.Peek + "', callback=function(keys, args) return decide(keys, args, true) end}\n" +
+		"redis.register_function{function_name='" + l.Peek + "', callback=peek, flags={'no-writes'}}\n" +
 		"redis.register_function{function_name='" + l.Settle + "', callback=settle}\n" +
-		"redis.register_function{function_name='" + l.Epoch + "', callback=epoch, flags={'no-writes'}}\n"
+		"redis.register_function{function_name='" + l.Epoch + "', callback=epoch, flags={'no-writes'}}\n" +
+		"redis.register_function{function_name='" + l.Bump + "', callback=bump, flags={'allow-oom'}}\n"
 })
 
 // scriptTail closes Script: it dispatches on its first argument.

@@ -77,7 +77,7 @@ local function log_settle(key, limit, window, now, at, reserved, cost)
   else
     d = 0
   end
-  if weighted or weight > 1 then redis.call('ZADD', key, -(total + d), 's') end
+  if (weighted or weight > 1) and not read_only then redis.call('ZADD', key, -(total + d), 's') end
   return d, limit - total - d
 end
 
@@ -91,7 +91,10 @@ end
 local settle_by = {l = log_settle, c = counter_settle, f = funnel_settle, k = conc_settle, p = calendar_settle}
 
 -- settle applies one call's settles. Every key is a state key (roles.lua).
-local function settle(KEYS, ARGV)
+-- A peek (peek set) only reads what remains: every settle's reserved and
+-- cost are 0, and none is a release.
+local function settle(KEYS, ARGV, peek)
+  read_only = peek == true
   local mode, count = ARGV[1], #KEYS
   if mode ~= 's' or #ARGV ~= 1 + 6 * count or count > max_keys then
     return bad('bad settle argument count')
@@ -102,7 +105,8 @@ local function settle(KEYS, ARGV)
     local j = 6 * i - 4
     local algorithm, a, b, at, reserved, cost = ARGV[j], tonumber(ARGV[j + 1]), limit_b(ARGV[j], ARGV[j + 2], now),
       tonumber(ARGV[j + 3]), tonumber(ARGV[j + 4]), tonumber(ARGV[j + 5])
-    if not settle_by[algorithm] or not whole_limit(a, b, reserved, 0) or not whole(at, 0) or not whole(cost, 0) then
+    if not settle_by[algorithm] or not whole_limit(a, b, reserved, 0) or not whole(at, 0) or not whole(cost, 0)
+        or (read_only and (reserved ~= 0 or cost ~= 0 or algorithm == 'k')) then
       return bad('bad arguments for settle ' .. i)
     end
     if not is_state(KEYS[i]) then return role_error(i) end

@@ -28,7 +28,7 @@ local function decide_one(KEYS, ARGV, nb, now, peek)
     tonumber(ARGV[5])
   local check, commit = checks[algorithm], commits[algorithm]
   if not is_state(key) then return role_error(nb + 1) end
-  if not check or not whole_limit(a, b, cost, -1) or (peek and cost ~= -1) then
+  if not check or not whole_limit(a, b, cost, -1) or (peek and cost > 0) then
     return bad('bad arguments for limit 1')
   end
   local allowed, remaining, retry, reset, state1, state2 = check(key, a, b, now, cost == -1 and 1 or cost)

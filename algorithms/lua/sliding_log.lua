@@ -16,35 +16,41 @@ local function log_weight(member)
   return 1
 end
 
--- log_trim drops the entries that left the window; it returns the total
--- and whether member 's' holds it.
+-- log_trim drops the entries that left the window; it returns the total,
+-- whether member 's' holds it, and how many entries that left the window
+-- remain (0 unless read_only, which drops none).
 local function log_trim(key, window, now)
   local s = redis.call('ZSCORE', key, 's')
   if not s then
+    if read_only then
+      local stale = redis.call('ZCOUNT', key, '-inf', now - window)
+      return redis.call('ZCARD', key) - stale, false, stale
+    end
     redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
-    return redis.call('ZCARD', key), false
+    return redis.call('ZCARD', key), false, 0
   end
   local total = -tonumber(s)
   local gone = redis.call('ZRANGEBYSCORE', key, '(0', now - window)
   if #gone > 0 then
     for i = 1, #gone do total = total - log_weight(gone[i]) end
+    if read_only then return total, true, #gone end
     redis.call('ZREMRANGEBYSCORE', key, '(0', now - window)
     redis.call('ZADD', key, -total, 's')
   end
-  return total, true
+  return total, true, 0
 end
 
 -- log_check decides a request of cost n. It trims the entries that left
 -- the window, and charges nothing; its commit needs the total and whether
 -- 's' holds it.
 local function log_check(key, limit, window, now, n)
-  local used, weighted = log_trim(key, window, now)
+  local used, weighted, stale = log_trim(key, window, now)
   if used + n <= limit and n > 0 then
     return true, limit - used - n, -1, window, used, weighted
   end
   local reset = 0
   local last = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  if last[2] and last[1] ~= 's' then reset = tonumber(last[2]) + window - now end
+  if used > 0 and last[2] and last[1] ~= 's' then reset = tonumber(last[2]) + window - now end
   if used + n <= limit then
     return true, limit - used, -1, reset
   end
@@ -52,10 +58,10 @@ local function log_check(key, limit, window, now, n)
   local retry = window
   local k = used + n - limit
   if k <= used and not weighted then
-    local e = redis.call('ZRANGE', key, k - 1, k - 1, 'WITHSCORES')
+    local e = redis.call('ZRANGE', key, stale + k - 1, stale + k - 1, 'WITHSCORES')
     retry = tonumber(e[2]) + window - now
   elseif k <= used then
-    local from = 1 -- past 's'
+    local from = 1 + stale -- past 's'
     while k > 0 do
       local e = redis.call('ZRANGE', key, from, from + 31, 'WITHSCORES')
       if #e == 0 then break end

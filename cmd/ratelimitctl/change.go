@@ -16,9 +16,9 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
-// The commands that change a key: each writes or deletes its keys, then
+// The commands that change a key: each deletes or writes its keys, then
 // bumps the epoch so that every VM drops its deny cache, and reports what
-// it did.
+// it did, and what it could not do (see apply).
 
 // changed is a change's result.
 type changed struct {
@@ -26,21 +26,28 @@ type changed struct {
 	Rule    string   `json:"rule"`
 	Parts   []string `json:"parts"`
 	Key     string   `json:"key"`
-	// Set is the key written, with its value and TTL.
-	Set *keyInfo `json:"set,omitempty"`
+	// Set is the key written, with its value and TTL; Limits, for an
+	// override, the limits it holds as they were given.
+	Set    *keyInfo `json:"set,omitempty"`
+	Limits string   `json:"limits,omitempty"`
 	// Deleted are the keys deleted; Absent those to delete that did not
 	// exist; Kept the key's block, tier and override that reset left.
 	Deleted []string `json:"deleted"`
 	Absent  []string `json:"absent"`
 	Kept    []string `json:"kept,omitempty"`
-	// Epoch is the epoch key's value after the bump.
+	// Epoch is the epoch key's value after the bump, 0 when it was not
+	// bumped (the error says why).
 	EpochKey string `json:"epoch_key"`
 	Epoch    int64  `json:"epoch"`
 }
 
 func (c *changed) text(w *tabwriter.Writer) {
 	if c.Set != nil {
-		fmt.Fprintf(w, "set\t%s = %s, %s\n", c.Set.Key, c.Set.Value, expiry(c.Set.TTLms))
+		value := c.Set.Value
+		if c.Limits != "" {
+			value = c.Limits
+		}
+		fmt.Fprintf(w, "set\t%s = %s, %s\n", c.Set.Key, value, lasts(c.Set.TTLms, c.Command))
 	}
 	for _, k := range c.Deleted {
 		fmt.Fprintf(w, "deleted\t%s\n", k)
@@ -51,22 +58,35 @@ func (c *changed) text(w *tabwriter.Writer) {
 	for _, k := range c.Kept {
 		fmt.Fprintf(w, "kept\t%s (reset --all deletes it)\n", k)
 	}
+	if c.Epoch == 0 {
+		fmt.Fprintf(w, "epoch\t%s not bumped\n", c.EpochKey)
+		return
+	}
 	fmt.Fprintf(w, "epoch\t%s = %d\n", c.EpochKey, c.Epoch)
 }
 
-// apply sets key to value (when key is not "") and deletes del, then bumps
-// the epoch.
-func (s *session) apply(ctx context.Context, c *changed, key, value string, ttl time.Duration, del []string) error {
-	c.Deleted, c.Absent = []string{}, []string{}
-	if key != "" {
-		if err := s.rdb.Set(ctx, key, value, ttl).Err(); err != nil {
-			return fmt.Errorf("SET %s: %w", key, err)
-		}
-		c.Set = &keyInfo{Key: key, Value: value, TTLms: msOrNone(ttl)}
-		if ttl == 0 {
-			c.Set.TTLms = -1
-		}
+// done reports whether the change did anything, so that its result is
+// printed beside the error that says what it could not do.
+func (c *changed) done() bool { return c.Set != nil || len(c.Deleted) > 0 || c.Epoch != 0 }
+
+// lasts says how long a key set by cmd lasts: its TTL, or, without one,
+// until the command that removes it.
+func lasts(ttlMs int64, cmd string) string {
+	if ttlMs >= 0 {
+		return "expires in " + fmtMs(ttlMs)
 	}
+	undo := map[string]string{"block": "unblock", "tier set": "tier clear", "override set": "override clear"}[cmd]
+	return "no expiry: until `ratelimitctl " + undo + "`"
+}
+
+// apply deletes del, then sets key to value (when key is not ""), then
+// bumps the epoch, recording in c what it did. Deletes come first: a Redis
+// full under maxmemory (noeviction) refuses a SET, never a DEL, which
+// frees memory. Its error says what was not done, and what that leaves:
+// with the epoch not bumped, proxies' deny caches keep denying for up to
+// stale (see staleFor).
+func (s *session) apply(ctx context.Context, c *changed, key, value string, ttl time.Duration, del []string, stale string) error {
+	c.Deleted, c.Absent, c.EpochKey = []string{}, []string{}, keyspace.EpochKey(s.prefix)
 	if len(del) > 0 {
 		cmds := make([]*redis.IntCmd, len(del))
 		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -75,21 +95,61 @@ func (s *session) apply(ctx context.Context, c *changed, key, value string, ttl 
 			}
 			return nil
 		})
-		if err != nil {
-			return fmt.Errorf("DEL %s: %w", strings.Join(del, " "), err)
-		}
 		for i, k := range del {
-			if cmds[i].Val() > 0 {
+			switch n, derr := cmds[i].Result(); {
+			case derr != nil:
+			case n > 0:
 				c.Deleted = append(c.Deleted, k)
-			} else {
+			default:
 				c.Absent = append(c.Absent, k)
 			}
 		}
+		if err != nil {
+			return fmt.Errorf("%s: DEL %s: %w; %s.", c.Command, strings.Join(del, " "), err, c.summary())
+		}
 	}
-	var err error
-	c.EpochKey = keyspace.EpochKey(s.prefix)
-	c.Epoch, err = s.bumpEpoch(ctx)
-	return err
+	if key != "" {
+		if err := s.rdb.Set(ctx, key, value, ttl).Err(); err != nil {
+			return fmt.Errorf("%s: SET %s: %w. Nothing was changed.%s", c.Command, key, err, fullHint(err))
+		}
+		c.Set = &keyInfo{Key: key, Value: value, TTLms: msOrNone(ttl)}
+		if ttl == 0 {
+			c.Set.TTLms = -1
+		}
+	}
+	n, err := s.bumpEpoch(ctx)
+	if err != nil {
+		return fmt.Errorf("%s: %s. The epoch was not bumped: %w. %s%s", c.Command, c.summary(), err, stale, fullHint(err))
+	}
+	c.Epoch = n
+	return nil
+}
+
+// summary says what a change did, for an error that says what it did not.
+func (c *changed) summary() string {
+	var did []string
+	if c.Set != nil {
+		did = append(did, "set "+c.Set.Key)
+	}
+	if len(c.Deleted) > 0 {
+		did = append(did, fmt.Sprintf("deleted %d key(s): %s", len(c.Deleted), strings.Join(c.Deleted, " ")))
+	}
+	if len(c.Absent) > 0 {
+		did = append(did, fmt.Sprintf("%d key(s) were absent: %s", len(c.Absent), strings.Join(c.Absent, " ")))
+	}
+	if len(did) == 0 {
+		return "nothing was deleted"
+	}
+	return strings.Join(did, "; ")
+}
+
+// fullHint explains Redis's OOM error: Redis is full.
+func fullHint(err error) string {
+	if !redis.HasErrorPrefix(err, "OOM") {
+		return ""
+	}
+	return " Redis is full under maxmemory: raise maxmemory or free memory (reset and the clear commands delete keys, " +
+		"which a full Redis allows)."
 }
 
 func newChange(cmd string, rule *config.Rule, parts []string, base string) *changed {
@@ -124,8 +184,8 @@ func (c *resetCmd) run(ctx context.Context, s *session, parts []string) (result,
 		del = append(del, others...)
 	}
 	ch := newChange("reset", rule, parts, base)
-	if err := s.apply(ctx, ch, "", "", 0, del); err != nil {
-		return nil, err
+	if err := s.apply(ctx, ch, "", "", 0, del, staleFor(rule, s.overrideOf(ctx, rule, base))); err != nil {
+		return ch, err
 	}
 	if !c.all {
 		kept, err := s.readKeys(ctx, others...)
@@ -175,7 +235,7 @@ type blockCmd struct {
 
 func (c *blockCmd) flags(fs *flag.FlagSet) {
 	ruleFlag(fs, &c.rule)
-	fs.Var(&c.ttl, "ttl", "how long the block lasts, e.g. 1h (default: until unblock)")
+	fs.Var(&c.ttl, "ttl", "how long the block lasts, a `duration` such as 30m, 12h, 7d or 2w (default: no expiry, until unblock)")
 }
 
 func (c *blockCmd) check([]string) error { return needRule(c.rule) }
@@ -189,7 +249,8 @@ func (c *blockCmd) run(ctx context.Context, s *session, parts []string) (result,
 		return nil, fmt.Errorf("--rule: rule %s has manual_block: false, so the filter never reads its block key", rule.Name)
 	}
 	ch := newChange("block", rule, parts, base)
-	return ch, s.apply(ctx, ch, keyspace.BlockKey(base), blockValue, c.ttl.d, nil)
+	return ch, s.apply(ctx, ch, keyspace.BlockKey(base), blockValue, c.ttl.d, nil,
+		"No proxy is misled: every request not already denied reads the block from Redis.")
 }
 
 // deleteCmd deletes one of the key's operator keys: "unblock" (what:
@@ -215,8 +276,19 @@ func (c *deleteCmd) run(ctx context.Context, s *session, parts []string) (result
 	case "override":
 		key, cmd = keyspace.OverrideKey(base), "override clear"
 	}
+	stale := staleFor(rule, s.overrideOf(ctx, rule, base))
+	if c.what == "block" {
+		k, err := s.current(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		stale = staleBlock(0)
+		if k != nil && k.TTLms > 0 {
+			stale = staleBlock(time.Duration(k.TTLms) * time.Millisecond)
+		}
+	}
 	ch := newChange(cmd, rule, parts, base)
-	return ch, s.apply(ctx, ch, "", "", 0, []string{key})
+	return ch, s.apply(ctx, ch, "", "", 0, []string{key}, stale)
 }
 
 // tierSetCmd is "tier set".
@@ -228,7 +300,7 @@ type tierSetCmd struct {
 func (c *tierSetCmd) flags(fs *flag.FlagSet) {
 	ruleFlag(fs, &c.rule)
 	fs.StringVar(&c.tier, "tier", "", "the `tier` to assign, one of the rule's (required)")
-	fs.Var(&c.ttl, "ttl", "how long the tier lasts, e.g. 720h (default: until tier clear)")
+	fs.Var(&c.ttl, "ttl", "how long the tier lasts, a `duration` such as 30m, 12h, 7d or 2w (default: no expiry, until tier clear)")
 }
 
 func (c *tierSetCmd) check([]string) error {
@@ -253,7 +325,7 @@ func (c *tierSetCmd) run(ctx context.Context, s *session, parts []string) (resul
 		return nil, fmt.Errorf("--tier %q: rule %s's tiers are %s", c.tier, rule.Name, strings.Join(tiers, ", "))
 	}
 	ch := newChange("tier set", rule, parts, base)
-	return ch, s.apply(ctx, ch, keyspace.TierKey(base), c.tier, c.ttl.d, nil)
+	return ch, s.apply(ctx, ch, keyspace.TierKey(base), c.tier, c.ttl.d, nil, staleFor(rule, s.overrideOf(ctx, rule, base)))
 }
 
 // overrideSetCmd is "override set".
@@ -265,7 +337,7 @@ type overrideSetCmd struct {
 func (c *overrideSetCmd) flags(fs *flag.FlagSet) {
 	ruleFlag(fs, &c.rule)
 	fs.StringVar(&c.limits, "limits", "", "the key's limits: a `JSON` array of limits, as in the rule's \"limits\" (required)")
-	fs.Var(&c.ttl, "ttl", "how long the override lasts, e.g. 24h (default: until override clear)")
+	fs.Var(&c.ttl, "ttl", "how long the override lasts, a `duration` such as 30m, 12h, 7d or 2w (default: no expiry, until override clear)")
 }
 
 func (c *overrideSetCmd) check([]string) error {
@@ -288,5 +360,6 @@ func (c *overrideSetCmd) run(ctx context.Context, s *session, parts []string) (r
 		return nil, fmt.Errorf("--limits: %w", err)
 	}
 	ch := newChange("override set", rule, parts, base)
-	return ch, s.apply(ctx, ch, keyspace.OverrideKey(base), value, c.ttl.d, nil)
+	ch.Limits = compactJSON(c.limits)
+	return ch, s.apply(ctx, ch, keyspace.OverrideKey(base), value, c.ttl.d, nil, staleFor(rule, s.overrideOf(ctx, rule, base)))
 }

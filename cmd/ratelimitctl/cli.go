@@ -12,7 +12,9 @@ import (
 )
 
 // Exit statuses: 0 done, 1 an error (the configuration, the rule, the key or
-// Redis), 2 a command line ratelimitctl cannot run.
+// Redis): nothing done, or, when stdout shows a change's result, done in
+// part, stderr saying what was not; 2 a command line ratelimitctl cannot
+// run.
 const (
 	exitOK    = 0
 	exitError = 1
@@ -57,20 +59,27 @@ func commands() []command {
 				"assigned in Redis (tier set), the one the key's part names, or, for tiers from a\n" +
 				"header, --tier (default: the rule's default tier). A limit that responses charged\n" +
 				"after the fact beyond its limit is in debt: its used exceeds its limit, its\n" +
-				"remaining is negative, and a debt line says when it is back to 0.", func() runner { return &showCmd{} }},
+				"remaining is negative, and a debt line says when it is back to 0. It only reads\n" +
+				"(FCALL_RO of the library's peek), so it works on a replica and on a Redis full\n" +
+				"under maxmemory.", func() runner { return &showCmd{} }},
 		{"reset", "--rule R [--all] PART...", "delete a key's limit state, so its limits start afresh",
 			"Deletes the state of every limit position of every tier. Keeps the key's block,\n" +
-				"tier and override; --all deletes them too.", func() runner { return &resetCmd{} }},
+				"tier and override; --all deletes them too. Deletes work on a Redis full under\n" +
+				"maxmemory; if the epoch cannot be bumped after them, reset says what it deleted,\n" +
+				"how long proxies may keep denying, and exits 1.", func() runner { return &resetCmd{} }},
 		{"block", "--rule R [--ttl D] PART...", "block a key: the filter denies all its requests",
-			"Without --ttl the block lasts until unblock.", func() runner { return &blockCmd{} }},
+			"Without --ttl the block never expires: it lasts until `ratelimitctl unblock`.\n" +
+				"--ttl takes Go durations and days and weeks: 90s, 30m, 12h, 7d, 2w, 1d12h.", func() runner { return &blockCmd{} }},
 		{"unblock", "--rule R PART...", "remove a key's block", "", func() runner { return &deleteCmd{what: "block"} }},
 		{"tier set", "--rule R --tier T [--ttl D] PART...", "assign a key a tier (rules whose tiers come from Redis)",
-			"Without --ttl the tier stays until tier clear.", func() runner { return &tierSetCmd{} }},
+			"Without --ttl the tier never expires: it stays until `ratelimitctl tier clear`.\n" +
+				"--ttl takes Go durations and days and weeks: 90s, 30m, 12h, 7d, 2w, 1d12h.", func() runner { return &tierSetCmd{} }},
 		{"tier clear", "--rule R PART...", "remove a key's tier: the rule's default tier applies", "",
 			func() runner { return &deleteCmd{what: "tier"} }},
 		{"override set", "--rule R --limits JSON [--ttl D] PART...", "give a key its own limits (rules with overrides)",
 			"--limits is a JSON array of limits, as in the rule's \"limits\". Without --ttl the\n" +
-				"override stays until override clear.", func() runner { return &overrideSetCmd{} }},
+				"override never expires: it stays until `ratelimitctl override clear`. --ttl takes\n" +
+				"Go durations and days and weeks: 90s, 30m, 12h, 7d, 2w, 1d12h.", func() runner { return &overrideSetCmd{} }},
 		{"override clear", "--rule R PART...", "remove a key's override", "", func() runner { return &deleteCmd{what: "override"} }},
 		{"install", "", "load this build's Redis Functions library (on every master with --cluster)",
 			"FUNCTION LOAD of the library the filter calls, named after its code's digest, so\n" +
@@ -157,24 +166,33 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	defer s.close()
 	res, err := r.run(ctx, s, parts)
-	if err != nil {
+	if p, ok := res.(partial); err != nil && (!ok || !p.done()) {
 		return fail(stderr, err, cmd.name)
 	}
-	if g.json {
-		enc := json.NewEncoder(stdout)
-		enc.SetEscapeHTML(false)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
-			return fail(stderr, err, cmd.name)
-		}
-		return exitOK
+	if perr := g.print(stdout, res); perr != nil {
+		return fail(stderr, perr, cmd.name)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
-	res.text(tw)
-	if err := tw.Flush(); err != nil {
+	if err != nil { // done in part: stdout says what was done, stderr what was not
 		return fail(stderr, err, cmd.name)
 	}
 	return exitOK
+}
+
+// partial is a result that may be printed beside an error: done says
+// that the command did something before the error.
+type partial interface{ done() bool }
+
+// print writes res as JSON with --json, else as aligned text.
+func (g *globals) print(w io.Writer, res result) error {
+	if g.json {
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	res.text(tw)
+	return tw.Flush()
 }
 
 // fail writes err to stderr and returns its exit status; a usage error

@@ -204,7 +204,13 @@ type proxy struct {
 
 func newProxy(t *testing.T, e *env) *proxy {
 	t.Helper()
-	p := &proxy{Host: filtertest.NewHost(server.Addr)}
+	return newProxyOn(t, e, server.Addr)
+}
+
+// newProxyOn is newProxy against the Redis at addr.
+func newProxyOn(t *testing.T, e *env, addr string) *proxy {
+	t.Helper()
+	p := &proxy{Host: filtertest.NewHost(addr)}
 	p.Deliver = func(id uint32, ok bool, reply []byte) { p.plugin.OnRedisReply(id, ok, reply) }
 	p.plugin = filter.NewPlugin(e.cfg, p)
 	t.Cleanup(p.Close)

@@ -57,7 +57,7 @@ func TestInstall(t *testing.T) {
 	if old.Name != oldLibrary || old.Current || !slices.Equal(old.Servers, []string{s.Addr}) {
 		t.Errorf("the old library: %+v", old)
 	}
-	want := []string{lua.Library.Decide, lua.Library.Epoch, lua.Library.Peek, lua.Library.Settle}
+	want := []string{lua.Library.Bump, lua.Library.Decide, lua.Library.Epoch, lua.Library.Peek, lua.Library.Settle}
 	if cur.Name != lua.Library.Name || !cur.Current || !slices.Equal(cur.Functions, want) || len(cur.Missing) != 0 {
 		t.Errorf("this build's library: %+v", cur)
 	}

@@ -37,11 +37,22 @@ func (c *listCmd) check(args []string) error {
 	return nil
 }
 
-// listed is list's result: the rule keys found, in key order, and the
-// cursor of the next page ("0": there is none).
+// listed is list's result: the keys of the configuration's rules found,
+// in key order, and the cursor of the next page ("0": there is none).
+// Elsewhere counts the rule keys of rules the configuration does not have
+// (another configuration's, or a removed rule's) that share its prefix.
 type listed struct {
-	Keys   []listedKey `json:"keys"`
-	Cursor string      `json:"cursor"`
+	Keys      []listedKey `json:"keys"`
+	Elsewhere []otherRule `json:"not_in_config,omitempty"`
+	Cursor    string      `json:"cursor"`
+	config    string
+}
+
+// otherRule is a rule the configuration lacks, and how many of its rule
+// keys the page found.
+type otherRule struct {
+	Rule string `json:"rule"`
+	Keys int    `json:"keys"`
 }
 
 // listedKey is one rule key and the keys of it the page found.
@@ -139,7 +150,18 @@ func (c *listCmd) run(ctx context.Context, s *session, _ []string) (result, erro
 			}
 		}
 	}
-	r := &listed{Keys: group(s.prefix, found), Cursor: "0"}
+	r := &listed{Keys: []listedKey{}, Cursor: "0", config: s.configPath}
+	names := ruleNames(s.cfg)
+	for _, k := range group(s.prefix, found) {
+		switch i := slices.IndexFunc(r.Elsewhere, func(o otherRule) bool { return o.Rule == k.Rule }); {
+		case slices.Contains(names, k.Rule):
+			r.Keys = append(r.Keys, k)
+		case i >= 0:
+			r.Elsewhere[i].Keys++
+		default:
+			r.Elsewhere = append(r.Elsewhere, otherRule{k.Rule, 1})
+		}
+	}
 	switch {
 	case cur.node == len(nodes):
 	case s.cluster != nil:
@@ -236,6 +258,18 @@ func (r *listed) text(w *tabwriter.Writer) {
 			has = append(has, "other "+o)
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\n", k.Rule, strings.Join(parts, " "), strings.Join(has, ", "))
+	}
+	if len(r.Elsewhere) > 0 {
+		var others []string
+		for _, o := range r.Elsewhere {
+			plural := "s"
+			if o.Keys == 1 {
+				plural = ""
+			}
+			others = append(others, fmt.Sprintf("%s (%d key%s)", o.Rule, o.Keys, plural))
+		}
+		fmt.Fprintf(w, "\nnot in %s\t%s: rules of another configuration sharing its key prefix, or removed\n",
+			r.config, strings.Join(others, ", "))
 	}
 	fmt.Fprintf(w, "\nnext cursor\t%s", r.Cursor)
 	if r.Cursor == "0" {

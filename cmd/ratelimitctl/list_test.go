@@ -82,10 +82,18 @@ func TestList(t *testing.T) {
 		t.Errorf("%d keys in %d pages of 7; want several", len(want), len(cursors)+1)
 	}
 
-	// Without --rule: every rule's keys in the prefix, the other prefixes'
-	// still left out.
+	// Without --rule: the keys of every rule of the configuration, and
+	// apart, counted, those of a rule it lacks; the other prefixes' left out.
 	keys, _ = pageAll(t, e, 1000)
-	exactlyOnce(t, keys, append(want, globPrefix+"{api2|user01}:0", globPrefix+"{route|user01|/}:0"))
+	exactlyOnce(t, keys, append(want, globPrefix+"{route|user01|/}:0"))
+	var l listed
+	e.json(&l, "list", "--count", "1000")
+	if len(l.Elsewhere) != 1 || l.Elsewhere[0] != (otherRule{"api2", 1}) {
+		t.Errorf("list: not in the configuration: %+v; want api2's one key", l.Elsewhere)
+	}
+	if out := e.ok("list", "--count", "1000"); !strings.Contains(out, "\nnot in "+e.config+"  api2 (1 key): rules of another configuration") {
+		t.Errorf("list: the rule not in the configuration:\n%s", out)
+	}
 }
 
 // The text output, and the decoding of parts, in JSON and as text.

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
@@ -216,11 +217,25 @@ func describeKey(key []config.KeyPart) string {
 }
 
 // bumpEpoch increments the epoch key after a change, so that every VM
-// drops its deny cache, and returns the new epoch.
+// drops its deny cache, and returns the new epoch. A Redis full under
+// maxmemory refuses INCR; the library's bump function, flagged
+// allow-oom, does it then (an INCR of an integer allocates nothing).
 func (s *session) bumpEpoch(ctx context.Context) (int64, error) {
-	n, err := s.rdb.Incr(ctx, keyspace.EpochKey(s.prefix)).Result()
-	if err != nil {
-		return 0, fmt.Errorf("INCR %s: %w", keyspace.EpochKey(s.prefix), err)
+	key := keyspace.EpochKey(s.prefix)
+	n, err := s.rdb.Incr(ctx, key).Result()
+	if err == nil {
+		return n, nil
+	}
+	if !redis.HasErrorPrefix(err, "OOM") {
+		return 0, fmt.Errorf("INCR %s: %w", key, err)
+	}
+	n, ferr := s.rdb.FCall(ctx, lua.Library.Bump, []string{key}).Int64()
+	if ferr != nil {
+		hint := ""
+		if strings.HasPrefix(ferr.Error(), "ERR Function not found") {
+			hint = " (the library is not loaded: run `ratelimitctl install`)"
+		}
+		return 0, fmt.Errorf("INCR %s: %w; FCALL %s: %w%s", key, err, lua.Library.Bump, ferr, hint)
 	}
 	return n, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -44,6 +45,9 @@ type shown struct {
 	Block        *keyInfo `json:"block"`
 	AssignedTier *keyInfo `json:"assigned_tier"`
 	Override     *keyInfo `json:"override"`
+	// OverrideLimits is the override's limits as override set takes them
+	// (Override.Value is their encoding in Redis).
+	OverrideLimits json.RawMessage `json:"override_limits,omitempty"`
 	// Tier is the tier whose limits applied ("" when the rule has none);
 	// OverrideApplied says the override's limits applied instead.
 	Tier            string       `json:"tier,omitempty"`
@@ -102,6 +106,11 @@ func (c *showCmd) run(ctx context.Context, s *session, parts []string) (result, 
 		AssignedTier: keys[1], Override: keys[2], Tier: st.Tier, OverrideApplied: st.Override,
 		Limits: []limitShown{}, manualBlock: rule.ManualBlock, tiers: rule.TierNames() != nil,
 		tiersFromRedis: rule.TiersFromRedis(), overrides: rule.OverridesEnabled()}
+	if r.Override != nil {
+		if ls := overrideLimits(r.Override.Value); json.Valid([]byte(ls)) {
+			r.OverrideLimits = json.RawMessage(ls)
+		}
+	}
 	r.Denied = st.Blocked
 	for i, l := range st.Limits {
 		if l.Name == "" {
@@ -241,7 +250,7 @@ func (r *shown) text(w *tabwriter.Writer) {
 	fmt.Fprintf(w, "key\t%s\n", r.Key)
 	block := "none"
 	if r.Block != nil {
-		block = "blocked, " + expiry(r.Block.TTLms)
+		block = "blocked, " + lasts(r.Block.TTLms, "block")
 		if !r.manualBlock {
 			block += " (ignored: the rule has manual_block: false)"
 		}
@@ -253,7 +262,7 @@ func (r *shown) text(w *tabwriter.Writer) {
 			notes = append(notes, "the override applies")
 		}
 		if r.AssignedTier != nil {
-			notes = append(notes, fmt.Sprintf("assigned in Redis: %s, %s", r.AssignedTier.Value, expiry(r.AssignedTier.TTLms)))
+			notes = append(notes, fmt.Sprintf("assigned in Redis: %s, %s", r.AssignedTier.Value, lasts(r.AssignedTier.TTLms, "tier set")))
 		} else if r.tiersFromRedis {
 			notes = append(notes, "none assigned in Redis")
 		}
@@ -266,7 +275,7 @@ func (r *shown) text(w *tabwriter.Writer) {
 	if r.overrides || r.Override != nil {
 		override := "none"
 		if r.Override != nil {
-			override = fmt.Sprintf("%s, %s", r.Override.Value, expiry(r.Override.TTLms))
+			override = fmt.Sprintf("%s, %s", overrideLimits(r.Override.Value), lasts(r.Override.TTLms, "override set"))
 		}
 		fmt.Fprintf(w, "override\t%s\n", override)
 	}
@@ -324,13 +333,6 @@ func fmtMs(ms int64) string {
 		d = d.Round(time.Second)
 	}
 	return d.String()
-}
-
-func expiry(ttlMs int64) string {
-	if ttlMs < 0 {
-		return "no TTL"
-	}
-	return "expires in " + fmtMs(ttlMs)
 }
 
 func orDash(s string) string {

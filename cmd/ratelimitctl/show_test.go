@@ -81,7 +81,7 @@ func TestShow(t *testing.T) {
 	if !sh.Blocked || !sh.Denied || sh.Block == nil || sh.Block.TTLms != -1 || len(sh.Limits) != 0 {
 		t.Errorf("show of a blocked key: %+v", sh)
 	}
-	if out := e.ok("show", "--rule", "api", "alice"); !strings.Contains(out, "block  blocked, no TTL\nnow    denied: blocked") {
+	if out := e.ok("show", "--rule", "api", "alice"); !strings.Contains(out, "block  blocked, no expiry: until `ratelimitctl unblock`\nnow    denied: blocked") {
 		t.Errorf("show of a blocked key:\n%s", out)
 	}
 

@@ -88,3 +88,48 @@ func TestOverride(t *testing.T) {
 		t.Errorf("override clear:\n%s", out)
 	}
 }
+
+// An override prints as the limits it was given, not as its encoding in
+// Redis: override set as the operator wrote them, show as an equivalent
+// JSON array that override set takes back to the same value. Without
+// --ttl, each change says that it does not expire, and until what.
+func TestOverrideShownAsSet(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, tierRules)
+	alice := e.key("plan", "alice")
+	limits := `[{"algorithm": "sliding_log", "limit": 50, "window": "1m"},
+		{"algorithm": "funnel", "capacity": 10, "rate": 10, "period": "1h"}]`
+	out := e.ok("override", "set", "--rule", "plan", "--limits", limits, "alice")
+	want := "set    " + keyspace.OverrideKey(alice) + ` = [{"algorithm":"sliding_log","limit":50,"window":"1m"},` +
+		`{"algorithm":"funnel","capacity":10,"rate":10,"period":"1h"}], no expiry: until ` + "`ratelimitctl override clear`\n"
+	if !strings.HasPrefix(out, want) {
+		t.Errorf("override set:\n%s\nwant it to start\n%s", out, want)
+	}
+
+	equivalent := `[{"algorithm":"sliding_log","limit":50,"window":"1m"},{"algorithm":"funnel","capacity":10,"rate":1,"period":"6m"}]`
+	if out := e.ok("show", "--rule", "plan", "alice"); !strings.Contains(out, "override  "+equivalent+", no expiry: until `ratelimitctl override clear`\n") {
+		t.Errorf("show:\n%s\nwant the override as %s", out, equivalent)
+	}
+	var sh shown
+	e.json(&sh, "show", "--rule", "plan", "alice")
+	rule, _ := e.cfg.Rule("plan")
+	if v, err := config.ParseOverride(rule, sh.OverrideLimits); err != nil || sh.Override == nil || v != sh.Override.Value {
+		t.Errorf("show --json: override_limits %s reads back as %q, %v; the override holds %+v", sh.OverrideLimits, v, err, sh.Override)
+	}
+
+	for _, tc := range []struct{ args, want string }{
+		{"tier set --rule plan --tier gold alice", keyspace.TierKey(alice) + " = gold, no expiry: until `ratelimitctl tier clear`"},
+		{"block --rule plan alice", keyspace.BlockKey(alice) + " = 1, no expiry: until `ratelimitctl unblock`"},
+		{"block --rule plan --ttl 2d alice", keyspace.BlockKey(alice) + " = 1, expires in 48h0m0s"},
+	} {
+		if out := e.ok(strings.Fields(tc.args)...); !strings.HasPrefix(out, "set    "+tc.want+"\n") {
+			t.Errorf("%s:\n%s\nwant it to start with set %s", tc.args, out, tc.want)
+		}
+	}
+	for _, cmd := range [][]string{{"block"}, {"tier", "set"}, {"override", "set"}} {
+		out := e.ok(append(append([]string{"help"}, cmd...))...)
+		if !strings.Contains(out, "7d or 2w (default: no expiry, until ") {
+			t.Errorf("help %s: --ttl's help lacks the day and week units or the default:\n%s", strings.Join(cmd, " "), out)
+		}
+	}
+}

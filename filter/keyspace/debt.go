@@ -44,14 +44,16 @@ func NewDebt(ks *KeyState) *Debt {
 	return &d
 }
 
-// SettleArgs is the settle of cost 0, as arguments for a Redis client.
+// SettleArgs is the settle of cost 0, as arguments for a Redis client
+// (with FCall, FCALL_RO of the library's peek: see readOnly).
 func (d *Debt) SettleArgs(inv algorithms.Invoke) []any {
-	return clientArgs(algorithms.AppendSettle(nil, algorithms.RESP, inv, d.settles))
+	return readOnly(clientArgs(algorithms.AppendSettle(nil, algorithms.RESP, inv, d.settles)))
 }
 
-// DecideArgs is the decide of cost 0, as arguments for a Redis client.
+// DecideArgs is the decide of cost 0, as arguments for a Redis client
+// (with FCall, FCALL_RO of the library's peek).
 func (d *Debt) DecideArgs(inv algorithms.Invoke) []any {
-	return clientArgs(algorithms.AppendCommand(nil, algorithms.RESP, inv, nil, d.checks))
+	return readOnly(clientArgs(algorithms.AppendCommand(nil, algorithms.RESP, inv, nil, d.checks)))
 }
 
 // Apply reads the two calls' replies, given as their integers, into ks:

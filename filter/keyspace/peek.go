@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
@@ -111,15 +112,23 @@ func PeekAt(rule *config.Rule, base string, tier int) *Peek {
 	return pk
 }
 
-// Args is the command, as arguments for a Redis client: FCALL of the
+// Args is the command, as arguments for a Redis client: FCALL_RO of the
 // library's peek, or with EvalSHA or Eval the script's decide, checking
 // only as well.
 func (pk *Peek) Args(inv algorithms.Invoke) []any {
-	op := algorithms.OpPeek
-	if inv != algorithms.FCall {
-		op = algorithms.OpDecide
+	return readOnly(clientArgs(algorithms.AppendCall(nil, algorithms.RESP, inv, algorithms.OpDecide, pk.blocks, pk.checks, pk.choices)))
+}
+
+// readOnly makes a command's FCALL of the library FCALL_RO of its peek,
+// which writes nothing (flagged no-writes), so that Redis runs it on a
+// replica and when it is full under maxmemory; peek decides, or settles,
+// as the others do, refusing a call that charges. EVALSHA and EVAL are
+// left as they are: the script has no read-only entry point.
+func readOnly(args []any) []any {
+	if args[0] == "FCALL" {
+		args[0], args[1] = "FCALL_RO", lua.Library.Peek
 	}
-	return clientArgs(algorithms.AppendCall(nil, algorithms.RESP, inv, op, pk.blocks, pk.checks, pk.choices))
+	return args
 }
 
 // clientArgs is a command, as algorithms writes it in RESP, as arguments

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// On a Redis full under maxmemory (noeviction), which refuses every write
+// that may add data: show reads, reset deletes and bumps the epoch
+// (through the library's allow-oom bump), a write is refused with
+// nothing changed, and without the library a change says what it
+// deleted and that the epoch was not, exiting 1.
+func TestFullRedis(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t, "--maxmemory-policy", "noeviction")
+	e := newEnvOn(t, srv, redistest.Prefix(t), testRules)
+	p := newProxyOn(t, e, srv.Addr)
+	alice := [2]string{"x-user", "alice"}
+	for n := range 3 { // charges api's and route's limits of alice
+		if status := p.send(t, alice); status != 200 {
+			t.Fatalf("request %d: status %d", n+1, status)
+		}
+	}
+	e.ok("block", "--rule", "api", "--ttl", "1h", "carol")
+	e.ok("block", "--rule", "api", "dave")
+	if err := srv.Fill(); err != nil {
+		t.Fatal(err)
+	}
+	epoch := e.epoch()
+
+	// show: the filter's peek, a no-writes function, and reads.
+	var sh shown
+	e.json(&sh, "show", "--rule", "api", "alice")
+	checkLimits(t, "show on a full Redis", sh.Limits,
+		limitShown{Name: "minute", Algorithm: "sliding_log", Limit: 3, Used: 3},
+		limitShown{Name: "burst", Algorithm: "funnel", Limit: 5, Used: 3})
+	if !sh.Denied || sh.Limits[0].RetryAfterMs <= 0 {
+		t.Errorf("show on a full Redis: %+v", sh)
+	}
+
+	// reset deletes, then bumps the epoch despite OOM.
+	aliceKey := e.key("api", "alice")
+	state := []string{keyspace.StateKey(aliceKey, 0), keyspace.StateKey(aliceKey, 1)}
+	var c changed
+	e.json(&c, "reset", "--rule", "api", "alice")
+	if !slices.Equal(c.Deleted, state) || c.Epoch != epoch+1 || e.epoch() != epoch+1 {
+		t.Errorf("reset on a full Redis: %+v; want %v deleted and epoch %d", c, state, epoch+1)
+	}
+
+	// A write is refused, and says that nothing changed.
+	out, errOut, code := e.ctl("block", "--rule", "api", "bob")
+	if code != exitError || out != "" || !strings.Contains(errOut, "block: SET "+keyspace.BlockKey(e.key("api", "bob"))+": OOM ") ||
+		!strings.Contains(errOut, ". Nothing was changed. Redis is full under maxmemory") {
+		t.Errorf("block on a full Redis: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+
+	// Without the library, the epoch cannot be bumped: the change says
+	// what it deleted, and how long proxies may keep denying.
+	if _, err := srv.Do("FUNCTION", "DELETE", lua.Library.Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args  []string
+		key   string
+		stale string
+	}{
+		{[]string{"unblock", "--rule", "api", "carol"}, keyspace.BlockKey(e.key("api", "carol")),
+			"Proxies that cached the block may keep denying this key for up to 1h, until the block would have expired"},
+		{[]string{"unblock", "--rule", "api", "dave"}, keyspace.BlockKey(e.key("api", "dave")),
+			"No proxy holds a stale denial: a block without a TTL is never cached"},
+		{[]string{"reset", "--rule", "route", "alice", "/"}, keyspace.StateKey(e.key("route", "alice", "/"), 0),
+			"Proxies that cached a denial of this key may keep denying it for up to 1h (a denial is cached until its Retry-After"},
+	} {
+		out, errOut, code := e.ctl(tc.args...)
+		what := strings.Join(tc.args, " ")
+		if code != exitError || out != "deleted  "+tc.key+"\nepoch    "+keyspace.EpochKey(e.prefix)+" not bumped\n" {
+			t.Errorf("%s: exit %d, stdout:\n%s", what, code, out)
+		}
+		for _, want := range []string{tc.args[0] + ": deleted 1 key(s): " + tc.key + ". The epoch was not bumped: INCR ",
+			": OOM ", "FCALL " + lua.Library.Bump + ": ERR Function not found", "run `ratelimitctl install`", tc.stale,
+			"Redis is full under maxmemory"} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("%s: stderr lacks %q:\n%s", what, want, errOut)
+			}
+		}
+		if e.exists(tc.key) {
+			t.Errorf("%s: %s not deleted", what, tc.key)
+		}
+	}
+	if e.epoch() != epoch+1 {
+		t.Errorf("epoch %d; want %d", e.epoch(), epoch+1)
+	}
+}
