@@ -82,7 +82,7 @@ func TestFullRedis(t *testing.T) {
 			t.Errorf("%s: exit %d, stdout:\n%s", what, code, out)
 		}
 		for _, want := range []string{tc.args[0] + ": deleted 1 key(s): " + tc.key + ". The epoch was not bumped: INCR ",
-			": OOM ", "FCALL " + lua.Library.Bump + ": ERR Function not found", "run `ratelimitctl install`", tc.stale,
+			": OOM ", "FCALL " + lua.Library.Name + "_bump: ERR Function not found", "run `ratelimitctl install`", tc.stale,
 			"Redis is full under maxmemory"} {
 			if !strings.Contains(errOut, want) {
 				t.Errorf("%s: stderr lacks %q:\n%s", what, want, errOut)
