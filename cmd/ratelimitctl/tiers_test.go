@@ -127,7 +127,7 @@ func TestOverrideShownAsSet(t *testing.T) {
 		}
 	}
 	for _, cmd := range [][]string{{"block"}, {"tier", "set"}, {"override", "set"}} {
-		out := e.ok(append(append([]string{"help"}, cmd...))...)
+		out := e.ok(append([]string{"help"}, cmd...)...)
 		if !strings.Contains(out, "7d or 2w (default: no expiry, until ") {
 			t.Errorf("help %s: --ttl's help lacks the day and week units or the default:\n%s", strings.Join(cmd, " "), out)
 		}
