@@ -50,7 +50,7 @@ type Tier struct {
 // Without choices it writes exactly what AppendCommand writes. The reply
 // holds the checks' results, then each choice's positions': see
 // Decision.FromIntsCall. op is OpDecide, or OpPeek when every check and
-// choice is CheckOnly (the peek function refuses any other).
+// choice is CheckOnly (the peek function refuses a call that charges).
 func AppendCall(dst []byte, f Framing, inv Invoke, op Op, blocks []string, checks []Check, choices []Choice) []byte {
 	if len(choices) == 0 {
 		return appendPlain(dst, f, inv, op, blocks, checks)

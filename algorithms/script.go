@@ -9,7 +9,7 @@ const (
 	OpDecide Op = iota // decide a request's limits: AppendCall
 	OpSettle           // settle admitted requests' real costs: AppendSettle
 	OpEpoch            // read the epoch: AppendEpoch
-	OpPeek             // decide checking only, for ratelimitctl: AppendCall
+	OpPeek             // decide checking only, writing nothing (no-writes), for ratelimitctl and the quota endpoint: AppendCall
 )
 
 // Invoke is how a command names the code it runs.

@@ -43,6 +43,13 @@ func TestFullRedis(t *testing.T) {
 		t.Errorf("show on a full Redis: %+v", sh)
 	}
 
+	// The filter's quota endpoint calls the same peek with FCALL, which a
+	// full Redis runs too, the function being flagged no-writes.
+	if _, err := srv.Do("FCALL", lua.Library.Peek, "1", keyspace.StateKey(e.key("api", "alice"), 0), "0",
+		"l", "3", "60000000", "-1"); err != nil {
+		t.Errorf("FCALL of the peek on a full Redis: %v", err)
+	}
+
 	// reset deletes, then bumps the epoch despite OOM.
 	aliceKey := e.key("api", "alice")
 	state := []string{keyspace.StateKey(aliceKey, 0), keyspace.StateKey(aliceKey, 1)}
