@@ -56,6 +56,10 @@ func (c *installCmd) run(ctx context.Context, s *session, _ []string) (result, e
 	return r, err
 }
 
+// done: with --cluster, what install did on the masters it reached is
+// printed beside the error of those it did not.
+func (r *installed) done() bool { return len(r.Servers) > 0 }
+
 func (r *installed) text(w *tabwriter.Writer) {
 	for _, s := range r.Servers {
 		fmt.Fprintf(w, "%s\t%s\t%s\n", s.Addr, r.Library, s.Status)
@@ -191,6 +195,8 @@ func (c *uninstallCmd) run(ctx context.Context, s *session, args []string) (resu
 	}
 	return r, err
 }
+
+func (r *uninstalled) done() bool { return len(r.Servers) > 0 }
 
 func (r *uninstalled) text(w *tabwriter.Writer) {
 	for _, s := range r.Servers {
