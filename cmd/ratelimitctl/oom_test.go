@@ -103,3 +103,35 @@ func TestFullRedis(t *testing.T) {
 		t.Errorf("epoch %d; want %d", e.epoch(), epoch+1)
 	}
 }
+
+// show only reads, so it runs on a replica; a change there is refused,
+// and says that nothing was deleted.
+func TestShowOnReplica(t *testing.T) {
+	t.Parallel()
+	master, replica := redistest.Start(t), redistest.Start(t)
+	e := newEnvOn(t, master, redistest.Prefix(t), testRules)
+	p := newProxyOn(t, e, master.Addr)
+	for n := range 2 {
+		if status := p.send(t, [2]string{"x-user", "alice"}); status != 200 {
+			t.Fatalf("request %d: status %d", n+1, status)
+		}
+	}
+	host, port, _ := strings.Cut(master.Addr, ":")
+	if _, err := replica.Do("REPLICAOF", host, port); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := master.Do("WAIT", "1", "0"); err != nil { // until the replica has every write
+		t.Fatal(err)
+	}
+	e.conn = []string{"--redis", replica.Addr}
+	var sh shown
+	e.json(&sh, "show", "--rule", "api", "alice")
+	checkLimits(t, "show on a replica", sh.Limits,
+		limitShown{Name: "minute", Algorithm: "sliding_log", Limit: 3, Used: 2},
+		limitShown{Name: "burst", Algorithm: "funnel", Limit: 5, Used: 2})
+	out, errOut, code := e.ctl("reset", "--rule", "api", "alice")
+	if code != exitError || out != "" || !strings.Contains(errOut, "reset: DEL ") || !strings.Contains(errOut, "READONLY") ||
+		!strings.HasSuffix(errOut, "; nothing was deleted.\n") {
+		t.Errorf("reset on a replica: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
