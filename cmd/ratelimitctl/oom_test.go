@@ -10,19 +10,17 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
-// On a Redis full under maxmemory (noeviction), which refuses every write
-// that may add data: show reads, reset deletes and bumps the epoch
-// (through the library's allow-oom bump), a write is refused with
-// nothing changed, and without the library a change says what it
-// deleted and that the epoch was not, exiting 1.
-func TestFullRedis(t *testing.T) {
-	t.Parallel()
+// fullRedis is a Redis full under maxmemory (noeviction), which refuses
+// every write that may add data, with the env of testRules on it: alice
+// sent 3 requests (api's minute is spent, route's key charged), carol is
+// blocked for an hour, dave with no TTL.
+func fullRedis(t *testing.T) (*env, *redistest.Server) {
+	t.Helper()
 	srv := redistest.Start(t, "--maxmemory-policy", "noeviction")
 	e := newEnvOn(t, srv, redistest.Prefix(t), testRules)
 	p := newProxyOn(t, e, srv.Addr)
-	alice := [2]string{"x-user", "alice"}
-	for n := range 3 { // charges api's and route's limits of alice
-		if status := p.send(t, alice); status != 200 {
+	for n := range 3 {
+		if status := p.send(t, [2]string{"x-user", "alice"}); status != 200 {
 			t.Fatalf("request %d: status %d", n+1, status)
 		}
 	}
@@ -31,8 +29,13 @@ func TestFullRedis(t *testing.T) {
 	if err := srv.Fill(); err != nil {
 		t.Fatal(err)
 	}
-	epoch := e.epoch()
+	return e, srv
+}
 
+// show reads a full Redis: the library's peek is a no-writes function.
+func TestShowOnFullRedis(t *testing.T) {
+	t.Parallel()
+	e, srv := fullRedis(t)
 	// show: the filter's peek, a no-writes function, and reads.
 	var sh shown
 	e.json(&sh, "show", "--rule", "api", "alice")
@@ -50,7 +53,16 @@ func TestFullRedis(t *testing.T) {
 		t.Errorf("FCALL of the peek on a full Redis: %v", err)
 	}
 
-	// reset deletes, then bumps the epoch despite OOM.
+}
+
+// On a full Redis, reset deletes and bumps the epoch (through the
+// library's allow-oom bump); a write is refused with nothing changed; and
+// without the library a change says what it deleted, that the epoch was
+// not bumped and what that leaves, exiting 1.
+func TestChangesOnFullRedis(t *testing.T) {
+	t.Parallel()
+	e, srv := fullRedis(t)
+	epoch := e.epoch()
 	aliceKey := e.key("api", "alice")
 	state := []string{keyspace.StateKey(aliceKey, 0), keyspace.StateKey(aliceKey, 1)}
 	var c changed
