@@ -101,3 +101,40 @@ func benchRequest(b *testing.B, conf string, replyInts []int64) {
 		b.Fatalf("resumed %d, headers %d for %d requests", s.resumed, s.headers, b.N)
 	}
 }
+
+// BenchmarkDenyCacheHit is a request the deny cache denies, natively: the
+// headers, the key, the lookup and the local reply last rendered for the
+// key (a fresh denial by Redis fills the cache first).
+func BenchmarkDenyCacheHit(b *testing.B) {
+	cfg, err := config.Parse([]byte(benchConfig))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := &benchHost{}
+	p := NewPlugin(cfg, h)
+	denied := []int64{1700000000000000, -2, 0, 10, 0, 500000, 1000000, 1, 100, 100, -1, 0}
+	reply := redisproto.AppendArrayLen(nil, len(denied))
+	for _, v := range denied {
+		reply = redisproto.AppendInt(reply, v)
+	}
+	headers := [][2]string{{":method", "GET"}, {":path", "/api/orders?page=2"}, {":authority", "example.com"},
+		{"user-agent", "bench"}, {"x-user", "alice"}, {"accept", "*/*"}}
+	s := &benchStream{}
+	st := p.NewStream(s)
+	if st.OnRequestHeaders(headers) != Pause {
+		b.Fatal("not paused")
+	}
+	p.OnRedisReply(h.id, true, reply)
+	st.OnDone()
+	calls := h.id
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		st := p.NewStream(s)
+		st.OnRequestHeaders(headers)
+		st.OnDone()
+	}
+	if s.replied != b.N+1 || h.id != calls {
+		b.Fatalf("%d local replies and %d calls for %d cached denials", s.replied, h.id-calls, b.N)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/headerparts"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
@@ -103,6 +104,7 @@ func (s *Stream) decide() {
 	}
 	s.fillLeases(!denied)
 	if denied {
+		s.stampDenials(&deny)
 		s.reject(&deny)
 		return
 	}
@@ -208,7 +210,9 @@ func (s *Stream) noteResults(c *call) {
 			retry -= t.MaxDelay
 		}
 		if !r.Allowed && retry > 0 && !c.inVM && !c.isSlot(i) {
-			s.pol.denyCache.store(o.ruleKey, cost, s.clock().Add(retry), v)
+			if dr := s.pol.denyCache.store(o.ruleKey, cost, s.clock().Add(retry), v); dr != nil {
+				s.denyStored = append(s.denyStored, dr)
+			}
 		}
 	}
 }
@@ -265,7 +269,7 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 		secs = headerparts.CeilSeconds(v.blockedFor)
 	}
 	if r.secs != secs {
-		r.status, r.headers, r.body = s.render(v)
+		r.status, r.headers, r.body = s.renderPolicy(v, r.policy)
 		r.secs = secs
 	}
 	s.tellDenied(v, true)
@@ -273,9 +277,29 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 	return Pause
 }
 
+// stampDenials gives the deny-cache entries this request stored the
+// RateLimit-Policy of its denial v, once, so that a cached denial of the
+// same request lists the same rules (the cache answers at the first rule
+// whose key it holds, before the others are decided).
+func (s *Stream) stampDenials(v *verdict) {
+	if len(s.denyStored) == 0 || v.reason != reasonRateLimited || s.pol.cfg.Headers == config.HeadersNone {
+		return
+	}
+	policy := s.policyHeader(v)
+	for _, r := range s.denyStored {
+		r.policy = policy
+	}
+}
+
 // render is v's local reply: the status, Retry-After and the rate-limit
 // headers, and a JSON body naming the reason, rule and limit.
 func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
+	return s.renderPolicy(v, "")
+}
+
+// renderPolicy is render with RateLimit-Policy's value given ("": the
+// rules this request decided, or v's rule).
+func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []byte) {
 	cfg := s.pol.cfg
 	status := cfg.RejectStatus
 	switch {
@@ -301,7 +325,7 @@ func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 		headers = append(headers, [2]string{"retry-after", strconv.FormatInt(headerparts.CeilSeconds(retry), 10)})
 	}
 	if limited {
-		headers = s.appendRateLimitHeaders(headers, v)
+		headers = s.appendRateLimitHeaders(headers, v, policy)
 	}
 	headers = append(headers, [2]string{"content-type", "application/json"})
 	body := []byte(`{"error":"` + v.reason.String() + `"`)

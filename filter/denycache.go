@@ -24,12 +24,16 @@ type denyEntry struct {
 
 // denyReply is the 429 last rendered for an entry, with the whole seconds
 // of Retry-After it shows: a flood on one key is answered with it, and
-// rendered again only when that second changes.
+// rendered again only when that second changes. policy is the
+// RateLimit-Policy of the fresh denial that stored the entry, listing
+// every enforced rule that request matched, set once (Stream.stampDenials):
+// a cached denial repeats it ("" until set: the entry's rule's own).
 type denyReply struct {
 	secs    int64
 	status  int
 	headers [][2]string
 	body    []byte
+	policy  string
 }
 
 func newDenyCache(max int) *denyCache {
@@ -68,10 +72,11 @@ func (d *denyCache) lookup(key []byte, cost int64, tier int, clock func() time.T
 	return v, e.reply, true
 }
 
-// store records that Redis denied key for cost until until.
-func (d *denyCache) store(key string, cost int64, until time.Time, v verdict) {
+// store records that Redis denied key for cost until until, and returns
+// the entry's reply (nil without a cache).
+func (d *denyCache) store(key string, cost int64, until time.Time, v verdict) *denyReply {
 	if d == nil {
-		return
+		return nil
 	}
 	if _, ok := d.entries[key]; !ok {
 		if len(d.ring) < d.max {
@@ -82,7 +87,9 @@ func (d *denyCache) store(key string, cost int64, until time.Time, v verdict) {
 			d.next = (d.next + 1) % d.max
 		}
 	}
-	d.entries[key] = denyEntry{until: until, cost: cost, v: v, reply: &denyReply{secs: -1}}
+	r := &denyReply{secs: -1}
+	d.entries[key] = denyEntry{until: until, cost: cost, v: v, reply: r}
+	return r
 }
 
 // clear forgets every entry: an operator changed something (see

@@ -38,8 +38,9 @@ func (p *policy) rulePolicy(e enforcedRule) string {
 	return p.headers[e.rule].Levels[max(e.tier, 0)].Policy
 }
 
-// appendRateLimitHeaders renders v in the configured header style.
-func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
+// appendRateLimitHeaders renders v in the configured header style, with
+// policy as RateLimit-Policy ("": policyHeader's).
+func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict, policy string) [][2]string {
 	style := s.pol.cfg.Headers
 	if style == config.HeadersNone {
 		return h
@@ -52,7 +53,10 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict) [][2]string {
 	secs := strconv.FormatInt(headerparts.CeilSeconds(t), 10)
 	remaining := strconv.FormatInt(r.Remaining, 10)
 	if style == config.HeadersDraft10 || style == config.HeadersBoth {
-		h = append(h, [2]string{"ratelimit-policy", s.policyHeader(v)},
+		if policy == "" {
+			policy = s.policyHeader(v)
+		}
+		h = append(h, [2]string{"ratelimit-policy", policy},
 			[2]string{"ratelimit", s.pol.limitName(v) + ";r=" + remaining + ";t=" + secs})
 	}
 	if style == config.HeadersLegacy || style == config.HeadersBoth {

@@ -266,7 +266,7 @@ func (s *Stream) sendQuota() {
 	q, cfg := s.quota, s.pol.cfg
 	var headers [][2]string
 	if s.hasVerdict && cfg.Headers != config.HeadersNone {
-		headers = s.appendRateLimitHeaders(headers, &s.verdict)
+		headers = s.appendRateLimitHeaders(headers, &s.verdict, "")
 	}
 	headers = append(headers, [2]string{"content-type", "application/json"}, [2]string{"cache-control", "no-store"})
 	if q.err != nil {

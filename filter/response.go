@@ -243,7 +243,7 @@ func (r *responseState) find(rule int) *responseRule {
 func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
 	if s.allowed && s.hasVerdict && s.pol.cfg.Headers != config.HeadersNone && !s.quotaAsked { // the quota reply has them
 		var buf [5][2]string
-		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict) {
+		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict, "") {
 			s.host.AddResponseHeader(h[0], h[1])
 		}
 	}

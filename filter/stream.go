@@ -35,6 +35,7 @@ type Stream struct {
 	verdict    verdict
 	hasVerdict bool
 	enforced   []enforcedRule
+	denyStored []*denyReply // the deny-cache entries this request stored
 	// shadow is the shadow rules' tightest result, or their denial; valid
 	// when hasShadow. local: failure_mode local decided a call. decision
 	// is the line told to the proxy (decision.go).
@@ -191,6 +192,8 @@ func (s *Stream) OnDone() {
 	}
 	s.calls = s.calls[:0]
 	s.enforced = s.enforced[:0]
+	clear(s.denyStored)
+	s.denyStored = s.denyStored[:0]
 	s.degraded, s.warnings = s.degraded[:0], s.warnings[:0]
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
 	s.hasShadow, s.local = false, false

@@ -1,0 +1,53 @@
+package filter
+
+import (
+	"strconv"
+	"testing"
+)
+
+// A denial the deny cache answers carries the headers of the fresh denial
+// of the same request: with a rule on every path and a calendar rule on
+// /m, both rules' policies in RateLimit-Policy, the same RateLimit and
+// status (issue 30). Retry-After may only be smaller.
+func TestDenyCacheRepeatsTheFreshDenialsPolicies(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
+		{"name":"all","key":[{"source":"header","name":"x-user"}],
+		 "limits":[{"name":"per-minute","algorithm":"sliding_log","limit":3,"window":"1m"}]},
+		{"name":"month","match":{"path":"/m"},"key":[{"source":"header","name":"x-user"}],
+		 "limits":[{"name":"per-month","algorithm":"calendar","limit":100,"period":"month"}]}]}`)
+	for i := range 3 {
+		if o := h.send(":path=/m", "x-user=a"); o.status != 200 {
+			t.Fatalf("request %d: %d %s", i, o.status, o.body)
+		}
+	}
+	calls := h.Calls
+	fresh := h.send(":path=/m", "x-user=a")
+	if fresh.status != 429 || h.Calls == calls {
+		t.Fatalf("fourth request: %d with %d calls, want 429 from Redis", fresh.status, h.Calls-calls)
+	}
+	calls = h.Calls
+	cached := h.send(":path=/m", "x-user=a")
+	if h.Calls != calls {
+		t.Fatalf("fifth request made %d Redis calls, want the deny cache's answer", h.Calls-calls)
+	}
+	if cached.status != fresh.status {
+		t.Fatalf("cached status %d, fresh %d", cached.status, fresh.status)
+	}
+	for _, name := range []string{"ratelimit-policy", "ratelimit", "x-ratelimit-limit", "x-ratelimit-remaining"} {
+		if cached.headers[name] != fresh.headers[name] {
+			t.Errorf("%s: cached %q, fresh %q", name, cached.headers[name], fresh.headers[name])
+		}
+	}
+	if c, f := atoi(t, cached.headers["retry-after"]), atoi(t, fresh.headers["retry-after"]); c < 1 || c > f {
+		t.Errorf("retry-after: cached %q, fresh %q", cached.headers["retry-after"], fresh.headers["retry-after"])
+	}
+}
+
+func atoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatalf("%q: %v", s, err)
+	}
+	return n
+}
