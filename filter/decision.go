@@ -15,7 +15,7 @@ func (s *Stream) tellDenied(v *verdict, cached bool) {
 	case s.local:
 		from = decision.FromLocal
 	}
-	s.tell(v, decision.Denied, v.reason, from, false)
+	s.tell(v, remainingOf(v), decision.Denied, v.reason, from, false)
 }
 
 // tellAdmitted tells the proxy an admission: failOpen when failure_mode
@@ -33,21 +33,32 @@ func (s *Stream) tellAdmitted(failOpen bool) {
 	switch {
 	case len(s.degraded) > 0:
 		d := s.degraded[0]
-		s.tell(&verdict{rule: d.rule, limit: d.limit, tier: d.tier, reason: reasonRateLimited}, decision.Degraded, why, from, false)
+		v := verdict{rule: d.rule, limit: d.limit, tier: d.tier, reason: reasonRateLimited}
+		s.tell(&v, d.remaining, decision.Degraded, why, from, false)
 	case s.hasShadow && s.shadowDenies():
-		s.tell(&s.shadow, decision.WouldDeny, s.shadow.reason, from, false)
+		s.tell(&s.shadow, remainingOf(&s.shadow), decision.WouldDeny, s.shadow.reason, from, false)
 	case s.hasVerdict:
-		s.tell(&s.verdict, decision.Allowed, why, from, false)
+		s.tell(&s.verdict, remainingOf(&s.verdict), decision.Allowed, why, from, false)
 	case s.hasShadow:
-		s.tell(&s.shadow, decision.Allowed, why, from, true)
+		s.tell(&s.shadow, remainingOf(&s.shadow), decision.Allowed, why, from, true)
 	case failOpen || s.local:
-		s.tell(nil, decision.Allowed, why, from, false)
+		s.tell(nil, -1, decision.Allowed, why, from, false)
 	}
 }
 
+// remainingOf is what v's limit has left, as Redis (or the VM) said: -1
+// when v is no limit's result.
+func remainingOf(v *verdict) int64 {
+	if v.reason != reasonRateLimited {
+		return -1
+	}
+	return max(v.result.Remaining, 0)
+}
+
 // tell sets the stream's decision line (package decision) and hands it to
-// the proxy. It allocates nothing once the buffer has grown.
-func (s *Stream) tell(v *verdict, kind decision.Kind, why reason, from decision.From, shadow bool) {
+// the proxy, with remaining for v's limit (-1: not known, left out). It
+// allocates nothing once the buffer has grown.
+func (s *Stream) tell(v *verdict, remaining int64, kind decision.Kind, why reason, from decision.From, shadow bool) {
 	if !s.pol.cfg.DecisionState {
 		return
 	}
@@ -57,9 +68,7 @@ func (s *Stream) tell(v *verdict, kind decision.Kind, why reason, from decision.
 		if v.limit >= 0 {
 			name := s.pol.limitName(v) // quoted, as the headers show it
 			line.Limit = name[1 : len(name)-1]
-			if v.reason == reasonRateLimited {
-				line.Remaining = max(v.result.Remaining, 0)
-			}
+			line.Remaining = remaining
 		}
 	}
 	if why != 0 {

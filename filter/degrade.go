@@ -32,9 +32,12 @@ type RequestHeaderWriter interface {
 	RemoveRequestHeader(name string)
 }
 
-// degradedLimit is a spent limit of a degrade rule.
+// degradedLimit is a spent limit of a degrade rule, with what it has
+// left when a call decided it now (Redis's, or the VM's answer), else -1:
+// a cached denial or a cost above its capacity tells nothing of it.
 type degradedLimit struct {
 	rule, limit, tier int
+	remaining         int64
 }
 
 // degradeHeaders lists the distinct headers of the configuration's
@@ -83,14 +86,14 @@ func (s *Stream) stripDegradeHeaders() {
 // request_body.go). Its header names the rule's limits as "*".
 func (s *Stream) degradeUnread(ri int) {
 	s.pol.metrics.rules[ri].degraded.Increment(1)
-	s.degraded = append(s.degraded, degradedLimit{rule: ri, limit: -1})
+	s.degraded = append(s.degraded, degradedLimit{rule: ri, limit: -1, remaining: -1})
 }
 
 // degrade notes v's limit as spent: the request will carry the rule's
 // header unless another rule denies it.
 func (s *Stream) degrade(v *verdict) {
 	s.pol.metrics.rules[v.rule].degraded.Increment(1)
-	s.degraded = append(s.degraded, degradedLimit{rule: v.rule, limit: v.limit, tier: v.tier})
+	s.degraded = append(s.degraded, degradedLimit{rule: v.rule, limit: v.limit, tier: v.tier, remaining: -1})
 }
 
 // noteDegrade keeps the spent limits of a degrade call Redis (or the VM)
@@ -109,7 +112,7 @@ func (s *Stream) noteDegrade(c *call) bool {
 		if !s.isDegraded(o.rule) {
 			s.pol.metrics.rules[o.rule].degraded.Increment(1)
 		}
-		s.degraded = append(s.degraded, degradedLimit{rule: o.rule, limit: o.limit, tier: o.tier})
+		s.degraded = append(s.degraded, degradedLimit{rule: o.rule, limit: o.limit, tier: o.tier, remaining: max(r.Remaining, 0)})
 		if r.RetryAfter > 0 && !c.inVM && !c.isSlot(i) {
 			s.pol.denyCache.store(o.ruleKey, o.cost, s.clock().Add(r.RetryAfter), v)
 		}

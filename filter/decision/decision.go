@@ -10,7 +10,8 @@
 //   - rule, limit: the rule and limit that decided: the denial's, else the
 //     most constraining result (algorithms.Tighter);
 //   - remaining: that limit's remaining after the request (before it, for
-//     a denial);
+//     a denial), as a call said it: left out when none did (a degraded
+//     request the deny cache or a cost above capacity decided);
 //   - decision: allowed, denied, would_deny (admitted, but a shadow
 //     rule would have denied it: rule and limit are that shadow rule's),
 //     or degraded (admitted with an on_limit degrade rule's header: rule
