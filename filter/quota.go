@@ -273,5 +273,6 @@ func (s *Stream) sendQuota() {
 		s.host.SendLocalReply(cfg.FailureStatus, headers, []byte(`{"error":"`+reasonUnavailable.String()+`"}`+"\n"))
 		return
 	}
+	keyspace.ResetUnused(q.rules, s.clock())
 	s.host.SendLocalReply(200, headers, keyspace.AppendQuotaJSON(nil, q.rules))
 }

@@ -3,6 +3,8 @@ package keyspace
 import (
 	"strconv"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
 
 // RuleQuota is one rule of the quota endpoint's answer: its name, and its
@@ -22,6 +24,8 @@ type RuleQuota struct {
 //	"algorithm":"sliding_counter","limit":100,"used":3,"remaining":97,
 //	"reset":42,"retry_after":0,"quota":100,"window":60}]},
 //	{"rule":"team","missing_key":true}]}
+//
+// An unused limit's reset is 0 here: see ResetUnused.
 func AppendQuotaJSON(b []byte, rules []RuleQuota) []byte {
 	b = append(b, `{"rules":[`...)
 	for i := range rules {
@@ -52,6 +56,29 @@ func AppendQuotaJSON(b []byte, rules []RuleQuota) []byte {
 		b = append(b, "]}"...)
 	}
 	return append(b, "]}\n"...)
+}
+
+// ResetUnused gives each limit that is unused now (used 0, nothing to
+// wait for, so Redis says a reset of 0) the reset a client can rely on:
+// whatever it spends now is back within it. That is the limit's window
+// (a funnel's: its capacity's drain time), or for a calendar limit the
+// time left in its period at now. A concurrency limit, with no window,
+// keeps 0: no slot is held. A limit of 60 a minute, unused: reset 60.
+func ResetUnused(rules []RuleQuota, now time.Time) {
+	for i := range rules {
+		for j := range rules[i].State.Limits {
+			l := &rules[i].State.Limits[j]
+			if l.Used != 0 || l.Reset > 0 {
+				continue
+			}
+			l.Reset = l.Window
+			if l.Decided.Algorithm == algorithms.CalendarWindow {
+				if _, end, err := l.Decided.Calendar.Bounds(now); err == nil {
+					l.Reset = end.Sub(now)
+				}
+			}
+		}
+	}
 }
 
 func appendLimitJSON(b []byte, l *LimitState) []byte {
