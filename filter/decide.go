@@ -311,6 +311,8 @@ func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []by
 		status = 408
 	case v.reason == reasonUnreadableBody:
 		status = 400
+	case s.refusal(v):
+		status = refusalStatus(&cfg.Rules[v.rule])
 	}
 	limited := v.reason == reasonRateLimited
 	var headers [][2]string
@@ -337,6 +339,9 @@ func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []by
 	}
 	if v.reason == reasonUnreadableBody {
 		body = append(body, `,"reason":"`+v.body.String()+`"`...)
+	}
+	if s.refusal(v) {
+		body = s.appendRefusal(body, v)
 	}
 	if retry > 0 {
 		body = append(body, `,"retry_after":`...)

@@ -41,7 +41,7 @@ func TestDecisionTold(t *testing.T) {
 	expectTold(t, h, 200, "rule=api limit=per-minute remaining=0 decision=allowed", "x-user=a")
 	expectTold(t, h, 429, "rule=api limit=per-minute remaining=0 decision=denied reason=rate_limited", "x-user=a")
 	expectTold(t, h, 429, "rule=api limit=per-minute remaining=0 decision=denied reason=rate_limited from=deny_cache", "x-user=a")
-	expectTold(t, h, 429, "rule=api decision=denied reason=missing_key")
+	expectTold(t, h, 400, "rule=api decision=denied reason=missing_key")
 }
 
 // decision_filter_state false: nothing is told.
@@ -62,7 +62,7 @@ func TestDecisionNoneWithoutRule(t *testing.T) {
 func TestDecisionCostBeyondCapacity(t *testing.T) {
 	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"api","key":[{"source":"header","name":"x-user"}],
 		"cost":{"header":"x-cost"},"limits":[{"name":"burst","algorithm":"funnel","capacity":5,"rate":5,"period":"1s"}]}]}`)
-	expectTold(t, h, 429, "rule=api limit=burst decision=denied reason=cost_exceeds_capacity", "x-user=a", "x-cost=6")
+	expectTold(t, h, 400, "rule=api limit=burst decision=denied reason=cost_exceeds_capacity", "x-user=a", "x-cost=6")
 }
 
 // An operator's block key.

@@ -99,8 +99,8 @@ func TestPriceRefusesEveryModelTheRequestNames(t *testing.T) {
 			headers = append(headers, "x-model="+c.header)
 		}
 		r := h.llm(llmCall{headers: headers, body: `{"model":"` + c.body + `","max_tokens":10}`, resp: chatJSON(c.body, 10, 10)})
-		if r.status != 429 || !strings.Contains(r.body, "unknown_model") {
-			t.Errorf("case %d (header %q, body %q): %d %s; want 429 unknown_model", i, c.header, c.body, r.status, r.body)
+		if r.status != 400 || r.body != `{"error":"unknown_model","rule":"team","model":"gpt-5"}`+"\n" {
+			t.Errorf("case %d (header %q, body %q): %d %s; want 400 unknown_model gpt-5", i, c.header, c.body, r.status, r.body)
 		}
 	}
 	if got := h.logCount("{team|a}:0"); got != 0 {
@@ -203,8 +203,8 @@ func TestPriceWithDegradeReadsTheBodyWhenHeadersWait(t *testing.T) {
 	h := newFakeHost(t, conf)
 	r := h.llm(llmCall{headers: []string{"x-team=a", "x-model=o3-mini", "x-max-tokens=100"},
 		body: `{"model":"gpt-5","max_tokens":100}`, resp: chatJSON("gpt-5", 1000, 100)})
-	if !r.waited || r.status != 429 || !strings.Contains(r.body, "unknown_model") {
-		t.Fatalf("waited for the body %t, %d %s; want 429 unknown_model after the body", r.waited, r.status, r.body)
+	if !r.waited || r.status != 400 || !strings.Contains(r.body, "unknown_model") {
+		t.Fatalf("waited for the body %t, %d %s; want 400 unknown_model after the body", r.waited, r.status, r.body)
 	}
 	if got := h.logCount("{team|a}:0"); got != 0 {
 		t.Errorf("a refused request charged %d", got)

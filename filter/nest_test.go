@@ -89,8 +89,8 @@ func TestDeepBearerTokenDenied(t *testing.T) {
 		st := h.plugin.NewStream(fs)
 		auth := deepjson.Bearer(`{"sub":"x","z":` + deepjson.Nest(shape, 9000, "0") + `}`)
 		st.OnRequestHeaders([][2]string{{":method", "GET"}, {":path", "/"}, {"authorization", auth}})
-		if fs.Status != 429 || !strings.Contains(fs.Body, "missing_key") || h.plugin.Pending() != 0 {
-			t.Errorf("%s: status %d, body %q, %d calls; want a local 429 for the missing key", shape, fs.Status, fs.Body, h.plugin.Pending())
+		if fs.Status != 400 || !strings.Contains(fs.Body, "missing_key") || h.plugin.Pending() != 0 {
+			t.Errorf("%s: status %d, body %q, %d calls; want a local 400 for the missing key", shape, fs.Status, fs.Body, h.plugin.Pending())
 		}
 		st.OnDone()
 	}

@@ -75,8 +75,8 @@ func TestBodyKeySeparatesModels(t *testing.T) {
 func TestBodyDenialFromBodyCallback(t *testing.T) {
 	h := newFakeHost(t, bodyKeys)
 	r := h.sendBody(bodyRequest{path: "/v1/chat/completions", body: `{"model":"gpt-4o"}`})
-	if r.headers != Continue || r.body != Pause || r.status != 429 || r.resumed != 0 {
-		t.Fatalf("%+v; want 429 from the body callback (gpt-team's key metadata.team is missing)", r)
+	if r.headers != Continue || r.body != Pause || r.status != 400 || r.resumed != 0 {
+		t.Fatalf("%+v; want 400 from the body callback (gpt-team's key metadata.team is missing)", r)
 	}
 	if got := h.Counters["ratelimit.rule.gpt-team.denied"]; got != 1 {
 		t.Fatalf("gpt-team denied %d, want 1", got)

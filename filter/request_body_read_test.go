@@ -141,7 +141,7 @@ func TestPricedModelIsLastDuplicate(t *testing.T) {
 	if fs := h.sendKeyed("k", []byte(`{"model":"gpt-4o","max_tokens":10}`)); fs.Status != 0 {
 		t.Fatalf("gpt-4o: %d %s", fs.Status, fs.Body)
 	}
-	if fs := h.sendKeyed("k", []byte(`{"model":"gpt-4o","model":"unlisted","max_tokens":10}`)); fs.Status != 429 || !strings.Contains(fs.Body, "unknown_model") {
+	if fs := h.sendKeyed("k", []byte(`{"model":"gpt-4o","model":"unlisted","max_tokens":10}`)); fs.Status != 400 || !strings.Contains(fs.Body, `"model":"unlisted"`) {
 		t.Fatalf("gpt-4o then unlisted: %d %s; want unknown_model", fs.Status, fs.Body)
 	}
 }

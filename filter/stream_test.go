@@ -174,10 +174,10 @@ func TestMissingKeyDenyAndCosts(t *testing.T) {
 	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"units","on_missing_key":"deny",
 		"key":[{"source":"header","name":"x-key"}],"cost":{"header":"x-cost","default":2},
 		"limits":[{"algorithm":"funnel","capacity":10,"rate":1,"period":"1h"}]}]}`)
-	if o := h.send(); o.status != 429 || o.body != `{"error":"missing_key","rule":"units"}`+"\n" {
+	if o := h.send(); o.status != 400 || o.body != `{"error":"missing_key","rule":"units","part":"header x-key"}`+"\n" || len(o.headers) != 1 {
 		t.Fatalf("missing key: %+v", o)
 	}
-	if o := h.send("x-key=k", "x-cost=11"); o.status != 429 || !strings.Contains(o.body, "cost_exceeds_capacity") {
+	if o := h.send("x-key=k", "x-cost=11"); o.status != 400 || !strings.Contains(o.body, "cost_exceeds_capacity") {
 		t.Fatalf("cost above capacity: %+v", o)
 	}
 	if o := h.send("x-key=k", "x-cost=7"); o.status != 200 || o.headers["ratelimit"] != `"units";r=3;t=25200` {

@@ -233,3 +233,19 @@ func mustBeTrue(v gjson.Result, path, other string) error {
 	}
 	return err
 }
+
+// Describe names the part as a refusal's body names a missing one: its
+// source, then what it reads ("header x-api-key", "jwt_claim org.id",
+// "property connection.uri_san_peer_certificate", "body model",
+// "client_ip").
+func (p *KeyPart) Describe() string {
+	switch p.Source {
+	case SourceHeader, SourceQuery, SourceCookie, SourceJWTClaim:
+		return p.Source.String() + " " + p.Name
+	case SourceProperty:
+		return p.Source.String() + " " + strings.Join(p.Path, ".")
+	case SourceBody:
+		return p.Source.String() + " " + p.BodyPath
+	}
+	return p.Source.String()
+}

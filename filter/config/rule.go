@@ -14,7 +14,7 @@ import (
 
 func parseRule(v gjson.Result, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status")
 	if err != nil {
 		return r, err
 	}
@@ -117,7 +117,33 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 	if r.OnUnreadableBody, err = parseUnreadableBody(o["on_unreadable_body"], path+".on_unreadable_body", &r); err != nil {
 		return r, err
 	}
+	if r.RefusalStatus, err = parseRefusalStatus(o["refusal_status"], path+".refusal_status", &r); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// DefaultRefusalStatus is a rule's refusal_status when unset: 400 Bad
+// Request, as a body the filter cannot read gets (but for its size or
+// lateness: 413, 408).
+const DefaultRefusalStatus = 400
+
+// parseRefusalStatus reads a rule's refusal_status, a client error (400 to
+// 499), which only a rule that can refuse a request for its content takes.
+func parseRefusalStatus(v gjson.Result, path string, r *Rule) (int, error) {
+	if v.Exists() && !r.RefusesContent() {
+		return 0, errAt(path, "only for a rule that can refuse a request for its content (on_missing_key: deny, a cost header, or response_cost), not a shadow rule")
+	}
+	n, err := integer(v, path, DefaultRefusalStatus, 400, 499)
+	return int(n), err
+}
+
+// RefusesContent reports whether the rule can refuse a request for what it
+// holds, with RefusalStatus: a key part missing under on_missing_key:
+// deny, a cost header above a limit's capacity, or a response_cost
+// reservation above it, or a model its price table refuses.
+func (r *Rule) RefusesContent() bool {
+	return !r.Shadow && (r.OnMissing == MissingDeny || r.Cost.Header != "" || r.Response != nil)
 }
 
 func parseMatch(v gjson.Result, path string) (Match, error) {

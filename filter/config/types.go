@@ -43,6 +43,10 @@ type Rule struct {
 	// upstream will, does: deny (413 or 400), or have none of its fields.
 	MaxRequestBodyBytes int
 	OnUnreadableBody    UnreadableBody
+	// RefusalStatus answers a request the rule refuses for its content
+	// (missing_key, unknown_model, cost_exceeds_capacity): a 4xx that is
+	// not over a limit, 400 unless set (refusal_status).
+	RefusalStatus int
 }
 
 // NamedLimit is a limit with the policy name the headers show.

@@ -25,7 +25,7 @@ type RuleQuota struct {
 //	"reset":42,"retry_after":0,"quota":100,"window":60}]},
 //	{"rule":"team","missing_key":true}]}
 //
-// An unused limit's reset is 0 here: see ResetUnused.
+// Reset is rendered as given: ResetUnused first gives an unused limit its.
 func AppendQuotaJSON(b []byte, rules []RuleQuota) []byte {
 	b = append(b, `{"rules":[`...)
 	for i := range rules {
@@ -34,14 +34,14 @@ func AppendQuotaJSON(b []byte, rules []RuleQuota) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"rule":`...)
-		b = appendJSONString(b, r.Name)
+		b = AppendJSONString(b, r.Name)
 		if r.Missing {
 			b = append(b, `,"missing_key":true}`...)
 			continue
 		}
 		if r.State.Tier != "" {
 			b = append(b, `,"tier":`...)
-			b = appendJSONString(b, r.State.Tier)
+			b = AppendJSONString(b, r.State.Tier)
 		}
 		if r.State.Override {
 			b = append(b, `,"override":true`...)
@@ -83,9 +83,9 @@ func ResetUnused(rules []RuleQuota, now time.Time) {
 
 func appendLimitJSON(b []byte, l *LimitState) []byte {
 	b = append(b, `{"name":`...)
-	b = appendJSONString(b, l.Name)
+	b = AppendJSONString(b, l.Name)
 	b = append(b, `,"algorithm":`...)
-	b = appendJSONString(b, l.Algorithm)
+	b = AppendJSONString(b, l.Algorithm)
 	for _, f := range [...]struct {
 		name string
 		v    int64
@@ -102,9 +102,9 @@ func appendLimitJSON(b []byte, l *LimitState) []byte {
 	return append(b, '}')
 }
 
-// appendJSONString appends s as a JSON string. The names it writes are
-// configuration names (A-Z a-z 0-9 _ . -), but it escapes what JSON needs.
-func appendJSONString(b []byte, s string) []byte {
+// AppendJSONString appends s as a JSON string, escaping what JSON needs
+// (quotes, backslashes, control bytes); other bytes go as they are.
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	for i := 0; i < len(s); i++ {
