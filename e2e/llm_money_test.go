@@ -128,8 +128,8 @@ func TestLLMMoneyReservation(t *testing.T) {
 			waitMetric(t, tg, "ratelimit.rule.spend.units_refunded", 9318)
 
 			h["x-route-model"] = "gpt-5"
-			if r := tg.call(t, "/v1/chat/completions", h); r.status != 429 || !strings.Contains(r.body, `"unknown_model"`) {
-				t.Fatalf("a refused model: status %d, body %q; want 429 with unknown_model", r.status, r.body)
+			if r := tg.call(t, "/v1/chat/completions", h); r.status != 400 || !strings.Contains(r.body, `"unknown_model"`) {
+				t.Fatalf("a refused model: status %d, body %q; want 400 with unknown_model", r.status, r.body)
 			}
 
 			delete(h, "x-route-model")

@@ -58,8 +58,8 @@ func TestLLMPriceNeverTheCheapestGuess(t *testing.T) {
 					unlisted                int64
 				}{{"b", "gpt-5", "gpt-5", 1}}
 				if !degrade {
-					if r := call("a", "o3-mini", "gpt-5", "gpt-5"); r.status != 429 || !strings.Contains(r.body, `"unknown_model"`) {
-						t.Fatalf("body naming an unlisted model: status %d %s; want 429 unknown_model", r.status, r.body)
+					if r := call("a", "o3-mini", "gpt-5", "gpt-5"); r.status != 400 || !strings.Contains(r.body, `"unknown_model"`) || !strings.Contains(r.body, `"model":"gpt-5"`) {
+						t.Fatalf("body naming an unlisted model: status %d %s; want 400 unknown_model gpt-5", r.status, r.body)
 					}
 					cases = []struct {
 						team, bodyModel, answer string

@@ -65,7 +65,7 @@ func newNestUpstream(t *testing.T) *nestUpstream {
 
 // Neither build traps on JSON nested up to 500,000 deep (1 MB), in arrays,
 // objects or both: a deep token's claim is missing (on_missing_key deny:
-// 429), a deep JSON response or event has no usage (usage_missing). Shallow requests of the
+// 400), a deep JSON response or event has no usage (usage_missing). Shallow requests of the
 // same sizes before them are read as usual, and the deep ones grow the
 // VM's memory by less than nestMemoryGrowth.
 func TestDeepJSON(t *testing.T) {
@@ -100,7 +100,7 @@ func TestDeepJSON(t *testing.T) {
 					slowest[kind] = spent
 				}
 				if got := resp.Header.Get("ratelimit"); resp.StatusCode != status || got != ratelimit ||
-					status == 429 && !strings.Contains(string(body), "missing_key") {
+					status == 400 && !strings.Contains(string(body), "missing_key") {
 					t.Errorf("%s: status %d, RateLimit %q, body %.80q; want %d, %q", what, resp.StatusCode, got, body, status, ratelimit)
 				}
 			}
@@ -120,7 +120,7 @@ func TestDeepJSON(t *testing.T) {
 			for _, shape := range deepjson.Shapes {
 				for _, depth := range []int{1000, 9000, 100_000} {
 					auth := deepjson.Bearer(`{"sub":"x","z":` + deepjson.Nest(shape, depth, "0") + `}`)
-					do(fmt.Sprintf("jwt %s %d deep", shape, depth), "/jwt", auth, "", 429, "")
+					do(fmt.Sprintf("jwt %s %d deep", shape, depth), "/jwt", auth, "", 400, "")
 				}
 				for _, depth := range []int{1000, 10_000, 100_000, deepjson.DepthFor(shape, 1<<20-100)} {
 					doc := deepjson.Nest(shape, depth, "0")

@@ -181,8 +181,8 @@ var scenarios = []scenario{
 			expect(t, tg.send(t, map[string]string{"x-user": "u", "x-cost": "5"}), 429, "retry-after", "3600")
 			expect(t, tg.send(t, map[string]string{"x-user": "u", "x-cost": "4"}), 200, "ratelimit", `"tokens";r=0;t=36000`)
 			o := tg.send(t, nil)
-			expect(t, o, 429)
-			if o.body != `{"error":"missing_key","rule":"tokens"}`+"\n" {
+			expect(t, o, 400)
+			if o.body != `{"error":"missing_key","rule":"tokens","part":"header x-user"}`+"\n" {
 				t.Fatalf("body %q", o.body)
 			}
 		},
