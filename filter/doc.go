@@ -155,7 +155,10 @@
 //     when it decides again.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
-//     reply's error); headers.go renders RateLimit-Policy and RateLimit
+//     reply's error); refusal.go answers a request refused for its own
+//     content (a missing key part, a refused model, a cost above a
+//     limit's capacity) with its rule's refusal_status and a body naming
+//     what is wrong; headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
 //     policy renders once (package headerparts); decision.go tells the
 //     proxy which rule and limit decided (the property
@@ -181,7 +184,8 @@
 //     concurrency.go gives each request its slot id and releases its
 //     slots however its stream ends.
 //   - Run-time state: denycache.go remembers, per rule key and policy,
-//     what Redis denied until its Retry-After; epoch.go brings operators'
+//     what Redis denied until its Retry-After, with the RateLimit-Policy
+//     of the denial that stored it; epoch.go brings operators'
 //     changes to the deny caches and leases; lease.go and lease_table.go
 //     lease hot keys' units to a VM (batches, holds, give-backs; the
 //     per-policy table; hot keys found by package hotkey); throttle.go holds
