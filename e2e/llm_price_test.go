@@ -117,7 +117,7 @@ func TestLLMStreamsWithoutUsageCannotPassABudget(t *testing.T) {
 					if r.status == 200 {
 						passed++
 						waitMetric(t, tg, "ratelimit.rule.tpm.usage_missing", int64(passed))
-					} else if r.status != 429 {
+					} else if r.status != 429 && r.status != 400 { // 400: a reservation above the capacity
 						t.Fatalf("request %d: status %d", i, r.status)
 					}
 				}
