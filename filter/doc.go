@@ -152,7 +152,9 @@
 //     redis_health.go says, in one error line per 10 s and in the gauge
 //     ratelimit.redis.healthy, that Redis cannot decide, why, and what
 //     the failure mode does meanwhile (why: package redisfail), and says
-//     when it decides again.
+//     when it decides again; a VM counts as healthy only once Redis
+//     answered it, and the epoch read of each tick (epoch.go) is its
+//     probe, traffic or not.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); refusal.go answers a request refused for its own
@@ -185,8 +187,9 @@
 //     slots however its stream ends.
 //   - Run-time state: denycache.go remembers, per rule key and policy,
 //     what Redis denied until its Retry-After, with the RateLimit-Policy
-//     of the denial that stored it; epoch.go brings operators'
-//     changes to the deny caches and leases; lease.go and lease_table.go
+//     of the denial that stored it; epoch.go brings operators' changes
+//     to the deny caches and leases, reading the epoch each tick;
+//     lease.go and lease_table.go
 //     lease hot keys' units to a VM (batches, holds, give-backs; the
 //     per-policy table; hot keys found by package hotkey); throttle.go holds
 //     throttled streams (the fast tick); local.go decides under

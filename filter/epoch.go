@@ -7,16 +7,26 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 )
 
-// epochPoll brings an operator's changes (an unblock, a reset, a tier or
-// an override: see ratelimitctl) to this VM's deny caches. Every change
-// bumps the epoch key (EpochKey); on each tick (1 s) while a deny cache
-// of the plugin holds entries, the VM reads it, in one script call, and
-// when it moved, every policy forgets what it cached: its deny cache,
-// and its leases end. A change is
-// therefore seen within one tick and one Redis round trip, for at most
-// one Redis call per VM per second, and none while nothing is cached.
+// epochPoll is the VM's Redis probe, and brings an operator's changes (an
+// unblock, a reset, a tier or an override: see ratelimitctl) to its deny
+// caches. Every change bumps the epoch key (EpochKey); on each tick (1 s)
+// the VM reads it, in one script call, whether or not anything is cached,
+// unless the last read is still in flight: at most one Redis call per VM
+// per second. When the epoch moved, every policy forgets what it cached:
+// its deny cache, and its leases end; a change is therefore seen within
+// one tick and one Redis round trip.
+//
+// The read is also the VM's health probe: its reply, or its failure,
+// makes the VM healthy or failing and counts in ratelimit.redis.errors as
+// a decision's would (redis_health.go), so a VM that serves no request
+// still says whether Redis answers it. It is not sent, and says nothing,
+// while a circuit breaker of the VM is open (the failures that opened it
+// made the VM failing; the first read after the backoff says again); it
+// is not sent while the link is unusable, which then counts as a failure
+// as a decision not sent does.
 type epochPoll struct {
 	key      string
 	buf      []byte
@@ -35,48 +45,59 @@ func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
 		changes: host.Counter("ratelimit.epoch.changes")}
 }
 
-// cached reports whether a policy's deny cache holds entries, or a lease
-// table keys.
-func (p *Plugin) cached() bool {
+// breakerOpen reports whether the circuit breaker of any policy is open
+// at now.
+func (p *Plugin) breakerOpen(now time.Time) bool {
 	for _, pol := range p.policies {
-		if pol.cached() {
+		if now.Before(pol.breaker.openUntil) {
 			return true
 		}
 	}
 	return false
 }
 
-// pollEpoch reads the epoch, once per tick, when something is cached and
-// no read is in flight (one overdue past the timeout is dropped).
+// pollEpoch reads the epoch, once per tick, when no read is in flight
+// (one overdue past the timeout fails), no breaker is open and the link
+// is usable.
 func (p *Plugin) pollEpoch(now time.Time) {
 	e := &p.epoch
-	if e.overdue(p, now); e.inFlight {
+	if e.overdue(p, now); e.inFlight || p.breakerOpen(now) {
 		return
 	}
-	if !p.cached() || now.Before(p.top().breaker.openUntil) || !p.link.usable(now) {
+	if !p.link.usable(now) {
+		if p.link.ready { // a failed init said so itself
+			p.health.fail(now, p.link.why(), p.top().failureMode)
+		}
 		return
 	}
 	e.buf = algorithms.AppendEpoch(e.buf[:0], p.tr.framing(), p.invoke(e.eval), e.key)
 	id, err := p.tr.send(e.buf)
+	e.polls.Increment(1)
 	if err != nil {
-		p.top().errLog.log(LogWarn, "ratelimit: redis: epoch: dispatch: "+err.Error())
+		p.probeFailed(now, &redisfail.DispatchError{Err: err})
 		return
 	}
 	e.id, e.inFlight, e.sentAt = id, true, now
 	p.callouts.add(id, e)
-	e.polls.Increment(1)
 }
 
 // onReply takes the epoch read's reply.
 func (e *epochPoll) onReply(vm *Plugin, r scriptReply) { vm.onEpochReply(r) }
 
-// overdue drops the read in flight when it is overdue at now: the next
+// overdue fails the read in flight when it is overdue at now: the next
 // poll sends another.
 func (e *epochPoll) overdue(vm *Plugin, now time.Time) {
 	if e.inFlight && vm.late(e.sentAt, now) {
 		vm.callouts.remove(e.id)
 		e.inFlight = false
+		vm.probeFailed(now, errNoReply)
 	}
+}
+
+// probeFailed counts a failed epoch read as a failed call.
+func (p *Plugin) probeFailed(now time.Time, err error) {
+	p.top().metrics.redisErrors.Increment(1)
+	p.health.fail(now, err, p.top().failureMode)
 }
 
 // onEpochReply reads the epoch, and clears the deny caches when it moved.
@@ -84,16 +105,34 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 	e := &p.epoch
 	p.callouts.remove(e.id)
 	e.inFlight = false
+	now := p.host.Now()
+	if !r.ok {
+		err := r.failure
+		if err == nil {
+			err = errCallFailed
+		}
+		p.probeFailed(now, err)
+		return
+	}
 	ints, err := r.values(&p.callouts)
 	if err == nil && len(ints) != 1 {
-		err = fmt.Errorf("unexpected reply %v", ints)
+		err = fmt.Errorf("%w: %v", algorithms.ErrUnexpectedReply, ints)
 	}
 	if err != nil {
-		noScript(&e.eval, err) // the next read sends the script
-		p.top().errLog.log(LogWarn, "ratelimit: redis: epoch: "+err.Error())
+		if noScript(&e.eval, err) { // the next read sends the script
+			return
+		}
+		p.link.onErrorReply(err, now)
+		p.probeFailed(now, err)
 		return
 	}
 	e.eval = false
+	switch {
+	case p.link.identity.wrong: // answered, but as the wrong user
+		p.health.fail(now, p.link.why(), p.top().failureMode)
+	case !p.breakerOpen(now): // a read sent before a breaker opened says nothing
+		p.health.ok()
+	}
 	v := ints[0]
 	if e.known && v == e.seen {
 		return

@@ -108,7 +108,6 @@ func (p *Plugin) OnTick() bool {
 		return false
 	}
 	p.link.onTick(now)
-	p.health.show()
 	defer p.showPending()
 	p.sendQueuedSettles()
 	p.sweepBodyWaits(now)

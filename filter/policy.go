@@ -97,10 +97,6 @@ func (p *policy) sweep(now time.Time) {
 	p.denyCache.sweep(now)
 }
 
-// cached reports whether the policy's deny cache holds entries, or a
-// lease table keys: an operator's change must then reach it (epoch.go).
-func (p *policy) cached() bool { return p.denyCache.size() > 0 || p.leasing() }
-
 // forget drops what an operator's change may have made stale: the deny
 // cache, and every lease and hold.
 func (p *policy) forget() {

@@ -12,8 +12,9 @@ import (
 // that says, at error level, that limits are off (requests get the
 // failure mode) because Redis cannot decide, and why; and that says again,
 // once, when it decides again. A failed call, a call not sent (no
-// proxy_redis_init yet, the connection runs as the wrong user) and a
-// failed init make it failing; a decision Redis made makes it healthy.
+// proxy_redis_init yet, the connection runs as the wrong user), a failed
+// init and a refused AUTH make it failing; a decision Redis made, or an
+// epoch read it answered, makes it healthy.
 //
 // While failing, one line names the cluster, what failed and the failure
 // mode in force, at most once per healthLogEvery per VM, with the count of
@@ -22,22 +23,25 @@ import (
 //	ratelimit: redis cluster "outbound|6379||redis.static" unreachable (redis call failed or timed out): failure_mode allow: requests pass unlimited
 //
 // The gauge ratelimit.redis.healthy is what the VM adds: 1 while healthy,
-// 0 while failing. Envoy sums a gauge over the VMs that define it, one per
-// worker, so it is the number of workers whose Redis decides. A VM adds
-// its 1 at its first tick or its first decision, so that a configuration's
-// canary VM, which neither ticks, decides nor ends, adds nothing;
-// Plugin.Done takes it back.
+// 0 while failing, and 0 until Redis first answered it (a decision, or
+// the epoch read each tick sends: epoch.go), so that a VM that never
+// reached Redis is not counted. Envoy sums a gauge over the VMs that
+// define it, one per worker, so it is the number of workers whose Redis
+// answers. A configuration's canary VM, which neither ticks, decides nor
+// ends, adds nothing; Plugin.Done takes back what a VM added.
 type redisHealth struct {
 	host PluginHost
 	// subject is `ratelimit: redis cluster "<cluster>"`, rendered once.
 	subject string
 	failing bool
-	told    bool      // this spell of failures was logged: its end is too
-	since   time.Time // when the spell began
-	failed  int       // failures in the spell
-	log     quietLog
-	gauge   Gauge // ratelimit.redis.healthy
-	shown   int64 // what the VM adds to the gauge now
+	// answered: Redis answered the VM once; until then it adds 0.
+	answered bool
+	told     bool      // this spell of failures was logged: its end is too
+	since    time.Time // when the spell began
+	failed   int       // failures in the spell
+	log      quietLog
+	gauge    Gauge // ratelimit.redis.healthy
+	shown    int64 // what the VM adds to the gauge now
 }
 
 // healthLogEvery bounds the error lines: one per period per VM.
@@ -66,12 +70,13 @@ func (h *redisHealth) fail(now time.Time, err error, mode string) {
 	}
 }
 
-// ok records a decision Redis made. It costs a branch while healthy and
-// shown; a VM that decides before its first tick adds its 1 here.
+// ok records an answer Redis gave: a decision, or the epoch read. It
+// costs a branch while healthy and shown; the first one adds the VM's 1.
 func (h *redisHealth) ok() {
 	if h.shown == 1 {
 		return
 	}
+	h.answered = true
 	if !h.failing {
 		h.show()
 		return
@@ -87,9 +92,9 @@ func (h *redisHealth) ok() {
 
 // show brings the gauge to what the VM adds now.
 func (h *redisHealth) show() {
-	want := int64(1)
-	if h.failing {
-		want = 0
+	want := int64(0)
+	if h.answered && !h.failing {
+		want = 1
 	}
 	if want != h.shown {
 		h.gauge.Add(want - h.shown)

@@ -60,10 +60,10 @@ func (l *redisLink) checkIdentity(now time.Time) {
 // and asked again.
 type whoamiCallout redisLink
 
-func (w *whoamiCallout) onReply(_ *Plugin, r scriptReply) {
+func (w *whoamiCallout) onReply(vm *Plugin, r scriptReply) {
 	l := (*redisLink)(w)
 	l.callouts.remove(l.identity.id)
-	l.onIdentityReply(r.ok, r.resp)
+	l.onIdentityReply(r.ok, r.resp, vm.host.Now())
 }
 
 func (w *whoamiCallout) overdue(vm *Plugin, now time.Time) {
@@ -75,7 +75,11 @@ func (w *whoamiCallout) overdue(vm *Plugin, now time.Time) {
 }
 
 // onIdentityReply compares the user Redis named with the configured one.
-func (l *redisLink) onIdentityReply(ok bool, reply []byte) {
+// A -NOAUTH says the connection is not authenticated, which is no missing
+// right: the AUTH failed, which the health's error line says (refused
+// AUTH: check redis.username/redis.password); the init is redone and
+// AUTH sent, as for a call's -NOAUTH, and the user is asked again.
+func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) {
 	l.identity.pending = false
 	want := l.cfg.Username
 	if want == "" {
@@ -84,6 +88,12 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte) {
 	v, _, err := redisproto.Decode(reply)
 	if !ok || err != nil {
 		l.identity.due = true // lost or garbled: asked again a second later
+		return
+	}
+	if rerr, _ := v.Err().(*redisproto.Error); rerr != nil && rerr.Prefix() == "NOAUTH" {
+		l.identity.due = true
+		l.health.fail(now, rerr, l.mode)
+		l.relink(now)
 		return
 	}
 	if v.Err() != nil {

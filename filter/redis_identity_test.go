@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -97,17 +98,19 @@ func TestLostWhoamiIsAskedAgain(t *testing.T) {
 	h := newInitHost(t, strings.Replace(oneUser, `"password":"pw"`, `"username":"filter","password":"pw"`, 1))
 	h.plugin.Start()
 	h.plugin.OnTick()
-	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
-		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
+	if len(h.Queue) != 2 || string(h.Queue[0].Cmd) != whoami {
+		t.Fatalf("queue %q; want ACL WHOAMI, then the epoch read", h.Queue)
 	}
 	q := h.Queue[0]
 	h.Queue = h.Queue[1:]
 	h.plugin.OnRedisReply(q.ID, false, nil) // timed out
+	h.Pump()
 	h.Clock = h.Clock.Add(500 * time.Millisecond)
 	h.plugin.OnTick()
-	if len(h.Queue) != 0 {
+	if len(h.Queue) != 1 || !isEpochRead(h.Queue[0]) {
 		t.Fatalf("asked again within a second: %q", h.Queue)
 	}
+	h.Pump()
 	h.Clock = h.Clock.Add(600 * time.Millisecond)
 	h.startLinkedAgain(t, "$7\r\ndefault\r\n") // the tick asks again
 	if h.Counters["ratelimit.redis.wrong_user"] != 1 {
@@ -115,30 +118,35 @@ func TestLostWhoamiIsAskedAgain(t *testing.T) {
 	}
 }
 
-// startLinkedAgain ticks, and answers with reply the ACL WHOAMI the tick
-// sends.
+// startLinkedAgain ticks, answers with reply the ACL WHOAMI the tick
+// sends, then sends the tick's epoch read to Redis.
 func (h *initHost) startLinkedAgain(t *testing.T, reply string) {
 	t.Helper()
 	h.plugin.OnTick()
-	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
-		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
+	if len(h.Queue) != 2 || string(h.Queue[0].Cmd) != whoami || !isEpochRead(h.Queue[1]) {
+		t.Fatalf("queue %q; want ACL WHOAMI, then the epoch read", h.Queue)
 	}
 	q := h.Queue[0]
 	h.Queue = h.Queue[1:]
 	h.plugin.OnRedisReply(q.ID, true, []byte(reply))
+	h.Pump()
 }
+
+// isEpochRead reports whether c is the epoch read each tick sends.
+func isEpochRead(c filtertest.Call) bool { return strings.Contains(string(c.Cmd), "_epoch\r\n") }
 
 // A WHOAMI the host never answers is dropped once late and asked again.
 func TestUnansweredWhoamiIsAskedAgain(t *testing.T) {
 	h := newInitHost(t, strings.Replace(oneUser, `"password":"pw"`, `"username":"filter","password":"pw"`, 1))
 	h.plugin.Start()
 	h.plugin.OnTick()
-	if len(h.Queue) != 1 || string(h.Queue[0].Cmd) != whoami {
-		t.Fatalf("queue %q; want ACL WHOAMI", h.Queue)
+	if len(h.Queue) != 2 || string(h.Queue[0].Cmd) != whoami {
+		t.Fatalf("queue %q; want ACL WHOAMI, then the epoch read", h.Queue)
 	}
 	h.Queue = h.Queue[:0] // never answered
 	h.Clock = h.Clock.Add(h.plugin.Config().Redis.Timeout + 1100*time.Millisecond)
-	h.plugin.OnTick() // drops it
+	h.plugin.OnTick() // drops it (and the epoch read), and reads the epoch again
+	h.Pump()
 	h.Clock = h.Clock.Add(time.Second)
 	h.startLinkedAgain(t, "$7\r\ndefault\r\n")
 	if h.Counters["ratelimit.redis.wrong_user"] != 1 {
