@@ -85,7 +85,7 @@ func TestACLFailures(t *testing.T) {
 					}
 				}
 				counted := "ratelimit.failure_mode." + map[string]string{"allow": "allowed", "deny": "denied"}[mode]
-				if e, f := tg.metric("ratelimit.redis.errors"), tg.metric(counted); e != n || f != n {
+				if e, f := decisionErrors(tg), tg.metric(counted); e != n || f != n {
 					t.Fatalf("%d redis errors, %d %s; want %d each", e, f, counted, n)
 				}
 				if logs := strings.Join(tg.h.GuestLogs(wasmhost.LogWarn), "\n"); !strings.Contains(logs, tc.guestLog) {

@@ -156,7 +156,7 @@ func TestCluster(t *testing.T) {
 				t.Fatalf("body %q", o.body)
 			}
 		}
-		if e, d := clustered.metric("ratelimit.redis.errors"), clustered.metric("ratelimit.failure_mode.denied"); e != n || d != n {
+		if e, d := decisionErrors(clustered), clustered.metric("ratelimit.failure_mode.denied"); e != n || d != n {
 			t.Errorf("%d redis errors, %d failure-mode denials; want %d each", e, d, n)
 		}
 		if s := clustered.h.RedisClusterStats("redis"); s.CrossSlot != n || s.Redirections != 0 {

@@ -12,6 +12,12 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/wasmhost"
 )
 
+// decisionErrors is ratelimit.redis.errors less the failed epoch reads
+// (ratelimit.epoch.failed), which each VM's tick adds, traffic or not.
+func decisionErrors(tg target) int64 {
+	return tg.metric("ratelimit.redis.errors") - tg.metric("ratelimit.epoch.failed")
+}
+
 // A proxy whose Redis is not there from its start, and which serves no
 // request: in both builds, ratelimit.redis.healthy is 0 while
 // ratelimit.redis.errors grows and an error line says Redis is

@@ -35,14 +35,15 @@ type epochPoll struct {
 	inFlight bool
 	sentAt   time.Time
 	seen     int64
-	known    bool // seen holds a value read; the first read clears
-	polls    Counter
-	changes  Counter
+	known    bool    // seen holds a value read; the first read clears
+	polls    Counter // ratelimit.epoch.polls: reads sent
+	changes  Counter // ratelimit.epoch.changes: reads that found it moved (the first too)
+	failed   Counter // ratelimit.epoch.failed: reads that failed
 }
 
 func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
 	return epochPoll{key: keyspace.EpochKey(cfg.Redis.Prefix), polls: host.Counter("ratelimit.epoch.polls"),
-		changes: host.Counter("ratelimit.epoch.changes")}
+		changes: host.Counter("ratelimit.epoch.changes"), failed: host.Counter("ratelimit.epoch.failed")}
 }
 
 // breakerOpen reports whether the circuit breaker of any policy is open
@@ -94,8 +95,9 @@ func (e *epochPoll) overdue(vm *Plugin, now time.Time) {
 	}
 }
 
-// probeFailed counts a failed epoch read as a failed call.
+// probeFailed counts a failed epoch read, as a failed call too.
 func (p *Plugin) probeFailed(now time.Time, err error) {
+	p.epoch.failed.Increment(1)
 	p.top().metrics.redisErrors.Increment(1)
 	p.health.fail(now, err, p.top().failureMode)
 }
@@ -131,7 +133,7 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 	case p.link.identity.wrong: // answered, but as the wrong user
 		p.health.fail(now, p.link.why(), p.top().failureMode)
 	case !p.breakerOpen(now): // a read sent before a breaker opened says nothing
-		p.health.ok()
+		p.health.okRead()
 	}
 	v := ints[0]
 	if e.known && v == e.seen {

@@ -36,12 +36,15 @@ type redisHealth struct {
 	failing bool
 	// answered: Redis answered the VM once; until then it adds 0.
 	answered bool
-	told     bool      // this spell of failures was logged: its end is too
-	since    time.Time // when the spell began
-	failed   int       // failures in the spell
-	log      quietLog
-	gauge    Gauge // ratelimit.redis.healthy
-	shown    int64 // what the VM adds to the gauge now
+	// writesRefused: the spell saw Redis refuse writes
+	// (redisfail.WritesRefused), which only a decision can see end.
+	writesRefused bool
+	told          bool      // this spell of failures was logged: its end is too
+	since         time.Time // when the spell began
+	failed        int       // failures in the spell
+	log           quietLog
+	gauge         Gauge // ratelimit.redis.healthy
+	shown         int64 // what the VM adds to the gauge now
 }
 
 // healthLogEvery bounds the error lines: one per period per VM.
@@ -60,6 +63,7 @@ func newRedisHealth(r *config.RedisConfig, host PluginHost) redisHealth {
 // failureModeText) what requests get meanwhile.
 func (h *redisHealth) fail(now time.Time, err error, mode string) {
 	h.failed++
+	h.writesRefused = h.writesRefused || redisfail.WritesRefused(err)
 	if !h.failing {
 		h.failing, h.since, h.failed = true, now, 1
 		h.show()
@@ -81,12 +85,20 @@ func (h *redisHealth) ok() {
 		h.show()
 		return
 	}
-	h.failing = false
+	h.failing, h.writesRefused = false, false
 	h.show()
 	if h.told {
 		h.told = false
 		d := h.host.Now().Sub(h.since).Round(time.Millisecond)
 		h.host.Log(LogInfo, h.subject+" decides again, after "+d.String()+" and "+strconv.Itoa(h.failed)+" failures: limits apply again")
+	}
+}
+
+// okRead records an answer to the epoch read: as ok, unless the spell
+// saw Redis refuse writes, which a read cannot see end.
+func (h *redisHealth) okRead() {
+	if !h.writesRefused {
+		h.ok()
 	}
 }
 

@@ -123,3 +123,30 @@ func TestRefusedAuthIsTheFirstLine(t *testing.T) {
 		t.Fatalf("a line says a right is missing: %q", ih.logs)
 	}
 }
+
+// A full Redis refuses the decisions' writes but answers the epoch read:
+// the read does not end the spell (the gauge stays 0, no recovery line);
+// a decision, once memory is freed, does.
+func TestProbeReadDoesNotEndRefusedWrites(t *testing.T) {
+	srv := fullRedis(t)
+	h := newFakeHost(t, healthConfig("allow", ""))
+	h.Clock, h.Redis = time.Now(), srv.Addr
+	healthy(t, h)
+	fill(t, srv)
+	h.send("x-user=a")
+	polls := h.Counters["ratelimit.epoch.polls"]
+	h.Clock = h.Clock.Add(time.Second)
+	h.tickPumped()
+	if g := gauge(h, "ratelimit.redis.healthy"); g != 0 || h.Counters["ratelimit.epoch.polls"] != polls+1 || h.Counters["ratelimit.epoch.failed"] != 0 {
+		t.Fatalf("full, after an epoch read answered: ratelimit.redis.healthy %d, counters %v; want 0", g, h.Counters)
+	}
+	if loggedAt(h, LogInfo, "decides again") {
+		t.Fatalf("a read ended the spell: %q", h.logs)
+	}
+	if err := srv.Unfill(); err != nil {
+		t.Fatal(err)
+	}
+	if o := h.send("x-user=a"); o.headers["ratelimit"] == "" || gauge(h, "ratelimit.redis.healthy") != 1 {
+		t.Fatalf("once memory is freed: %+v, ratelimit.redis.healthy %d", o, gauge(h, "ratelimit.redis.healthy"))
+	}
+}

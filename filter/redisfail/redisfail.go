@@ -77,6 +77,21 @@ func Describe(err error) string {
 	return "unreachable" + cause
 }
 
+// WritesRefused reports whether err is Redis refusing writes while it
+// still serves reads: full (-OOM), a replica (-READONLY), or a failed
+// snapshot (-MISCONF). A read that succeeds says nothing of its end.
+func WritesRefused(err error) bool {
+	var rerr *redisproto.Error
+	if !errors.As(err, &rerr) {
+		return false
+	}
+	switch rerr.Prefix() {
+	case "OOM", "READONLY", "MISCONF":
+		return true
+	}
+	return false
+}
+
 // describeRedisError says what an error reply of Redis means for the
 // filter.
 func describeRedisError(e *redisproto.Error, cause string) string {
