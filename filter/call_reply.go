@@ -88,6 +88,7 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 		return
 	}
 	p.breaker.failures = 0
+	p.vm.epoch.heard = true
 	p.vm.health.ok()
 	c.replied = true
 	c.noteAcquired()
@@ -111,6 +112,7 @@ func (p *policy) parseReply(c *call, r scriptReply) error {
 // The VM's health logs it (redis_health.go).
 func (p *policy) fail(c *call, err error) {
 	p.metrics.redisErrors.Increment(1)
+	p.vm.epoch.heard = true
 	p.vm.health.fail(c.stream.clock(), err, p.failureMode)
 	b, cfg := &p.breaker, p.cfg.Breaker
 	if c.epoch != b.epoch {

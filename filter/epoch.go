@@ -13,19 +13,21 @@ import (
 // epochPoll is the VM's Redis probe, and brings an operator's changes (an
 // unblock, a reset, a tier or an override: see ratelimitctl) to its deny
 // caches. Every change bumps the epoch key (EpochKey); on each tick (1 s)
-// the VM reads it, in one script call, whether or not anything is cached,
-// unless the last read is still in flight: at most one Redis call per VM
-// per second. When the epoch moved, every policy forgets what it cached:
-// its deny cache, and its leases end; a change is therefore seen within
-// one tick and one Redis round trip.
+// the VM reads it, in one script call, unless the last read is still in
+// flight: at most one Redis call per VM per second. When the epoch moved,
+// every policy forgets what it cached: its deny cache, and its leases
+// end; a change is therefore seen within one tick and one Redis round
+// trip.
 //
 // The read is also the VM's health probe: its reply, or its failure,
 // makes the VM healthy or failing and counts in ratelimit.redis.errors as
 // a decision's would (redis_health.go), so a VM that serves no request
-// still says whether Redis answers it. It is not sent, and says nothing,
-// while a circuit breaker of the VM is open (the failures that opened it
-// made the VM failing; the first read after the backoff says again); it
-// is not sent while the link is unusable, which then counts as a failure
+// still says whether Redis answers it. A tick after which a decision's
+// call was answered, or failed, sends no read unless something is cached:
+// the decisions said how Redis is, and a loaded VM pays no probe. No read
+// is sent while a circuit breaker of the VM is open (the failures that
+// opened it made the VM failing; the first read after the backoff says
+// again), nor while the link is unusable, which then counts as a failure
 // as a decision not sent does.
 type epochPoll struct {
 	key      string
@@ -35,10 +37,13 @@ type epochPoll struct {
 	inFlight bool
 	sentAt   time.Time
 	seen     int64
-	known    bool    // seen holds a value read; the first read clears
-	polls    Counter // ratelimit.epoch.polls: reads sent
-	changes  Counter // ratelimit.epoch.changes: reads that found it moved (the first too)
-	failed   Counter // ratelimit.epoch.failed: reads that failed
+	known    bool // seen holds a value read; the first read clears
+	// heard: a decision's call was answered, or failed, since the last
+	// tick (call_reply.go).
+	heard   bool
+	polls   Counter // ratelimit.epoch.polls: reads sent
+	changes Counter // ratelimit.epoch.changes: reads that found it moved (the first too)
+	failed  Counter // ratelimit.epoch.failed: reads that failed
 }
 
 func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
@@ -57,12 +62,26 @@ func (p *Plugin) breakerOpen(now time.Time) bool {
 	return false
 }
 
+// cached reports whether a policy's deny cache holds entries, or a lease
+// table keys: an operator's change must then reach it.
+func (p *Plugin) cached() bool {
+	for _, pol := range p.policies {
+		if pol.denyCache.size() > 0 || pol.leasing() {
+			return true
+		}
+	}
+	return false
+}
+
 // pollEpoch reads the epoch, once per tick, when no read is in flight
-// (one overdue past the timeout fails), no breaker is open and the link
-// is usable.
+// (one overdue past the timeout fails), no breaker is open, the link is
+// usable, and something is cached or no decision was heard of since the
+// last tick.
 func (p *Plugin) pollEpoch(now time.Time) {
 	e := &p.epoch
-	if e.overdue(p, now); e.inFlight || p.breakerOpen(now) {
+	heard := e.heard
+	e.heard = false
+	if e.overdue(p, now); e.inFlight || p.breakerOpen(now) || heard && !p.cached() {
 		return
 	}
 	if !p.link.usable(now) {

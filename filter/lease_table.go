@@ -96,3 +96,14 @@ func (p *policy) leaseTable(ri int) *leaseTable {
 	}
 	return p.leases[ri]
 }
+
+// leasing reports whether a lease or hold may answer a request, so that
+// an operator's change must reach it.
+func (p *policy) leasing() bool {
+	for _, t := range p.leases {
+		if t != nil && len(t.order) > 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -136,6 +136,8 @@ func TestProbeReadDoesNotEndRefusedWrites(t *testing.T) {
 	h.send("x-user=a")
 	polls := h.Counters["ratelimit.epoch.polls"]
 	h.Clock = h.Clock.Add(time.Second)
+	h.tickPumped() // the decision said how Redis is: no read
+	h.Clock = h.Clock.Add(time.Second)
 	h.tickPumped()
 	if g := gauge(h, "ratelimit.redis.healthy"); g != 0 || h.Counters["ratelimit.epoch.polls"] != polls+1 || h.Counters["ratelimit.epoch.failed"] != 0 {
 		t.Fatalf("full, after an epoch read answered: ratelimit.redis.healthy %d, counters %v; want 0", g, h.Counters)
@@ -148,5 +150,27 @@ func TestProbeReadDoesNotEndRefusedWrites(t *testing.T) {
 	}
 	if o := h.send("x-user=a"); o.headers["ratelimit"] == "" || gauge(h, "ratelimit.redis.healthy") != 1 {
 		t.Fatalf("once memory is freed: %+v, ratelimit.redis.healthy %d", o, gauge(h, "ratelimit.redis.healthy"))
+	}
+}
+
+// A tick after which a decision's call was answered sends no read while
+// nothing is cached: under load the probe costs nothing per request. The
+// next tick without a decision reads.
+func TestProbeSkippedAfterADecision(t *testing.T) {
+	h := newFakeHost(t, healthConfig("allow", ""))
+	h.Clock = time.Now()
+	h.tickPumped()
+	for i := range 3 {
+		h.send("x-user=a")
+		h.Clock = h.Clock.Add(time.Second)
+		h.tickPumped()
+		if n := h.Counters["ratelimit.epoch.polls"]; n != 1 {
+			t.Fatalf("tick %d after a decision: %d reads; want only the first tick's", i, n)
+		}
+	}
+	h.Clock = h.Clock.Add(time.Second)
+	h.tickPumped()
+	if n := h.Counters["ratelimit.epoch.polls"]; n != 2 {
+		t.Fatalf("a tick with no decision since the last: %d reads; want 2", n)
 	}
 }

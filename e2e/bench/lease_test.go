@@ -88,8 +88,8 @@ var (
 // apart (idle calls): they would be in a steady load's count only as far
 // as they are units given back after a slice (ratelimit.lease.returned);
 // the rest are epoch polls, which a VM sends each second while its deny
-// cache or lease table holds keys, idle or not, and which a continuous
-// load pays per second, not per idle second.
+// cache or lease table holds keys, and while idle (its health probe), and
+// which a continuous load pays per second, not per idle second.
 //
 // Exactness. Leases move admissions in time: Redis logs a batch when it
 // grants it, and the VM spends it up to max_hold later. Two measures:
