@@ -153,8 +153,8 @@
 //     ratelimit.redis.healthy, that Redis cannot decide, why, and what
 //     the failure mode does meanwhile (why: package redisfail), and says
 //     when it decides again; a VM counts as healthy only once Redis
-//     answered it, and the epoch read of each tick (epoch.go) is its
-//     probe, traffic or not.
+//     answered it, and the epoch read (epoch.go), sent on each tick
+//     after which no decision was heard, is its probe.
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); refusal.go answers a request refused for its own
