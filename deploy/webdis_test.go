@@ -104,6 +104,24 @@ func (w webdisConfig) redisAuth(t *testing.T) string {
 	return s
 }
 
+// deploy/webdis/local.json, the README's local run of envoy.yaml: in
+// front of the local redis-server (no password, as the quick start starts
+// it), listening on loopback only, at the address envoy.yaml's webdis
+// cluster is given on the command line.
+func TestLocalWebdisConfig(t *testing.T) {
+	data, err := os.ReadFile(repoPath("deploy/webdis/local.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := decodeWebdis(t, data)
+	if w.HTTPHost != "127.0.0.1" || w.HTTPPort != 7379 {
+		t.Errorf("http %s:%d, want 127.0.0.1:7379: loopback only, where the README's -http-cluster points", w.HTTPHost, w.HTTPPort)
+	}
+	if w.RedisHost != "127.0.0.1" || w.RedisPort != 6379 || w.redisAuth(t) != "" {
+		t.Errorf("redis %s:%d (auth %q), want the quick start's 127.0.0.1:6379 without a password", w.RedisHost, w.RedisPort, w.redisAuth(t))
+	}
+}
+
 // The Webdis configurations, run by a real webdis in front of a real Redis
 // with the password they send: the filter's calls go through, with the
 // filter's credentials only, and every other command is refused.
@@ -114,6 +132,10 @@ func TestWebdisConfigsRestrictCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	localJSON, err := os.ReadFile(repoPath("deploy/webdis/local.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	istioCfg := parsePluginConfig(t, IstioWasmPlugin, pluginConfigOf(t, IstioWasmPlugin))
 	istioSecret := decodeObject(t, findDoc(t, istioDocs(t), "Secret", "webdis"), nil)
 	for name, c := range map[string]struct {
@@ -121,11 +143,16 @@ func TestWebdisConfigsRestrictCommands(t *testing.T) {
 		cfg    *config.Config
 	}{
 		"compose": {composeJSON, envoyCfg},
+		"local":   {localJSON, envoyCfg},
 		"istio":   {[]byte(istioSecret.StringData["webdis.json"]), istioCfg},
 	} {
 		t.Run(name, func(t *testing.T) {
 			w := checkWebdisConfig(t, name, c.webdis, c.cfg)
-			srv := redistest.Start(t, "--requirepass", w.redisAuth(t))
+			var args []string
+			if pw := w.redisAuth(t); pw != "" {
+				args = []string{"--requirepass", pw}
+			}
+			srv := redistest.Start(t, args...)
 			epoch := "/FCALL/" + lua.Library.Epoch + "/1/rl%3Aepoch/e"
 			base := "http://" + startWebdisConfig(t, c.webdis, srv.Addr)
 			user, pass := c.cfg.Redis.Username, c.cfg.Redis.Password

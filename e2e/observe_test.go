@@ -112,6 +112,18 @@ func TestHealthWrongPortStock(t *testing.T) {
 	}
 }
 
+// A real Webdis in front of a port nothing listens on answers 503 with no
+// body: the line says Webdis cannot reach Redis, not that Webdis is down.
+func TestHealthRedisDownBehindWebdis(t *testing.T) {
+	t.Parallel()
+	config := fmt.Sprintf(`{"failure_mode":"deny","redis":{"cluster":"redis","timeout":"2s","key_prefix":%q},%s}`, redistest.Prefix(t), observedRules)
+	tg := startBuild(t, "stock", wasmhost.Config{}, config, refused(t))
+	for range 2 {
+		expect(t, tg.send(t, nil), 503)
+	}
+	expectHealthLine(t, tg, `ratelimit: redis through webdis cluster "webdis" unreachable (webdis answered HTTP 503: webdis cannot reach Redis behind it): check that Redis runs`)
+}
+
 // Redis with the shipped ACL users (the default user off) refuses the
 // filter's password: Higress's client throws the AUTH reply away, every
 // call is answered -NOAUTH, and the error line says the AUTH was refused.

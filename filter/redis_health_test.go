@@ -238,6 +238,8 @@ func TestDescribeWebdisFailures(t *testing.T) {
 		{redisfail.WebdisStatus(401), "refused the filter's credentials or command at Webdis (webdis answered HTTP 401)"},
 		{redisfail.WebdisStatus(404), "refused the call at Webdis (webdis answered HTTP 404): check redis.path and redis.authority"},
 		{redisfail.WebdisStatus(503), "unreachable (webdis answered HTTP 503)"},
+		{redisfail.WebdisFailure(503, nil), "unreachable (webdis answered HTTP 503: webdis cannot reach Redis behind it): check that Redis runs"},
+		{redisfail.WebdisFailure(503, []byte("no healthy upstream")), `unreachable (webdis answered HTTP 503: "no healthy upstream")`},
 		{errWebdisFailed, "unreachable (webdis call failed or timed out)"},
 	} {
 		if got := redisfail.Describe(tc.err); !strings.HasPrefix(got, tc.want) {

@@ -99,7 +99,7 @@ func (t *webdisTransport) reply(status int, body []byte) scriptReply {
 	case 0:
 		return scriptReply{failure: errWebdisFailed}
 	default:
-		return scriptReply{failure: redisfail.WebdisStatus(status)}
+		return scriptReply{failure: redisfail.WebdisFailure(status, body)}
 	}
 	if ints, ok := webdis.Ints(t.ints[:0], body); ok {
 		t.ints = ints

@@ -4,6 +4,7 @@
 package redisfail
 
 import (
+	"bytes"
 	"errors"
 	"strconv"
 	"strings"
@@ -32,7 +33,42 @@ type (
 	// WebdisStatus: Webdis, or the proxy on its way, answered this HTTP
 	// status.
 	WebdisStatus int
+	// WebdisUnavailable: a 5xx answer, and the start of its body, which
+	// says whose it is: Webdis's own 503 has no body and means that
+	// Webdis cannot reach Redis behind it; the proxy's has one (Envoy:
+	// "no healthy upstream", "upstream connect error ...").
+	WebdisUnavailable struct {
+		Status WebdisStatus
+		Body   string // at most maxBody printable ASCII bytes
+	}
 )
+
+// maxBody bounds the body a WebdisUnavailable quotes.
+const maxBody = 80
+
+// NoRedisBehindWebdis is how a WebdisUnavailable with no body reads.
+const NoRedisBehindWebdis = "webdis cannot reach Redis behind it"
+
+// WebdisFailure is the error for Webdis's answer of status (not 200):
+// a WebdisUnavailable for 5xx, whose body is read up to maxBody bytes,
+// else a WebdisStatus.
+func WebdisFailure(status int, body []byte) error {
+	if status < 500 || status > 599 {
+		return WebdisStatus(status)
+	}
+	body = bytes.TrimSpace(body)
+	if len(body) > maxBody {
+		body = body[:maxBody]
+	}
+	b := make([]byte, len(body))
+	for i, c := range body {
+		if c < ' ' || c > '~' {
+			c = '?'
+		}
+		b[i] = c
+	}
+	return &WebdisUnavailable{Status: WebdisStatus(status), Body: string(b)}
+}
 
 func (e *DispatchError) Error() string { return "dispatch: " + e.Err.Error() }
 func (e *DispatchError) Unwrap() error { return e.Err }
@@ -42,6 +78,13 @@ func (e *WrongUserError) Error() string {
 	return "the connection runs as user " + QuoteUser(e.Got) + ", not " + QuoteUser(e.Want)
 }
 func (s WebdisStatus) Error() string { return "webdis answered HTTP " + strconv.Itoa(int(s)) }
+func (e *WebdisUnavailable) Error() string {
+	if e.Body == "" {
+		return e.Status.Error() + ": " + NoRedisBehindWebdis
+	}
+	return e.Status.Error() + ": " + strconv.Quote(e.Body)
+}
+func (e *WebdisUnavailable) Unwrap() error { return e.Status }
 
 // Describe says what failed, for a health line: the cluster is
 // unknown, unreachable, refuses the credentials or a command, lacks the
@@ -53,6 +96,7 @@ func Describe(err error) string {
 		ie    *InitError
 		wu    *WrongUserError
 		ws    WebdisStatus
+		unav  *WebdisUnavailable
 		rerr  *redisproto.Error
 		cause = " (" + err.Error() + ")"
 	)
@@ -67,6 +111,8 @@ func Describe(err error) string {
 		return "refused the filter's credentials or command at Webdis" + cause + ": check redis.username/redis.password and Webdis's ACL"
 	case errors.As(err, &ws) && ws >= 400 && ws < 500:
 		return "refused the call at Webdis" + cause + ": check redis.path and redis.authority"
+	case errors.As(err, &unav) && unav.Body == "":
+		return "unreachable" + cause + ": check that Redis runs where Webdis's redis_host and redis_port say, and redis_auth"
 	case errors.As(err, &rerr):
 		return describeRedisError(rerr, cause)
 	case errors.Is(err, ErrUninitialized):

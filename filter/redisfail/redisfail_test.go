@@ -1,0 +1,56 @@
+package redisfail
+
+import (
+	"strings"
+	"testing"
+)
+
+// Webdis's own 503 has no body: it cannot reach Redis behind it (checked
+// with webdis 0.1.9 in front of a closed port). The proxy's own 5xx on the
+// way has one, quoted; a 4xx is the status alone.
+func TestWebdisFailure(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{503, "", "webdis answered HTTP 503: webdis cannot reach Redis behind it"},
+		{503, "upstream connect error or disconnect/reset before headers. reset reason: connection failure",
+			`webdis answered HTTP 503: "upstream connect error or disconnect/reset before headers. reset reason: connect"`},
+		{503, "no healthy upstream\n", `webdis answered HTTP 503: "no healthy upstream"`},
+		{504, "upstream request timeout", `webdis answered HTTP 504: "upstream request timeout"`},
+		{500, "a\x00b\xffc\"", `webdis answered HTTP 500: "a?b?c\""`},
+		{403, "", "webdis answered HTTP 403"},
+		{404, "not found", "webdis answered HTTP 404"},
+	} {
+		if got := WebdisFailure(tc.status, []byte(tc.body)).Error(); got != tc.want {
+			t.Errorf("%d %q: %q, want %q", tc.status, tc.body, got, tc.want)
+		}
+	}
+	d := Describe(WebdisFailure(503, nil))
+	if want := "unreachable (webdis answered HTTP 503: webdis cannot reach Redis behind it): check that Redis runs"; !strings.HasPrefix(d, want) {
+		t.Errorf("Describe: %q, want it to start %q", d, want)
+	}
+	if d := Describe(WebdisFailure(503, []byte("no healthy upstream"))); d != `unreachable (webdis answered HTTP 503: "no healthy upstream")` {
+		t.Errorf("Describe of the proxy's 503: %q", d)
+	}
+}
+
+// Whatever the body, the message is bounded and printable.
+func FuzzWebdisFailure(f *testing.F) {
+	f.Add(503, []byte(""))
+	f.Add(503, []byte("no healthy upstream"))
+	f.Add(500, []byte("\x00\xff\n\"\\"))
+	f.Add(403, []byte("x"))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		msg := WebdisFailure(status, body).Error()
+		if len(msg) > 64+4*maxBody {
+			t.Fatalf("%d bytes: %q", len(msg), msg)
+		}
+		for _, c := range []byte(msg) {
+			if c < ' ' || c > '~' {
+				t.Fatalf("unprintable byte in %q", msg)
+			}
+		}
+	})
+}
