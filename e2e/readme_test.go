@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -41,6 +43,13 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	recipes := readmeRecipes(t, "../README.md")
 	if len(recipes) < 6 {
 		t.Fatalf("%d runnable sections in README.md, want the quick start and 5 recipes", len(recipes))
+	}
+	// The stock build's local run: Webdis with the shipped configuration,
+	// and the shipped envoy.yaml.
+	if !slices.ContainsFunc(recipes, func(r recipe) bool {
+		return strings.Contains(r.setup, "\nwebdis deploy/") && strings.Contains(r.setup, "\ndist/wasmhost -envoy envoy.yaml ")
+	}) {
+		t.Error("README.md: no runnable block starts Webdis from deploy/ and runs envoy.yaml's stock build in wasmhost")
 	}
 	// Pages whose recipes run the same way, in the quick start's set-up.
 	for _, page := range []string{"../docs/ai-budgets.md"} {
@@ -131,18 +140,21 @@ func parseSession(lines []string, first int) []command {
 func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
 	// A folder of its own, whose dist/ is the built one: the README's
 	// commands run at the root of a clone.
-	work := t.TempDir()
-	if err := os.Symlink(distDir, filepath.Join(work, "dist")); err != nil {
-		t.Fatal(err)
-	}
-	listen, admin := freeAddr(t), freeAddr(t)
+	work := cloneRoot(t, distDir)
+	listen, admin, webdis := freeAddr(t), freeAddr(t), freeAddr(t)
 	cache := filepath.Join(distDir, "cache")
-	rewrite := strings.NewReplacer("localhost:8080", listen, "localhost:9901", admin)
+	rewrite := strings.NewReplacer("localhost:8080", listen, "localhost:9901", admin,
+		"localhost:7379", webdis, "127.0.0.1:7379", webdis)
 	var script []string
 	for _, line := range strings.Split(r.setup, "\n") {
 		switch {
 		case strings.HasPrefix(line, "make build"), strings.HasPrefix(line, "redis-server "):
 			continue // done by make test and by redistest
+		case strings.HasPrefix(line, "webdis "):
+			// The shipped configuration, in front of the test's Redis.
+			file, redirect, _ := strings.Cut(strings.TrimPrefix(line, "webdis "), " > ")
+			line = fmt.Sprintf("webdis %s > %s\necho $! > webdis.pid", localWebdis(t, work, file, redisAddr, webdis),
+				strings.TrimSpace(strings.SplitN(redirect, "#", 2)[0]))
 		case strings.HasPrefix(line, "dist/wasmhost "):
 			// The address flags go in, and the process's id comes out.
 			cmd, redirect, _ := strings.Cut(line, " > ")
@@ -151,7 +163,10 @@ func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
 		}
 		script = append(script, rewrite.Replace(line))
 	}
-	t.Cleanup(func() { stopPID(t, filepath.Join(work, "wasmhost.pid")) })
+	t.Cleanup(func() {
+		stopPID(t, filepath.Join(work, "wasmhost.pid"))
+		stopPID(t, filepath.Join(work, "webdis.pid"))
+	})
 	if out, err := bash(work, redisAddr, strings.Join(script, "\n"), 2*time.Minute); err != nil {
 		t.Fatalf("set-up of %s: %v\n%s\n%s", r.name, err, out, readFile(filepath.Join(work, "wasmhost.log")))
 	}
@@ -168,6 +183,61 @@ func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
 			t.Errorf("%s:%d: $ %s\ngot:\n%s\nthe page shows:\n%s", r.file, c.at, c.line, strings.Join(gotLines, "\n"), strings.Join(c.want, "\n"))
 		}
 	}
+}
+
+// cloneRoot is a folder standing for a clone's root: dist/ holds links to
+// the built files (so that what the README writes there stays in the
+// test's folder), and envoy.yaml and deploy/ are the repository's.
+func cloneRoot(t *testing.T, distDir string) string {
+	t.Helper()
+	work := t.TempDir()
+	entries, err := os.ReadDir(distDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(work, "dist"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(distDir, e.Name()), filepath.Join(work, "dist", e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, f := range []string{"envoy.yaml", "deploy"} {
+		abs, err := filepath.Abs(filepath.Join("..", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(abs, filepath.Join(work, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return work
+}
+
+// localWebdis writes the README's Webdis configuration (file, from the
+// repository's root) with only its addresses changed: Redis at redisAddr,
+// and listening at addr. It returns the written file.
+func localWebdis(t *testing.T, work, file, redisAddr, addr string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf map[string]any
+	if err := json.Unmarshal(data, &conf); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	rhost, rport, _ := net.SplitHostPort(redisAddr)
+	host, port, _ := net.SplitHostPort(addr)
+	conf["redis_host"], conf["redis_port"] = rhost, json.Number(rport)
+	conf["http_host"], conf["http_port"] = host, json.Number(port)
+	out := filepath.Join(work, "webdis-test.json")
+	b, _ := json.Marshal(conf)
+	if err := os.WriteFile(out, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // bash runs script in dir with ratelimitctl pointed at Redis.

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 
@@ -81,7 +83,7 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.admin, "admin", defaultAdmin, "admin `address` (/stats, /stats/prometheus, /ready); empty for none")
 	fs.StringVar(&o.accessLog, "access-log", "-", "access log: `file` to append to, \"-\" for stdout, empty for none")
 	fs.IntVar(&o.workers, "workers", 2, "number of Wasm VMs, as Envoy runs one per worker thread")
-	fs.StringVar(&o.compileCache, "compile-cache", "", "keep wazero's compiled code in this `dir`, so the next start is faster")
+	fs.StringVar(&o.compileCache, "compile-cache", defaultCompileCache(), "keep wazero's compiled code in this `dir`, so that later starts skip compiling; empty for none")
 	fs.BoolVar(&o.useRemote, "use-remote-address", true, "client address is the TCP peer (Envoy's use_remote_address); false trusts X-Forwarded-For, which any client can send")
 	fs.IntVar(&o.xffHops, "xff-num-trusted-hops", 0, "trusted proxies in front that append to X-Forwarded-For (Envoy's xff_num_trusted_hops)")
 	fs.BoolVar(&o.skipXffAppend, "skip-xff-append", false, "do not append the peer to X-Forwarded-For (Envoy's skip_xff_append)")
@@ -98,6 +100,19 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { o.set[f.Name] = true })
 	return o, o.check()
+}
+
+// defaultCompileCache is wasmhost's folder in the user's cache directory
+// ($XDG_CACHE_HOME, else ~/.cache, on Linux), or "" when there is none.
+// wazero keys what it keeps there by the module's content and its own
+// version, and writes each entry whole (a temporary file, renamed), so
+// starts of different modules, or at once, share it safely.
+func defaultCompileCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "wasmhost")
 }
 
 // check refuses flags that conflict or are malformed.
