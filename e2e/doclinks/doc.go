@@ -5,6 +5,10 @@
 // anything inside code, are not checked. Headings are ATX (# Title) ones,
 // as everywhere in this repository.
 //
-// Its tests run the check on every Markdown file of the repository, in
+// ExampleFiles checks the shell examples (```sh blocks, and the "$ " lines
+// of ```console ones): every file they name must be in the repository,
+// be written by the page's own examples, or be under dist/.
+//
+// Its tests run both checks on every Markdown file of the repository, in
 // `make test`, and parse every SVG under docs/ as XML.
 package doclinks
