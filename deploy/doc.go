@@ -8,6 +8,8 @@
 //   - istio/: an Istio WasmPlugin for the same module, with Webdis and Redis;
 //   - higress/: a Higress WasmPlugin for dist/ratelimit-higress.wasm, which
 //     uses Higress's Redis callouts, and the McpBridge entry naming Redis;
+//   - webdis/local.json: a Webdis in front of a local redis-server, for the
+//     README's local run of ../envoy.yaml in wasmhost;
 //   - compose/: a docker-compose demo of both, and smoke.sh, which proves
 //     that a running proxy rate-limits, with Prometheus and Grafana beside
 //     Envoy;
