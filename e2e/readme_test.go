@@ -141,6 +141,12 @@ func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
 	// A folder of its own, whose dist/ is the built one: the README's
 	// commands run at the root of a clone.
 	work := cloneRoot(t, distDir)
+	if !strings.Contains(r.setup, "mkdir -p dist/quickstart") {
+		// A recipe follows the quick start, which made the folder.
+		if err := os.Mkdir(filepath.Join(work, "dist", "quickstart"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	listen, admin, webdis := freeAddr(t), freeAddr(t), freeAddr(t)
 	cache := filepath.Join(distDir, "cache")
 	rewrite := strings.NewReplacer("localhost:8080", listen, "localhost:9901", admin,
