@@ -94,8 +94,21 @@ func (l Limit) CheckSettleCost(n int64) error {
 // its EVALSHA or EVAL as inv says. It allocates nothing beyond growing
 // dst.
 func AppendSettle(dst []byte, f Framing, inv Invoke, settles []Settle) []byte {
+	return appendSettle(dst, f, inv, OpSettle, settles)
+}
+
+// AppendPeekSettle is AppendSettle for settles that change nothing (each
+// Reserved and Cost 0, none a release), reading what each limit has left,
+// negative in debt. With FCall it calls the library's peek, flagged
+// no-writes, which Redis runs on a replica and when full under maxmemory;
+// EvalSHA and Eval call the script's settle (it has no read-only entry).
+func AppendPeekSettle(dst []byte, f Framing, inv Invoke, settles []Settle) []byte {
+	return appendSettle(dst, f, inv, OpPeek, settles)
+}
+
+func appendSettle(dst []byte, f Framing, inv Invoke, op Op, settles []Settle) []byte {
 	w := argWriter{f: f, dst: dst}
-	w.head(inv, OpSettle, 4+len(settles)*7, len(settles))
+	w.head(inv, op, 4+len(settles)*7, len(settles))
 	for i := range settles {
 		w.str(settles[i].Key)
 	}

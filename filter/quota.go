@@ -17,7 +17,9 @@ import (
 // (keyspace.PeekAt, charging nothing): one call for every rule (one per
 // rule under redis.cluster_mode, whose keys differ in hash tag), then, only
 // when a limit has nothing left, one settle of cost 0 that tells how far
-// in debt it is (see keyspace.Debt). Block keys are not read.
+// in debt it is (see keyspace.Debt). With redis.command: fcall both are
+// the library's peek, flagged no-writes, so a full Redis answers them.
+// Block keys are not read.
 
 // maxQuotaCalls bounds the calls one endpoint request makes once admitted,
 // whatever its path matched: a peek and a settle per listed rule under
@@ -125,7 +127,7 @@ func (c *quotaCall) send() {
 		for i := range c.debt {
 			settles[i] = c.debt[i].settle
 		}
-		c.buf = algorithms.AppendSettle(c.buf[:0], f, inv, settles)
+		c.buf = algorithms.AppendPeekSettle(c.buf[:0], f, inv, settles)
 	}
 	id, err := p.vm.tr.send(c.buf)
 	if err != nil {
