@@ -5,6 +5,6 @@ package lua
 // libraryDigest is the first 12 hex digits of the SHA-1 of the library's
 // code; scriptSHA is the SHA-1 of Script.Source().
 const (
-	libraryDigest = "13bd063216e6"
-	scriptSHA     = "7c1eb25619c9191f5ec17cf5a2bf62e03360f037"
+	libraryDigest = "289a885cc3bd"
+	scriptSHA     = "1e1ae632e659793e43024d81e9dcd5d573da6f9d"
 )

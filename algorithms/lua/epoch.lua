@@ -13,11 +13,13 @@ end
 -- bump increments the epoch key (KEYS[1], no ARGV): an operator's change,
 -- by ratelimitctl, that every VM must see. Flagged allow-oom, so that it
 -- runs on a Redis full under maxmemory, when an operator's reset matters
--- most: INCR of a key that holds an integer allocates nothing.
+-- most: INCR of a key that holds an integer allocates nothing. It never
+-- creates the key, which would add data past maxmemory, one key a call.
 local function bump(KEYS, ARGV)
   local key = KEYS[1]
   if #KEYS ~= 1 or #ARGV ~= 0 or string.sub(key, -5) ~= 'epoch' or string.find(key, '{', 1, true) then
     return bad('bad epoch bump')
   end
+  if redis.call('EXISTS', key) == 0 then return bad('no epoch to bump: the bump never creates one') end
   return redis.call('INCR', key)
 end
