@@ -5,6 +5,6 @@ package lua
 // libraryDigest is the first 12 hex digits of the SHA-1 of the library's
 // code; scriptSHA is the SHA-1 of Script.Source().
 const (
-	libraryDigest = "289a885cc3bd"
-	scriptSHA     = "1e1ae632e659793e43024d81e9dcd5d573da6f9d"
+	libraryDigest = "d2edf9bad71f"
+	scriptSHA     = "20a3a8f7aaa86dccaf1a0977c42c01898b4e1707"
 )
