@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
-	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/headerparts"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
@@ -268,27 +267,13 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 	if v.blocked {
 		secs = headerparts.CeilSeconds(v.blockedFor)
 	}
-	if r.secs != secs {
-		r.status, r.headers, r.body = s.renderPolicy(v, r.policy)
-		r.secs = secs
+	if policy := s.cachedPolicy(r, v.rule); r.secs != secs || r.shown != policy {
+		r.status, r.headers, r.body = s.renderPolicy(v, policy)
+		r.secs, r.shown = secs, policy
 	}
 	s.tellDenied(v, true)
 	s.host.SendLocalReply(r.status, r.headers, r.body)
 	return Pause
-}
-
-// stampDenials gives the deny-cache entries this request stored the
-// RateLimit-Policy of its denial v, once, so that a cached denial of the
-// same request lists the same rules (the cache answers at the first rule
-// whose key it holds, before the others are decided).
-func (s *Stream) stampDenials(v *verdict) {
-	if len(s.denyStored) == 0 || v.reason != reasonRateLimited || s.pol.cfg.Headers == config.HeadersNone {
-		return
-	}
-	policy := s.policyHeader(v)
-	for _, r := range s.denyStored {
-		r.policy = policy
-	}
 }
 
 // render is v's local reply: the status, Retry-After and the rate-limit

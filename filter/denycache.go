@@ -24,16 +24,21 @@ type denyEntry struct {
 
 // denyReply is the 429 last rendered for an entry, with the whole seconds
 // of Retry-After it shows: a flood on one key is answered with it, and
-// rendered again only when that second changes. policy is the
-// RateLimit-Policy of the fresh denial that stored the entry, listing
-// every enforced rule that request matched, set once (Stream.stampDenials):
-// a cached denial repeats it ("" until set: the entry's rule's own).
+// rendered again only when that second changes, or the policy it shows.
+// policy is the RateLimit-Policy of the fresh denial that stored the
+// entry, listing every enforced rule that request matched, and rules
+// those rules, set once (Stream.stampDenials): a cached denial repeats it
+// to a request that shares them ("" until set, or for another request:
+// the entry's rule's own; see Stream.cachedPolicy). shown is the policy
+// rendered last.
 type denyReply struct {
 	secs    int64
 	status  int
 	headers [][2]string
 	body    []byte
 	policy  string
+	rules   []stampedRule
+	shown   string
 }
 
 func newDenyCache(max int) *denyCache {

@@ -51,3 +51,35 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// A cached denial lists another request's rules only when it matches
+// them: after a denial on /m (both rules), a request on /x, which only
+// the rule on every path matches, gets that rule's RateLimit-Policy from
+// the cache, as its own fresh denial would give, not the calendar rule's.
+func TestDenyCacheRepeatsOnlyTheRequestsOwnPolicies(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
+		{"name":"all","key":[{"source":"header","name":"x-user"}],
+		 "limits":[{"name":"per-minute","algorithm":"sliding_log","limit":3,"window":"1m"}]},
+		{"name":"month","match":{"path":"/m"},"key":[{"source":"header","name":"x-user"}],
+		 "limits":[{"name":"per-month","algorithm":"calendar","limit":100,"period":"month"}]}]}`)
+	for i := range 3 {
+		if o := h.send(":path=/x", "x-user=b"); o.status != 200 {
+			t.Fatalf("request %d: %d %s", i, o.status, o.body)
+		}
+	}
+	own := h.send(":path=/x", "x-user=b") // a fresh denial on /x: "all" only
+	for i := range 3 {
+		if o := h.send(":path=/m", "x-user=a"); o.status != 200 {
+			t.Fatalf("request %d: %d %s", i, o.status, o.body)
+		}
+	}
+	both := h.send(":path=/m", "x-user=a") // a fresh denial on /m: both rules
+	calls := h.Calls
+	cached := h.send(":path=/x", "x-user=a")
+	if h.Calls != calls || cached.status != 429 || own.status != 429 || both.status != 429 {
+		t.Fatalf("statuses %d, %d, cached %d with %d calls", own.status, both.status, cached.status, h.Calls-calls)
+	}
+	if got, want := cached.headers["ratelimit-policy"], own.headers["ratelimit-policy"]; got != want || got == both.headers["ratelimit-policy"] {
+		t.Errorf("a cached denial on /x lists %q; want %q, what a fresh denial on /x lists (on /m: %q)", got, want, both.headers["ratelimit-policy"])
+	}
+}

@@ -187,8 +187,9 @@
 //     slots however its stream ends.
 //   - Run-time state: denycache.go remembers, per rule key and policy,
 //     what Redis denied until its Retry-After, with the RateLimit-Policy
-//     of the denial that stored it; epoch.go brings operators' changes
-//     to the deny caches and leases, reading the epoch each tick;
+//     of the denial that stored it (denystamp.go: shown to a request that
+//     shares that denial's rules and keys); epoch.go brings operators'
+//     changes to the deny caches and leases, reading the epoch each tick;
 //     lease.go and lease_table.go
 //     lease hot keys' units to a VM (batches, holds, give-backs; the
 //     per-policy table; hot keys found by package hotkey); throttle.go holds

@@ -36,6 +36,7 @@ type Stream struct {
 	hasVerdict bool
 	enforced   []enforcedRule
 	denyStored []*denyReply // the deny-cache entries this request stored
+	stampKey   []byte       // scratch: a rule's key, for cachedPolicy
 	// shadow is the shadow rules' tightest result, or their denial; valid
 	// when hasShadow. local: failure_mode local decided a call. decision
 	// is the line told to the proxy (decision.go).
