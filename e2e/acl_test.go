@@ -141,6 +141,12 @@ func TestACLFilterCredentialRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "ERR ratelimit: key 1 has the wrong role") {
 		t.Errorf("FCALL settle of a block key: %v; want the role error", err)
 	}
+	// The operator's allow-oom bump runs INCR, which the filter's user lacks.
+	epoch, _ := admin.Text("GET", "rl:epoch")
+	_, err = filter.Do("FCALL", lua.Library.Bump, "1", "rl:epoch")
+	if now, _ := admin.Text("GET", "rl:epoch"); err == nil || !strings.Contains(err.Error(), "can't run this command") || now != epoch {
+		t.Errorf("FCALL bump as ratelimit-filter: %v, the epoch %q → %q; want refused", err, epoch, now)
+	}
 	if after, err := admin.Int("PTTL", block); err != nil || after > before || after < before-5000 {
 		t.Errorf("the block's PTTL went from %d to %d (%v)", before, after, err)
 	}
