@@ -5,21 +5,30 @@ import (
 	"testing"
 )
 
+// twoRules: a rule on every path (3 a minute) and a calendar rule on /m.
+const twoRules = `{"redis":{"cluster":"redis"},"headers":"both","rules":[
+	{"name":"all","key":[{"source":"header","name":"x-user"}],
+	 "limits":[{"name":"per-minute","algorithm":"sliding_log","limit":3,"window":"1m"}]},
+	{"name":"month","match":{"path":"/m"},"key":[{"source":"header","name":"x-user"}],
+	 "limits":[{"name":"per-month","algorithm":"calendar","limit":100,"period":"month"}]}]}`
+
+// spend sends the 3 requests the rule on every path admits.
+func spend(t *testing.T, h *fakeHost, headers ...string) {
+	t.Helper()
+	for i := range 3 {
+		if o := h.send(headers...); o.status != 200 {
+			t.Fatalf("request %d: %d %s", i, o.status, o.body)
+		}
+	}
+}
+
 // A denial the deny cache answers carries the headers of the fresh denial
 // of the same request: with a rule on every path and a calendar rule on
 // /m, both rules' policies in RateLimit-Policy, the same RateLimit and
 // status (issue 30). Retry-After may only be smaller.
 func TestDenyCacheRepeatsTheFreshDenialsPolicies(t *testing.T) {
-	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
-		{"name":"all","key":[{"source":"header","name":"x-user"}],
-		 "limits":[{"name":"per-minute","algorithm":"sliding_log","limit":3,"window":"1m"}]},
-		{"name":"month","match":{"path":"/m"},"key":[{"source":"header","name":"x-user"}],
-		 "limits":[{"name":"per-month","algorithm":"calendar","limit":100,"period":"month"}]}]}`)
-	for i := range 3 {
-		if o := h.send(":path=/m", "x-user=a"); o.status != 200 {
-			t.Fatalf("request %d: %d %s", i, o.status, o.body)
-		}
-	}
+	h := newFakeHost(t, twoRules)
+	spend(t, h, ":path=/m", "x-user=a")
 	calls := h.Calls
 	fresh := h.send(":path=/m", "x-user=a")
 	if fresh.status != 429 || h.Calls == calls {
@@ -57,22 +66,10 @@ func atoi(t *testing.T, s string) int {
 // the rule on every path matches, gets that rule's RateLimit-Policy from
 // the cache, as its own fresh denial would give, not the calendar rule's.
 func TestDenyCacheRepeatsOnlyTheRequestsOwnPolicies(t *testing.T) {
-	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
-		{"name":"all","key":[{"source":"header","name":"x-user"}],
-		 "limits":[{"name":"per-minute","algorithm":"sliding_log","limit":3,"window":"1m"}]},
-		{"name":"month","match":{"path":"/m"},"key":[{"source":"header","name":"x-user"}],
-		 "limits":[{"name":"per-month","algorithm":"calendar","limit":100,"period":"month"}]}]}`)
-	for i := range 3 {
-		if o := h.send(":path=/x", "x-user=b"); o.status != 200 {
-			t.Fatalf("request %d: %d %s", i, o.status, o.body)
-		}
-	}
+	h := newFakeHost(t, twoRules)
+	spend(t, h, ":path=/x", "x-user=b")
 	own := h.send(":path=/x", "x-user=b") // a fresh denial on /x: "all" only
-	for i := range 3 {
-		if o := h.send(":path=/m", "x-user=a"); o.status != 200 {
-			t.Fatalf("request %d: %d %s", i, o.status, o.body)
-		}
-	}
+	spend(t, h, ":path=/m", "x-user=a")
 	both := h.send(":path=/m", "x-user=a") // a fresh denial on /m: both rules
 	calls := h.Calls
 	cached := h.send(":path=/x", "x-user=a")
