@@ -56,22 +56,20 @@ func StartCluster(t testing.TB, n int) *Cluster {
 
 // startClusterNode starts one cluster-enabled redis-server. Its node table
 // (nodes.conf) lives in the server's own temporary --dir, removed by Stop.
-// A bus port that turned out to be taken is retried with another one.
+// Its bus port is held, as its client port is, while it runs.
 func startClusterNode() (s *Server, busPort int, err error) {
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		bus, err := FreePort()
-		if err != nil {
-			return nil, 0, err
-		}
-		s, err = StartServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-			"--cluster-port", strconv.Itoa(bus), "--cluster-announce-ip", "127.0.0.1")
-		if err == nil {
-			return s, bus, nil
-		}
-		lastErr = err
+	bus, err := ReservePort()
+	if err != nil {
+		return nil, 0, err
 	}
-	return nil, 0, lastErr
+	s, err = StartServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-port", strconv.Itoa(bus.Number), "--cluster-announce-ip", "127.0.0.1")
+	if err != nil {
+		bus.Release()
+		return nil, 0, err
+	}
+	s.busPort = bus
+	return s, bus.Number, nil
 }
 
 // create assigns each node its slot range, gives each a distinct config

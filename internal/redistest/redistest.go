@@ -1,11 +1,16 @@
 // Package redistest is the Redis side of the tests: throwaway servers and
 // one small client, on the stdlib, redisproto and the filter's library.
 //
-//   - Start runs a redis-server on a free loopback port with persistence off
-//     (--save "" --appendonly no) and the filter's Functions library loaded
+//   - Start runs a redis-server with persistence off (--save ""
+//     --appendonly no) and the filter's Functions library loaded
 //     (LoadLibrary), stopped by t.Cleanup; StartCluster a Redis Cluster;
 //     NewProc a server a test can kill and restart on one port; StartWebdis
 //     a Webdis in front of one.
+//   - Ports are never picked free and let go (another package's server,
+//     started at the same moment, could take them): a redis-server runs on
+//     a Port this process holds, Webdis binds port 0 itself and logs its
+//     port, and HoldPort is an address where nothing listens. A wait for a
+//     server ends on its ready line or its exit (StartProcess).
 //   - Conn speaks RESP to one server (ScanRESP, a bufio.SplitFunc, cuts the
 //     replies), and Client runs commands from any goroutine; Server.Client
 //     is an admin client.
@@ -20,15 +25,14 @@ package redistest
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 )
 
 // Server is a running redis-server owned by one test (or one test binary).
@@ -37,8 +41,11 @@ type Server struct {
 	// Client is an admin client, authenticated with --requirepass if the
 	// server was started with one.
 	Client *Client
-	cmd    *exec.Cmd
-	dir    string
+	proc   *Process
+	port   *Port // held while the server runs
+	// busPort is a cluster node's bus port, held likewise.
+	busPort *Port
+	dir     string
 }
 
 // Start runs redis-server with extra command-line arguments (e.g.
@@ -64,20 +71,11 @@ func StartServer(args ...string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			return nil, err
-		}
-		s, err := launch(bin, dir, port, args, Options{Password: passwordOf(args)}, true)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
+	s, err := launchHeld(bin, dir, args, Options{Password: passwordOf(args)}, true)
+	if err != nil {
+		os.RemoveAll(dir)
 	}
-	os.RemoveAll(dir)
-	return nil, lastErr
+	return s, err
 }
 
 // ServerBinary is the path of the server the tests run: $REDIS_SERVER
@@ -115,59 +113,61 @@ func StartUsers(t testing.TB, admin Options, args ...string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for attempt := 0; ; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := launch(bin, dir, port, args, admin, false)
-		if err == nil {
-			t.Cleanup(s.Stop)
-			return s
-		}
-		if attempt == 4 {
-			t.Fatal(err)
-		}
+	s, err := launchHeld(bin, t.TempDir(), args, admin, false)
+	if err != nil {
+		t.Fatal(err)
 	}
+	t.Cleanup(s.Stop)
+	return s
 }
 
-func launch(bin, dir string, port int, extra []string, admin Options, load bool) (*Server, error) {
-	argv := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir, "--daemonize", "no"}
-	argv = append(argv, extra...)
-	cmd := exec.Command(bin, argv...)
-	stderr := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = stderr, stderr
-	if err := cmd.Start(); err != nil {
+// launchHeld runs a server on a port it holds (ReservePort) while the
+// server runs, so no other server can be listening there.
+func launchHeld(bin, dir string, extra []string, admin Options, load bool) (*Server, error) {
+	port, err := ReservePort()
+	if err != nil {
 		return nil, err
 	}
-	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			s := &Server{Addr: addr, cmd: cmd, dir: dir}
-			s.Client = NewClient(addr, admin)
-			if !load {
-				return s, nil
-			}
-			if err := LoadLibrary(s.Client); err != nil {
-				s.Client.Close()
-				cmd.Process.Kill()
-				cmd.Wait()
-				return nil, err
-			}
-			return s, nil
-		}
-		if cmd.ProcessState != nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	s, err := launch(bin, dir, port.Number, extra, admin, load)
+	if err != nil {
+		port.Release()
+		return nil, err
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	return nil, fmt.Errorf("redistest: redis-server on %s did not start: %s", addr, stderr.String())
+	s.port = port
+	return s, nil
+}
+
+// serverReady is the line redis-server (and valkey-server) logs once it
+// listens: "Ready to accept connections" (then "tcp" since Redis 7.2).
+var serverReady = regexp.MustCompile(`Ready to accept connections`)
+
+// serverArgs are the arguments every server of this package runs with,
+// before the caller's: loopback only, no persistence, its log on stdout
+// at the level that shows serverReady.
+func serverArgs(port int, dir string) []string {
+	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+		"--dir", dir, "--daemonize", "no", "--logfile", "", "--loglevel", "notice"}
+}
+
+// launch runs a server on port and waits for its ready line, which only
+// a server that bound the port logs: one that could not bind exits, and
+// the error holds its output. The caller holds the port, or no one does.
+func launch(bin, dir string, port int, extra []string, admin Options, load bool) (*Server, error) {
+	cmd := exec.Command(bin, append(serverArgs(port, dir), extra...)...)
+	proc, _, err := StartProcess(cmd, serverReady)
+	if err != nil {
+		return nil, err // its output names the port
+	}
+	s := &Server{Addr: "127.0.0.1:" + strconv.Itoa(port), proc: proc, dir: dir}
+	s.Client = NewClient(s.Addr, admin)
+	if load {
+		if err := LoadLibrary(s.Client); err != nil {
+			s.Client.Close()
+			proc.Kill()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 func passwordOf(args []string) string {
@@ -181,14 +181,18 @@ func passwordOf(args []string) string {
 
 // Stop kills the server and removes its directory. It is safe to call twice.
 func (s *Server) Stop() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
 	s.Client.Close()
-	s.cmd.Process.Kill()
-	s.cmd.Wait()
+	s.proc.Kill()
+	for _, p := range []*Port{s.port, s.busPort} {
+		if p != nil {
+			p.Release()
+		}
+	}
 	os.RemoveAll(s.dir)
-	s.cmd = nil
+	s.proc = nil
 }
 
 // Do runs one command with the admin client and returns its reply (see
@@ -248,14 +252,4 @@ func Prefix(t testing.TB) string {
 		}
 	}
 	return fmt.Sprintf("t%d-%s:", prefixSeq.Add(1), b.String())
-}
-
-// FreePort returns a loopback TCP port that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

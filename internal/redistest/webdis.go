@@ -3,14 +3,14 @@ package redistest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
-	"strings"
 	"testing"
-	"time"
 )
 
 // WebdisUser and WebdisPassword are the basic-auth credentials of every
@@ -25,11 +25,11 @@ const (
 // Webdis matches commands by prefix, so enabling FCALL alone refuses EVAL,
 // EVALSHA, FUNCTION and FCALL_RO. redisAuth ("" for none) is the
 // password of Redis's default user, the only one Webdis can log in as.
-func WebdisConfig(redisHost string, redisPort, httpPort int, redisAuth, logfile string) map[string]any {
+// RunWebdis sets where it listens and logs.
+func WebdisConfig(redisHost string, redisPort int, redisAuth string) map[string]any {
 	cfg := map[string]any{
 		"redis_host": redisHost, "redis_port": redisPort,
-		"http_host": "127.0.0.1", "http_port": httpPort,
-		"threads": 2, "daemonize": false, "database": 0, "verbosity": 3, "logfile": logfile,
+		"threads": 2, "daemonize": false, "database": 0, "verbosity": 3,
 		"acl": []any{
 			map[string]any{"disabled": []string{"*"}},
 			map[string]any{"http_basic_auth": WebdisUser + ":" + WebdisPassword, "enabled": []string{"FCALL"}},
@@ -64,54 +64,46 @@ func StartWebdisUser(t testing.TB, redisAddr, user, password string) string {
 
 func startWebdis(t testing.TB, redisAddr, redisAuth, user, password string) string {
 	t.Helper()
+	host, portStr, _ := net.SplitHostPort(redisAddr)
+	redisPort, _ := strconv.Atoi(portStr)
+	wc := WebdisConfig(host, redisPort, redisAuth)
+	wc["acl"].([]any)[1].(map[string]any)["http_basic_auth"] = user + ":" + password
+	return RunWebdis(t, wc)
+}
+
+// webdisListening is the line Webdis logs (at verbosity 3 and above) once
+// it listens, with the port it bound.
+var webdisListening = regexp.MustCompile(`Webdis listening on port (\d+)`)
+
+// RunWebdis runs webdis with the configuration conf on a loopback port it
+// binds itself (http_port 0) and stops it when the test ends. It returns
+// webdis's "host:port", read from its log (on its stdout, at verbosity 3
+// or more), so no other server can hold that port. conf's http_host,
+// http_port, logfile and a verbosity below 3 are overridden; everything
+// else is as given.
+func RunWebdis(t testing.TB, conf map[string]any) string {
+	t.Helper()
 	bin, err := exec.LookPath("webdis")
 	if err != nil {
 		t.Fatalf("redistest: webdis not found on PATH (apt-get install -y webdis): %v", err)
 	}
-	host, portStr, _ := net.SplitHostPort(redisAddr)
-	redisPort, _ := strconv.Atoi(portStr)
-	dir := t.TempDir()
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		wc := WebdisConfig(host, redisPort, port, redisAuth, filepath.Join(dir, "webdis.log"))
-		wc["acl"].([]any)[1].(map[string]any)["http_basic_auth"] = user + ":" + password
-		cfg, _ := json.Marshal(wc)
-		file := filepath.Join(dir, "webdis.json")
-		if err := os.WriteFile(file, cfg, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, file)
-		out := &strings.Builder{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		if waitListening(addr, cmd) {
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			return addr
-		}
-		cmd.Process.Kill()
-		cmd.Wait()
+	conf = maps.Clone(conf)
+	conf["http_host"], conf["http_port"], conf["logfile"] = "127.0.0.1", 0, "/dev/stdout"
+	if v, _ := strconv.ParseFloat(fmt.Sprint(conf["verbosity"]), 64); v < 3 {
+		conf["verbosity"] = 3
 	}
-	t.Fatal("redistest: webdis did not start")
-	return ""
-}
-
-func waitListening(addr string, cmd *exec.Cmd) bool {
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return true
-		}
-		if cmd.ProcessState != nil {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
+	file := filepath.Join(t.TempDir(), "webdis.json")
+	b, err := json.Marshal(conf)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return false
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	proc, m, err := StartProcess(exec.Command(bin, file), webdisListening)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(proc.Kill)
+	return "127.0.0.1:" + m[1]
 }
