@@ -94,10 +94,7 @@ func TestShippedACLTemplates(t *testing.T) {
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "needs $RATELIMIT_FILTER_PASSWORD") {
 		t.Errorf("render.sh without passwords: %v, %s", err, out)
 	}
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
+	port := redistest.HoldPort(t).Number
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, "redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",

@@ -5,7 +5,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -43,13 +42,13 @@ type confServer struct {
 	addr, dir string
 	acl       string
 	args      []string // more overrides, such as a test's maxmemory
-	cmd       *exec.Cmd
-	out       strings.Builder
+	proc      *redistest.Process
 }
 
 // start runs the server with redis/redis.conf, overriding only what
 // differs on a test machine: port, bind (loopback), dir and aclfile, then
-// args. It returns once the operator's PING is answered.
+// args. It returns once the server logs that it accepts connections
+// (after replaying its append-only file).
 func (s *confServer) start() {
 	t := s.t
 	t.Helper()
@@ -58,35 +57,27 @@ func (s *confServer) start() {
 		t.Fatal(err)
 	}
 	_, port, _ := strings.Cut(s.addr, ":")
-	s.out.Reset()
 	args := append([]string{repoPath("deploy/redis/redis.conf"),
 		"--port", port, "--bind", "127.0.0.1", "--dir", s.dir, "--aclfile", s.acl}, s.args...)
-	s.cmd = exec.Command(bin, args...)
-	s.cmd.Stdout, s.cmd.Stderr = &s.out, &s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	op := s.client(operator)
-	defer op.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if _, err := op.Do("PING"); err == nil {
-			return
-		} else if time.Now().After(deadline) {
-			s.stop()
-			t.Fatalf("redis.conf: no PING: %v\n%s", err, s.out.String())
-		}
+	if s.proc, _, err = redistest.StartProcess(exec.Command(bin, args...), redistest.ServerReady); err != nil {
+		t.Fatalf("redis.conf: %v", err)
 	}
 }
 
 // stop sends SIGTERM, on which Redis writes its append-only file and
 // exits, and waits.
 func (s *confServer) stop() {
-	if s.cmd == nil {
-		return
+	if s.proc != nil {
+		s.proc.Stop(syscall.SIGTERM)
 	}
-	s.cmd.Process.Signal(syscall.SIGTERM)
-	s.cmd.Wait()
-	s.cmd = nil
+}
+
+// log is the output of the server's last run.
+func (s *confServer) log() string {
+	if s.proc == nil {
+		return ""
+	}
+	return s.proc.Output()
 }
 
 // The users the test logs in as: the two of users.acl, and a reader of
@@ -98,15 +89,11 @@ var (
 )
 
 // startConfServer runs redis/redis.conf with acl as its ACL file, and
-// args overriding it, on a free port in a directory of its own, until the
-// test ends.
+// args overriding it, on a port held for it (redistest.HoldPort) in a
+// directory of its own, until the test ends.
 func startConfServer(t *testing.T, acl string, args ...string) *confServer {
 	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &confServer{t: t, addr: "127.0.0.1:" + strconv.Itoa(port), dir: t.TempDir(), args: args}
+	s := &confServer{t: t, addr: redistest.HoldPort(t).Addr(), dir: t.TempDir(), args: args}
 	s.acl = filepath.Join(s.dir, "users.acl")
 	if err := os.WriteFile(s.acl, []byte(acl), 0o600); err != nil {
 		t.Fatal(err)
@@ -192,8 +179,8 @@ func TestShippedRedisConf(t *testing.T) {
 		t.Fatalf("after a restart, remaining %d: want 7, kept by the append-only file", r)
 	}
 	s.stop()
-	if strings.Contains(s.out.String(), "AOF-loading-client") {
-		t.Fatalf("the append-only file was not replayed whole:\n%s", s.out.String())
+	if strings.Contains(s.log(), "AOF-loading-client") {
+		t.Fatalf("the append-only file was not replayed whole:\n%s", s.log())
 	}
 }
 

@@ -59,13 +59,13 @@ func TestShippedRedisConfWebdisUsers(t *testing.T) {
 	s.start()
 	pttl, tier := ttl()
 	if pttl <= 0 {
-		t.Errorf("after a restart, the funnel's state has PTTL %d: want its expiry kept (PEXPIREAT granted)\n%s", pttl, s.out.String())
+		t.Errorf("after a restart, the funnel's state has PTTL %d: want its expiry kept (PEXPIREAT granted)\n%s", pttl, s.log())
 	}
 	if tier != "pro" {
 		t.Errorf("after a restart, the tier is %q: want the operator's pro kept", tier)
 	}
 	s.stop()
-	if strings.Contains(s.out.String(), "AOF-loading-client") {
-		t.Errorf("the append-only file was not replayed whole:\n%s", s.out.String())
+	if strings.Contains(s.log(), "AOF-loading-client") {
+		t.Errorf("the append-only file was not replayed whole:\n%s", s.log())
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -171,8 +170,9 @@ func TestSmokeEnvoyPluginConfigThroughWebdis(t *testing.T) {
 }
 
 // startWebdis runs webdis with a configuration file of this repository,
-// pointed at redisAddr and listening on a free loopback port, and returns
-// that address. Everything else (the ACL, the credentials) is as written.
+// pointed at redisAddr and listening on a loopback port it binds itself,
+// and returns that address. Everything else (the ACL, the credentials) is
+// as written.
 func startWebdis(t *testing.T, rel, redisAddr string) string {
 	t.Helper()
 	data, err := os.ReadFile(repoPath(rel))
@@ -185,61 +185,13 @@ func startWebdis(t *testing.T, rel, redisAddr string) string {
 // startWebdisConfig is startWebdis for a configuration given as JSON.
 func startWebdisConfig(t *testing.T, data []byte, redisAddr string) string {
 	t.Helper()
-	bin, err := exec.LookPath("webdis")
-	if err != nil {
-		t.Fatalf("webdis not found (apt-get install -y webdis): %v", err)
-	}
 	var conf map[string]any
 	if err := json.Unmarshal(data, &conf); err != nil {
 		t.Fatal(err)
 	}
 	rhost, rport, _ := net.SplitHostPort(redisAddr)
-	dir := t.TempDir()
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := redistest.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		conf["redis_host"], conf["redis_port"] = rhost, json.Number(rport)
-		conf["http_host"], conf["http_port"] = "127.0.0.1", port
-		conf["logfile"] = filepath.Join(dir, "webdis.log")
-		file := filepath.Join(dir, "webdis.json")
-		b, _ := json.Marshal(conf)
-		if err := os.WriteFile(file, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, file)
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		addr := fmt.Sprintf("127.0.0.1:%d", port)
-		exited := make(chan struct{})
-		go func() { cmd.Wait(); close(exited) }()
-		if listening(addr, exited) {
-			t.Cleanup(func() { cmd.Process.Kill(); <-exited })
-			return addr
-		}
-		cmd.Process.Kill()
-		<-exited
-	}
-	log, _ := os.ReadFile(filepath.Join(dir, "webdis.log"))
-	t.Fatalf("webdis did not start:\n%s", log)
-	return ""
-}
-
-func listening(addr string, exited <-chan struct{}) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
-		if c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond); err == nil {
-			c.Close()
-			return true
-		}
-		select {
-		case <-exited:
-			return false
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return false
+	conf["redis_host"], conf["redis_port"] = rhost, json.Number(rport)
+	return redistest.RunWebdis(t, conf)
 }
 
 // smoke.sh fails when the proxy does not rate-limit, or answers 429 without

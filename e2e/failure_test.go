@@ -34,14 +34,10 @@ func blackhole(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// refused is an address where nothing listens.
+// refused is an address where nothing listens until the test ends.
 func refused(t *testing.T) string {
 	t.Helper()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", port)
+	return redistest.HoldPort(t).Addr()
 }
 
 // With Redis down, every request gets the failure mode; a hung Redis

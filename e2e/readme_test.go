@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -291,14 +290,11 @@ func normalized(lines []string) string {
 	return b.String()
 }
 
+// freeAddr is an address held for a server the test runs: wasmhost's
+// listener (Go's, with SO_REUSEADDR) can bind it, nothing else can.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return redistest.HoldPort(t).Addr()
 }
 
 func stopPID(t *testing.T, file string) {

@@ -2,7 +2,6 @@ package filter
 
 import (
 	"errors"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -112,12 +111,8 @@ func TestHealthUnreachable(t *testing.T) {
 	h := newFakeHost(t, healthConfig("allow", ""))
 	h.Clock = time.Now()
 	healthy(t, h)
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
 	h.Close()
-	h.Redis = "127.0.0.1:" + strconv.Itoa(port)
+	h.Redis = redistest.HoldPort(t).Addr()
 	c := healthCheck{h: h, from: h.Clock, want: "unreachable (redis call failed or timed out)",
 		mode: "failure_mode allow: requests pass unlimited", status: 200}
 	c.run(t, func() { h.Close(); h.Redis = server.Addr })

@@ -311,13 +311,8 @@ func TestCalloutOutlivingItsStream(t *testing.T) {
 	}
 }
 
+// freeAddr is an address where nothing listens until the test ends.
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return redistest.HoldPort(t).Addr()
 }

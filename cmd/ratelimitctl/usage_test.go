@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,11 +171,5 @@ func TestRedisFromEnv(t *testing.T) {
 // closedAddr is a local address nothing listens on.
 func closedAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return redistest.HoldPort(t).Addr()
 }

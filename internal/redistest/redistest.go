@@ -137,13 +137,14 @@ func launchHeld(bin, dir string, extra []string, admin Options, load bool) (*Ser
 	return s, nil
 }
 
-// serverReady is the line redis-server (and valkey-server) logs once it
-// listens: "Ready to accept connections" (then "tcp" since Redis 7.2).
-var serverReady = regexp.MustCompile(`Ready to accept connections`)
+// ServerReady is the line redis-server (and valkey-server) logs, at
+// loglevel notice, once it listens: "Ready to accept connections" (then
+// "tcp" since Redis 7.2), for StartProcess.
+var ServerReady = regexp.MustCompile(`Ready to accept connections`)
 
 // serverArgs are the arguments every server of this package runs with,
 // before the caller's: loopback only, no persistence, its log on stdout
-// at the level that shows serverReady.
+// at the level that shows ServerReady.
 func serverArgs(port int, dir string) []string {
 	return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", dir, "--daemonize", "no", "--logfile", "", "--loglevel", "notice"}
@@ -154,7 +155,7 @@ func serverArgs(port int, dir string) []string {
 // the error holds its output. The caller holds the port, or no one does.
 func launch(bin, dir string, port int, extra []string, admin Options, load bool) (*Server, error) {
 	cmd := exec.Command(bin, append(serverArgs(port, dir), extra...)...)
-	proc, _, err := StartProcess(cmd, serverReady)
+	proc, _, err := StartProcess(cmd, ServerReady)
 	if err != nil {
 		return nil, err // its output names the port
 	}
