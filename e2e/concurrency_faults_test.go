@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
@@ -68,75 +69,104 @@ func zcard(c *redistest.Client, key string) int64 {
 }
 
 // A VM that dies holding slots sends no release (here its path to Redis
-// is cut first, then its host closed): the slots stay, each expiring at
-// its acquisition's Redis time plus max_duration, and once they have the
-// key admits again. The waits are on Redis's own clock: its PTTL.
+// is cut for good first, then its host closed): the slots stay, each
+// expiring at its acquisition's Redis time plus max_duration, and once
+// they have the key admits again. Every wait is on Redis's own clock (its
+// PTTL, TIME) or on an event.
 func TestConcurrencySlotsOutliveADeadVM(t *testing.T) {
 	const limit = 3
 	for _, kind := range moduleKinds {
 		t.Run(kind, func(t *testing.T) {
-			prefix := redistest.Prefix(t)
-			key := slotsKey(prefix)
-			rec := newSlotRecord(key)
-			proxy := redistest.StartProxy(t, server.Addr)
-			proxy.SetObserve(rec.observe)
-			up := newSlotUpstream(t)
-			config := slotsConfig(prefix, limit, "2s")
-			dead := startBuild(t, kind, up.host(), config, proxy.Addr).h
-			for range limit {
-				hold(dead, "dead")
-			}
-			waitFor(t, "every slot taken", func() bool { return up.inFlight.Load() == limit })
-			if s := status(t, dead); s != 429 {
-				t.Fatalf("with every slot taken: %d, want 429", s)
-			}
-			// Each slot expires at its acquisition's Redis time plus
-			// max_duration; the key goes with the last.
-			scores, err := server.Do("ZRANGE", key, "0", "-1", "WITHSCORES")
-			if err != nil {
-				t.Fatal(err)
-			}
-			rec.mu.Lock()
-			var last int64
-			for _, at := range rec.acquired {
-				last = max(last, at+2_000_000)
-			}
-			kv := scores.([]any)
-			for i := 0; i+1 < len(kv); i += 2 {
-				at, ok := rec.acquired[kv[i].(string)]
-				if expiry, _ := strconv.ParseInt(kv[i+1].(string), 10, 64); !ok || expiry != at+2_000_000 {
-					t.Errorf("slot %s expires at %d: want its acquisition at %d + 2s", kv[i], expiry, at)
+			// The dead VM's fourth request must be decided while its three
+			// slots are held: on a machine too busy for that within
+			// max_duration, by Redis's clock, the run proves nothing and
+			// is repeated with max_duration doubled.
+			for d := 2 * time.Second; !slotsOutliveADeadVM(t, kind, limit, d); d *= 2 {
+				if d == 32*time.Second {
+					t.Fatalf("with max_duration %v, a fourth request still came after the first slot's expiry", d)
 				}
+				t.Logf("with max_duration %v, the fourth request came after the first slot's expiry on Redis's clock: again with %v", d, 2*d)
 			}
-			rec.mu.Unlock()
-			proxy.SetCanned([]byte("-ERR the VM is gone\r\n"))
-			dead.Close()
-			proxy.SetCanned(nil)
-			if acquired, released := rec.counts(); acquired != limit || released != 0 {
-				t.Fatalf("%d slots acquired, %d released in Redis: want %d, none released", acquired, released, limit)
-			}
-			waitFor(t, "the slots to expire on Redis's clock", func() bool {
-				ttl, err := server.Client.Int("PTTL", key)
-				return err == nil && ttl == -2
-			})
-			if now := redisNow(t); now < last {
-				t.Fatalf("the key went at %d, before its last slot's expiry at %d, with no release", now, last)
-			}
-			alive := startBuild(t, kind, up.host(), config, proxy.Addr).h
-			var calls []*heldCall
-			for range limit {
-				calls = append(calls, hold(alive, "alive"))
-			}
-			waitFor(t, "a new VM to take every slot again", func() bool { return zcard(server.Client, key) == limit })
-			up.release("alive")
-			for _, c := range calls {
-				if s := <-c.done; s != 200 {
-					t.Errorf("a request after the expiry: %d", s)
-				}
-			}
-			waitFor(t, "every slot released", func() bool { return zcard(server.Client, key) == 0 })
 		})
 	}
+}
+
+// slotsOutliveADeadVM is one run of TestConcurrencySlotsOutliveADeadVM
+// with max_duration d. It returns false, having checked nothing, when the
+// machine was too slow to decide a fourth request within d of the first
+// slot's acquisition.
+func slotsOutliveADeadVM(t *testing.T, kind string, limit int, d time.Duration) bool {
+	t.Helper()
+	prefix := redistest.Prefix(t)
+	key := slotsKey(prefix)
+	rec := newSlotRecord(key)
+	deadPath := redistest.StartProxy(t, server.Addr)
+	deadPath.SetObserve(rec.observe)
+	up := newSlotUpstream(t)
+	dead := startBuild(t, kind, up.host(), slotsConfig(prefix, limit, d.String()), deadPath.Addr).h
+	for range limit {
+		hold(dead, "dead")
+	}
+	waitFor(t, "every slot taken", func() bool { return up.inFlight.Load() == int64(limit) })
+	s := status(t, dead)
+	decidedBy := redisNow(t)
+	first, last := rec.span(d)
+	if decidedBy >= first {
+		dead.Close()
+		return false
+	}
+	if s != 429 {
+		t.Fatalf("with every slot taken: %d, want 429 (decided by Redis time %d, the first slot expires at %d)\n%s", s, decidedBy, first, rec)
+	}
+	// Each slot expires at its acquisition's Redis time plus
+	// max_duration; the key goes with the last.
+	scores, err := server.Do("ZRANGE", key, "0", "-1", "WITHSCORES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.mu.Lock()
+	kv := scores.([]any)
+	for i := 0; i+1 < len(kv); i += 2 {
+		at, ok := rec.acquired[kv[i].(string)]
+		if expiry, _ := strconv.ParseInt(kv[i+1].(string), 10, 64); !ok || expiry != at+d.Microseconds() {
+			t.Errorf("slot %s expires at %d: want its acquisition at %d + %v", kv[i], expiry, at, d)
+		}
+	}
+	rec.mu.Unlock()
+	// Cut for good: a release the dying VM sends can reach the proxy after
+	// Close returns (Webdis relays it on its own time; a socket holds it),
+	// and must still not reach Redis.
+	deadPath.SetCanned([]byte("-ERR the VM is gone\r\n"))
+	dead.Close()
+	if acquired, released := rec.counts(); acquired != limit || released != 0 {
+		t.Fatalf("%d slots acquired, %d released in Redis: want %d, none released\n%s", acquired, released, limit, rec)
+	}
+	if ms, err := server.Client.Int("PTTL", key); err == nil && ms > 0 {
+		time.Sleep(time.Duration(ms) * time.Millisecond) // Redis's clock says how long
+	}
+	waitFor(t, "the slots to expire on Redis's clock", func() bool {
+		ttl, err := server.Client.Int("PTTL", key)
+		return err == nil && ttl == -2
+	})
+	if now := redisNow(t); now < last {
+		t.Fatalf("the key went at %d, before its last slot's expiry at %d, with no release\n%s", now, last, rec)
+	}
+	// A new VM, on a path of its own, with slots that cannot expire while
+	// the test waits on them.
+	alive := startBuild(t, kind, up.host(), slotsConfig(prefix, limit, "1m"), server.Addr).h
+	var calls []*heldCall
+	for range limit {
+		calls = append(calls, hold(alive, "alive"))
+	}
+	waitFor(t, "a new VM to take every slot again", func() bool { return zcard(server.Client, key) == int64(limit) })
+	up.release("alive")
+	for _, c := range calls {
+		if s := <-c.done; s != 200 {
+			t.Errorf("a request after the expiry: %d", s)
+		}
+	}
+	waitFor(t, "every slot released", func() bool { return zcard(server.Client, key) == 0 })
+	return true
 }
 
 // Redis restarting loses every slot: requests are admitted by the failure

@@ -122,16 +122,17 @@ func startHost(t *testing.T, cfg wasmhost.Config) *wasmTarget {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
+		stuck, traps := h.StuckStreams(), h.Traps()
+		if t.Failed() || stuck != 0 || traps != 0 { // the logs say why
 			for _, l := range h.Logs() {
 				t.Log(l.String())
 			}
 		}
-		if n := h.StuckStreams(); n != 0 {
-			t.Errorf("%d streams left paused", n)
+		if stuck != 0 {
+			t.Errorf("%d streams left paused", stuck)
 		}
-		if n := h.Traps(); n != 0 {
-			t.Errorf("%d guest traps", n)
+		if traps != 0 {
+			t.Errorf("%d guest traps", traps)
 		}
 		h.Close()
 	})

@@ -35,6 +35,7 @@ func (v *vm) shutdown(callDone bool) error {
 		} else {
 			v.discard()
 		}
+		v.closed = true // the loop stops here: a task queued later (a callout's reply) must not call the guest
 		close(done)
 	}) {
 		select {

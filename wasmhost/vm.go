@@ -36,6 +36,7 @@ type vm struct {
 	depth     int
 	touched   []*stream // streams whose pending actions must be applied
 	failed    error
+	closed    bool // shutdown's last task has run; the loop runs no more
 
 	pluginConfigVisible bool
 	stdout, stderr      io.Writer       // the guest's fds 1 and 2, into the logs
@@ -149,7 +150,7 @@ func (v *vm) loop() {
 		}
 		for _, fn := range v.tasks.take() {
 			fn()
-			if v.ctx.Err() != nil {
+			if v.closed || v.ctx.Err() != nil {
 				return
 			}
 		}

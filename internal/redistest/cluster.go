@@ -26,7 +26,7 @@ type Cluster struct {
 const clusterReadyTimeout = 15 * time.Second
 
 // StartCluster starts a Redis Cluster of n masters (3 is the usual choice)
-// with no replicas, on free loopback ports and with persistence off, and
+// with no replicas, on loopback ports it holds and with persistence off, and
 // stops it when the test ends. It assigns the slots and joins the nodes
 // itself (CLUSTER ADDSLOTS, SET-CONFIG-EPOCH, MEET), as redis-cli --cluster
 // create does, and returns once every node reports cluster_state:ok and
