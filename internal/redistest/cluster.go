@@ -20,10 +20,11 @@ type Cluster struct {
 	busPorts []int // cluster bus port of each node
 }
 
-// clusterReadyTimeout bounds the wait for cluster_state:ok. A fresh master
-// waits about 2 s after it starts before it declares the state ok
+// clusterReadyTimeout bounds the wait for cluster_state:ok, against a
+// hang only: a busy machine may take long. A fresh master waits about 2 s
+// after it starts before it declares the state ok
 // (CLUSTER_WRITABLE_DELAY in cluster.c), so that is what a start costs.
-const clusterReadyTimeout = 15 * time.Second
+const clusterReadyTimeout = 2 * time.Minute
 
 // StartCluster starts a Redis Cluster of n masters (3 is the usual choice)
 // with no replicas, on loopback ports it holds and with persistence off, and
