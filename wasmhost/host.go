@@ -330,7 +330,8 @@ func (h *Host) startError(i int, err error, mark int) error {
 func (h *Host) URL() string { return "http://" + h.ln.Addr().String() }
 
 // Close stops serving, then shuts the VMs down (calling the root context's
-// proxy_on_done) and closes their connections. It is safe to call twice.
+// proxy_on_done, the last guest call: a callout answered later is dropped)
+// and closes their connections. It is safe to call twice.
 func (h *Host) Close() error {
 	h.closeOnce.Do(func() {
 		if h.srv != nil {
