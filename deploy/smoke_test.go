@@ -106,7 +106,14 @@ func startHost(t *testing.T, cfg wasmhost.Config) *wasmhost.Host {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Close() })
+	t.Cleanup(func() {
+		if t.Failed() { // the host's logs say why
+			for _, l := range h.Logs() {
+				t.Log(l.String())
+			}
+		}
+		h.Close()
+	})
 	return h
 }
 
