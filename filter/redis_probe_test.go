@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,11 +21,7 @@ func (h *fakeHost) tickPumped() {
 func TestProbeHealthWithoutTraffic(t *testing.T) {
 	h := newFakeHost(t, healthConfig("allow", ""))
 	h.Clock = time.Now()
-	port, err := redistest.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.Redis = "127.0.0.1:" + strconv.Itoa(port) // nothing listens there
+	h.Redis = redistest.HoldPort(t).Addr() // nothing listens there
 	h.plugin.OnTick()
 	if g := gauge(h, "ratelimit.redis.healthy"); g != 0 || len(h.Queue) != 1 {
 		t.Fatalf("ticked, no answer yet: ratelimit.redis.healthy %d, queue %q; want 0 and the epoch read", g, h.Queue)
