@@ -101,8 +101,12 @@ func (a *app) compile(ctx context.Context, o *options) error {
 		return err
 	}
 	var opts []wasmhost.CompileOption
-	if o.compileCache != "" {
-		opts = append(opts, wasmhost.WithCacheDir(o.compileCache))
+	cache, err := a.compileCache(o)
+	if err != nil {
+		return err
+	}
+	if cache != "" {
+		opts = append(opts, wasmhost.WithCacheDir(cache))
 	}
 	if a.mod, err = wasmhost.Compile(ctx, wasm, opts...); err != nil {
 		return fmt.Errorf("%s: %w", p.wasmPath, err)
@@ -113,6 +117,40 @@ func (a *app) compile(ctx context.Context, o *options) error {
 			"run the Higress build (-wasm %s), or set \"transport\": \"webdis\" and pass -http-cluster NAME=http://HOST:7379 (Webdis)", p.wasmPath, higressWasm)
 	}
 	return nil
+}
+
+// compileCache is the folder to keep compiled code in, or "" for none.
+// The default one (the user's cache directory) that cannot be used, as
+// when $HOME is read-only, costs only the compile: a line says so. One
+// given with -compile-cache fails the start, naming the flag.
+func (a *app) compileCache(o *options) (string, error) {
+	dir := o.compileCache
+	if dir == "" {
+		return "", nil
+	}
+	err := writableDir(dir)
+	switch {
+	case err == nil:
+		return dir, nil
+	case o.set["compile-cache"]:
+		return "", fmt.Errorf("-compile-cache %s: %w", dir, err)
+	}
+	a.log.Printf("compile cache %s unusable (%v): compiling without one; -compile-cache DIR names another", dir, err)
+	return "", nil
+}
+
+// writableDir makes dir if needed and checks that a file can be made in
+// it, as wazero makes each entry (a temporary file, renamed).
+func writableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".probe-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // summary logs what was chosen, one line a topic.

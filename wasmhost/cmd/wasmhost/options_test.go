@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -200,5 +201,39 @@ func TestCompileCacheByDefault(t *testing.T) {
 	})
 	if files == 0 {
 		t.Errorf("nothing kept in %s after a start", filepath.Join(cache, "wasmhost"))
+	}
+}
+
+// A default compile cache that cannot be used (here, the cache directory
+// is a file, which stops root too) does not fail the start: wasmhost says
+// so, naming the folder and the flag, and compiles without it. A
+// -compile-cache given on the command line that cannot be used fails the
+// start, naming the flag.
+func TestCompileCacheUnusable(t *testing.T) {
+	notDir := writeFile(t, "cache", "a file, not a folder")
+	t.Setenv("XDG_CACHE_HOME", notDir)
+	probe := distPath(t, "testdata/noop.wasm")
+	base := []string{"-wasm", probe, "-no-config", "-listen", "127.0.0.1:0", "-admin", "", "-workers", "1"}
+	o, err := parseFlags(base, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	a, err := start(context.Background(), o, io.Discard, &stderr)
+	if err != nil {
+		t.Fatalf("the default cache %s unusable: the start failed: %v", o.compileCache, err)
+	}
+	a.close()
+	want := "wasmhost: compile cache " + filepath.Join(notDir, "wasmhost") + " unusable ("
+	if !strings.Contains(stderr.String(), want) || !strings.Contains(stderr.String(), "compiling without one; -compile-cache DIR names another") {
+		t.Errorf("stderr %q; want a line starting %q", stderr.String(), want)
+	}
+
+	o, err = parseFlags(append(base, "-compile-cache", filepath.Join(notDir, "x")), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := start(context.Background(), o, io.Discard, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "-compile-cache "+filepath.Join(notDir, "x")+": ") {
+		t.Fatalf("an unusable -compile-cache: %v; want an error naming the flag", err)
 	}
 }
