@@ -89,7 +89,9 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 	}
 	p.breaker.failures = 0
 	p.vm.epoch.heard = true
-	p.vm.health.ok()
+	if !p.vm.link.identity.wrong { // sent before WHOAMI named the wrong user
+		p.vm.health.ok()
+	}
 	c.replied = true
 	c.noteAcquired()
 	c.stream.callDone(c, nil)

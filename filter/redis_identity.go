@@ -20,9 +20,10 @@ import (
 // ACL WHOAMI: any user but the one configured (redis.username, else
 // "default") is logged at critical level, counted in
 // ratelimit.redis.wrong_user, and from then on no call is sent, so
-// requests get failure_mode, until the connection runs as the right user.
-// The calls sent before the first answer run as whatever user the
-// connection is; they can only call the library's functions.
+// requests get failure_mode, and the VM counts as failing, until the
+// connection runs as the right user. The calls sent before the first
+// answer run as whatever user the connection is; they can only call the
+// library's functions, and their replies make no VM healthy.
 //
 // Whether the library is loaded: an FCALL of a function Redis does not
 // have is answered "ERR Function not found". That is logged at critical
@@ -106,6 +107,7 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) {
 	if l.identity.wrong {
 		l.identity.err = &redisfail.WrongUserError{Got: got, Want: want}
 		l.identity.wrongUser.Increment(1)
+		l.health.fail(now, l.identity.err, l.mode)
 		l.identity.log.log(LogCritical, "ratelimit: redis: the proxy's Redis connection runs as user "+redisfail.QuoteUser(got)+", not "+redisfail.QuoteUser(want)+
 			": Redis refused redis.username/redis.password and Higress kept the connection as the default user; no call is sent and requests get failure_mode until it runs as "+redisfail.QuoteUser(want))
 	}

@@ -153,3 +153,26 @@ func TestUnansweredWhoamiIsAskedAgain(t *testing.T) {
 		t.Fatalf("counters %v", h.Counters)
 	}
 }
+
+// A call sent before the first ACL WHOAMI was answered, and answered
+// after it named the wrong user, does not count the VM healthy: the gauge
+// stays 0 and no line says Redis decides.
+func TestWrongUserCallReplyIsNoHealth(t *testing.T) {
+	h := newInitHost(t, strings.Replace(oneUser, `"password":"pw"`, `"username":"filter","password":"pw"`, 1))
+	h.plugin.Start()
+	fs, st := h.stream("x-user=a") // asks WHOAMI, then sends the call
+	if len(h.Queue) != 2 || string(h.Queue[0].Cmd) != whoami {
+		t.Fatalf("queue %q; want ACL WHOAMI, then the call", h.Queue)
+	}
+	q := h.Queue[0]
+	h.Queue = h.Queue[1:]
+	h.plugin.OnRedisReply(q.ID, true, []byte("$7\r\ndefault\r\n"))
+	h.Pump() // the call, run as the default user
+	st.OnDone()
+	if fs.Status != 0 && fs.Status != 200 {
+		t.Fatalf("the call sent before the answer: status %d", fs.Status)
+	}
+	if g := gauge(h.fakeHost, "ratelimit.redis.healthy"); g != 0 || loggedAt(h.fakeHost, LogInfo, "decides again") {
+		t.Fatalf("as the wrong user: ratelimit.redis.healthy %d, logs %q; want 0 and no recovery line", g, h.logs)
+	}
+}
