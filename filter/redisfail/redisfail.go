@@ -36,7 +36,8 @@ type (
 	// WebdisUnavailable: a 5xx answer, and the start of its body, which
 	// says whose it is: Webdis's own 503 has no body and means that
 	// Webdis cannot reach Redis behind it; the proxy's has one (Envoy:
-	// "no healthy upstream", "upstream connect error ...").
+	// "no healthy upstream", "upstream connect error ..."). Another 5xx
+	// with no body is its status alone.
 	WebdisUnavailable struct {
 		Status WebdisStatus
 		Body   string // at most maxBody printable ASCII bytes
@@ -79,11 +80,19 @@ func (e *WrongUserError) Error() string {
 }
 func (s WebdisStatus) Error() string { return "webdis answered HTTP " + strconv.Itoa(int(s)) }
 func (e *WebdisUnavailable) Error() string {
-	if e.Body == "" {
+	switch {
+	case e.noRedis():
 		return e.Status.Error() + ": " + NoRedisBehindWebdis
+	case e.Body == "":
+		return e.Status.Error()
 	}
 	return e.Status.Error() + ": " + strconv.Quote(e.Body)
 }
+
+// noRedis reports whether e is Webdis's own 503, with no body: Webdis
+// cannot reach Redis. Another 5xx with no body says nothing more.
+func (e *WebdisUnavailable) noRedis() bool { return e.Status == 503 && e.Body == "" }
+
 func (e *WebdisUnavailable) Unwrap() error { return e.Status }
 
 // Describe says what failed, for a health line: the cluster is
@@ -111,7 +120,7 @@ func Describe(err error) string {
 		return "refused the filter's credentials or command at Webdis" + cause + ": check redis.username/redis.password and Webdis's ACL"
 	case errors.As(err, &ws) && ws >= 400 && ws < 500:
 		return "refused the call at Webdis" + cause + ": check redis.path and redis.authority"
-	case errors.As(err, &unav) && unav.Body == "":
+	case errors.As(err, &unav) && unav.noRedis():
 		return "unreachable" + cause + ": check that Redis runs where Webdis's redis_host and redis_port say, and redis_auth"
 	case errors.As(err, &rerr):
 		return describeRedisError(rerr, cause)

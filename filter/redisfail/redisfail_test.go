@@ -7,7 +7,8 @@ import (
 
 // Webdis's own 503 has no body: it cannot reach Redis behind it (checked
 // with webdis 0.1.9 in front of a closed port). The proxy's own 5xx on the
-// way has one, quoted; a 4xx is the status alone.
+// way has one, quoted; another 5xx with no body, and a 4xx, is the status
+// alone.
 func TestWebdisFailure(t *testing.T) {
 	for _, tc := range []struct {
 		status int
@@ -20,6 +21,8 @@ func TestWebdisFailure(t *testing.T) {
 		{503, "no healthy upstream\n", `webdis answered HTTP 503: "no healthy upstream"`},
 		{504, "upstream request timeout", `webdis answered HTTP 504: "upstream request timeout"`},
 		{500, "a\x00b\xffc\"", `webdis answered HTTP 500: "a?b?c\""`},
+		{500, "", "webdis answered HTTP 500"},
+		{502, " \n", "webdis answered HTTP 502"},
 		{403, "", "webdis answered HTTP 403"},
 		{404, "not found", "webdis answered HTTP 404"},
 	} {
@@ -30,6 +33,9 @@ func TestWebdisFailure(t *testing.T) {
 	d := Describe(WebdisFailure(503, nil))
 	if want := "unreachable (webdis answered HTTP 503: webdis cannot reach Redis behind it): check that Redis runs"; !strings.HasPrefix(d, want) {
 		t.Errorf("Describe: %q, want it to start %q", d, want)
+	}
+	if d := Describe(WebdisFailure(500, nil)); d != "unreachable (webdis answered HTTP 500)" {
+		t.Errorf("Describe of a 500 with no body: %q; only a 503 says Redis is behind", d)
 	}
 	if d := Describe(WebdisFailure(503, []byte("no healthy upstream"))); d != `unreachable (webdis answered HTTP 503: "no healthy upstream")` {
 		t.Errorf("Describe of the proxy's 503: %q", d)
