@@ -26,8 +26,8 @@ import (
 // 0 while failing, and 0 until Redis first answered it (a decision, or
 // the epoch read each tick sends: epoch.go), so that a VM that never
 // reached Redis is not counted. Envoy sums a gauge over the VMs that
-// define it, one per worker, so it is the number of workers whose Redis
-// answers. A configuration's canary VM, which neither ticks, decides nor
+// define it, one per worker and one on its main thread, so it is the
+// number of those VMs whose Redis answers. A configuration's canary VM, which neither ticks, decides nor
 // ends, adds nothing; Plugin.Done takes back what a VM added.
 type redisHealth struct {
 	host PluginHost
