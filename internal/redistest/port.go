@@ -22,6 +22,11 @@ import (
 //   - a server that sets SO_REUSEADDR too (redis-server, Webdis, Go's
 //     net.Listen) can still bind it and listen, as no socket listens there;
 //   - a connection to it is refused while no such server listens.
+//
+// These are Linux's rules, which the tests rely on (make test runs on
+// Linux). BSD and macOS let a second socket bind the same address and
+// port only with SO_REUSEPORT on both, so there the server would fail
+// to bind: untested.
 type Port struct {
 	Number int
 	fd     int // the bound socket; -1 once released
