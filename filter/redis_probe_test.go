@@ -169,3 +169,24 @@ func TestProbeSkippedAfterADecision(t *testing.T) {
 		t.Fatalf("a tick with no decision since the last: %d reads; want 2", n)
 	}
 }
+
+// The probe is an FCALL of the library's epoch function: with Redis up
+// and the library not loaded, a VM with no traffic says so, at critical
+// level, and adds 0.
+func TestProbeFindsTheLibraryMissing(t *testing.T) {
+	h := newFakeHost(t, healthConfig("allow", ""))
+	h.Clock = time.Now()
+	if _, err := server.Do("FUNCTION", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { // no filter test runs in parallel
+		if err := redistest.LoadLibrary(server.Client); err != nil {
+			t.Fatal(err)
+		}
+	})
+	h.tickPumped()
+	if g := gauge(h, "ratelimit.redis.healthy"); g != 0 || h.Counters["ratelimit.redis.library_missing"] != 1 ||
+		h.Counters["ratelimit.epoch.failed"] != 1 || !loggedAt(h, LogCritical, "is not loaded on Redis") {
+		t.Fatalf("the library missing, no traffic: ratelimit.redis.healthy %d, counters %v, logs %q", g, h.Counters, h.logs)
+	}
+}
