@@ -100,16 +100,21 @@ func (a *app) compile(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
-	var opts []wasmhost.CompileOption
 	cache, err := a.compileCache(o)
 	if err != nil {
 		return err
 	}
+	var cacheErr error
 	if cache != "" {
-		opts = append(opts, wasmhost.WithCacheDir(cache))
+		a.mod, cacheErr = wasmhost.Compile(ctx, wasm, wasmhost.WithCacheDir(cache))
 	}
-	if a.mod, err = wasmhost.Compile(ctx, wasm, opts...); err != nil {
-		return fmt.Errorf("%s: %w", p.wasmPath, err)
+	if a.mod == nil { // no cache, or one that failed: an entry it cannot read back, say
+		if a.mod, err = wasmhost.Compile(ctx, wasm); err != nil {
+			return fmt.Errorf("%s: %w", p.wasmPath, err)
+		}
+	}
+	if cacheErr != nil { // the module is fine: the cache failed
+		a.log.Printf("compile cache %s failed (%v): compiled without it; remove the folder to start it afresh", cache, cacheErr)
 	}
 	a.higress = a.mod.Imports("env", "proxy_redis_call")
 	if t := p.plugin.transport(); !a.higress && (t == "redis_abi" || t == "mixed") {
@@ -122,7 +127,9 @@ func (a *app) compile(ctx context.Context, o *options) error {
 // compileCache is the folder to keep compiled code in, or "" for none.
 // The default one (the user's cache directory) that cannot be used, as
 // when $HOME is read-only, costs only the compile: a line says so. One
-// given with -compile-cache fails the start, naming the flag.
+// given with -compile-cache fails the start, naming the flag. (A cache
+// that fails the compile itself, with an entry it cannot read back, is
+// left out of it: compile.)
 func (a *app) compileCache(o *options) (string, error) {
 	dir := o.compileCache
 	if dir == "" {

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -235,5 +236,46 @@ func TestCompileCacheUnusable(t *testing.T) {
 	}
 	if _, err := start(context.Background(), o, io.Discard, io.Discard); err == nil || !strings.HasPrefix(err.Error(), "-compile-cache "+filepath.Join(notDir, "x")+": ") {
 		t.Fatalf("an unusable -compile-cache: %v; want an error naming the flag", err)
+	}
+}
+
+// A default compile cache whose entry cannot be read back (here, garbled)
+// costs the compile and a line, not the start.
+func TestCompileCacheGarbled(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	args := []string{"-wasm", distPath(t, "testdata/noop.wasm"), "-no-config", "-listen", "127.0.0.1:0", "-admin", "", "-workers", "1"}
+	startOnce := func() (string, error) {
+		t.Helper()
+		o, err := parseFlags(args, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var stderr bytes.Buffer
+		a, err := start(context.Background(), o, io.Discard, &stderr)
+		if err == nil {
+			a.close()
+		}
+		return stderr.String(), err
+	}
+	if _, err := startOnce(); err != nil {
+		t.Fatal(err)
+	}
+	var garbled int
+	filepath.WalkDir(filepath.Join(cache, "wasmhost"), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && os.WriteFile(p, []byte("not compiled code"), 0o600) == nil {
+			garbled++
+		}
+		return nil
+	})
+	if garbled == 0 {
+		t.Fatal("nothing kept in the cache to garble")
+	}
+	stderr, err := startOnce()
+	if err != nil {
+		t.Fatalf("a garbled entry in the default cache failed the start: %v", err)
+	}
+	if !strings.Contains(stderr, "compiled without it") {
+		t.Errorf("stderr %q; want a line saying the cache failed", stderr)
 	}
 }
