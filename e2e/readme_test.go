@@ -26,7 +26,8 @@ import (
 // must be the one the README shows. Only addresses are changed (Redis,
 // the listener and the admin port get free ones), times that move with
 // the clock are compared as numbers (t=, retry_after, reset, durations), as is
-// the epoch counter, and column padding as one space.
+// the epoch counter, and column padding as one space. A run the machine
+// was too slow for is repeated (readme_attempt_test.go).
 func TestREADMERunsAsWritten(t *testing.T) {
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Skip("curl is not installed (.ci/deps installs it)")
@@ -61,7 +62,7 @@ func TestREADMERunsAsWritten(t *testing.T) {
 	}
 	srv := redistest.Start(t)
 	for _, r := range recipes {
-		t.Run(r.name, func(t *testing.T) { runRecipe(t, dir, srv.Addr, r) })
+		t.Run(r.name, func(t *testing.T) { runRecipe(t, dir, srv, r) })
 	}
 }
 
@@ -137,9 +138,37 @@ func parseSession(lines []string, first int) []command {
 	return cmds
 }
 
-func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
-	// A folder of its own, whose dist/ is the built one: the README's
-	// commands run at the root of a clone.
+func runRecipe(t *testing.T, distDir string, srv *redistest.Server, r recipe) {
+	t.Helper()
+	before, err := snapshotKeys(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; ; n++ {
+		a := runRecipeOnce(t, distDir, srv.Addr, r)
+		switch {
+		case len(a.mismatches) == 0:
+			return
+		case a.why == "" || n == maxRecipeAttempts:
+			for _, m := range a.mismatches {
+				t.Error(m)
+			}
+			if a.why != "" {
+				t.Errorf("%d attempts, each too slow to prove anything: %s", n, a.why)
+			}
+			return
+		}
+		t.Logf("attempt %d proves nothing (%s), running it again: %s", n, a.why, a.mismatches[0])
+		if err := restoreKeys(srv, before); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// runRecipeOnce runs a recipe in a folder of its own, whose dist/ is the
+// built one (the README's commands run at the root of a clone), and stops
+// what it started.
+func runRecipeOnce(t *testing.T, distDir, redisAddr string, r recipe) recipeAttempt {
 	work := cloneRoot(t, distDir)
 	if !strings.Contains(r.setup, "mkdir -p dist/quickstart") {
 		// A recipe follows the quick start, which made the folder.
@@ -169,26 +198,39 @@ func runRecipe(t *testing.T, distDir, redisAddr string, r recipe) {
 		}
 		script = append(script, rewrite.Replace(line))
 	}
-	t.Cleanup(func() {
+	defer func() {
 		stopPID(t, filepath.Join(work, "wasmhost.pid"))
 		stopPID(t, filepath.Join(work, "webdis.pid"))
-	})
+	}()
 	if out, err := bash(work, redisAddr, strings.Join(script, "\n"), 2*time.Minute); err != nil {
 		t.Fatalf("set-up of %s: %v\n%s\n%s", r.name, err, out, readFile(filepath.Join(work, "wasmhost.log")))
 	}
+	var a recipeAttempt
 	for _, c := range r.commands {
+		began := time.Now()
 		got, err := bash(work, redisAddr, rewrite.Replace(c.line), time.Minute)
+		took := time.Since(began)
 		if err != nil && len(c.want) > 0 {
-			t.Errorf("%s:%d: $ %s: %v", r.file, c.at, c.line, err)
+			a.mismatches = append(a.mismatches, fmt.Sprintf("%s:%d: $ %s: %v", r.file, c.at, c.line, err))
 		}
 		gotLines := strings.Split(strings.TrimRight(got, "\n"), "\n")
 		if got == "" {
 			gotLines = nil
 		}
 		if normalized(gotLines) != normalized(c.want) {
-			t.Errorf("%s:%d: $ %s\ngot:\n%s\nthe page shows:\n%s", r.file, c.at, c.line, strings.Join(gotLines, "\n"), strings.Join(c.want, "\n"))
+			a.mismatches = append(a.mismatches, fmt.Sprintf("%s:%d: $ %s\ngot:\n%s\nthe page shows:\n%s", r.file, c.at, c.line,
+				strings.Join(gotLines, "\n"), strings.Join(c.want, "\n")))
+			if took > time.Second && a.why == "" {
+				a.why = fmt.Sprintf("the command took %v, and a recipe's limits may count a second", took.Round(time.Millisecond))
+			}
 		}
 	}
+	if len(a.mismatches) > 0 {
+		if n := redisErrors(admin); n > 0 {
+			a.why = fmt.Sprintf("ratelimit.redis.errors %d: a call to the test's Redis failed or timed out", n)
+		}
+	}
+	return a
 }
 
 // cloneRoot is a folder standing for a clone's root: dist/ holds links to
