@@ -5,9 +5,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	// The zone database, embedded: a wasm guest has no zoneinfo files.
-	_ "time/tzdata"
 )
 
 // CalendarUnit is the length of a Calendar limit's period.
@@ -98,7 +95,7 @@ func location(name string) (*time.Location, error) {
 	if name == "" || name == "Local" {
 		return nil, fmt.Errorf("no zone")
 	}
-	l, err := time.LoadLocation(name)
+	l, err := loadZone(name)
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +159,7 @@ func (c Calendar) walk(t int64, loc *time.Location) bounds {
 	s := t - c.Unit.lookback()
 	top := c.floor(wall(s, loc))
 	for len(found) < 4 || found[len(found)-2] <= t {
-		span := time.Unix(s, 0).In(loc)
-		_, off := span.Zone()
-		_, end := span.ZoneBounds()
-		ze := int64(1) << 62
-		if !end.IsZero() {
-			ze = end.Unix()
-		}
+		off, ze := span(s, loc)
 		if f := c.floor(s + int64(off)); f > top { // the clock jumped into a later period
 			top = f
 			found = append(found, s)
@@ -192,6 +183,23 @@ func (c Calendar) walk(t int64, loc *time.Location) bounds {
 		j--
 	}
 	return bounds{found[j-1], found[j], found[j+1], found[j+2]}
+}
+
+// span returns loc's offset at s and the end of the span it holds
+// (1<<62 if it never ends).
+func span(s int64, loc *time.Location) (off int, end int64) {
+	t := time.Unix(s, 0).In(loc)
+	_, off = t.Zone()
+	_, e := t.ZoneBounds()
+	switch {
+	case e.IsZero():
+		return off, 1 << 62
+	case e.Unix() <= s:
+		// go.dev/issue/81583: in a leap year's last UTC day, a span of the
+		// zone's TZ rule ends at that day's start; it holds to the year's end.
+		return off, time.Date(t.UTC().Year()+1, 1, 1, 0, 0, 0, 0, time.UTC).Unix()
+	}
+	return off, e.Unix()
 }
 
 func wall(t int64, loc *time.Location) int64 {

@@ -14,8 +14,8 @@
 //     redis-cell's CL.THROTTLE. A token bucket maps onto it (see TokenBucket).
 //   - CalendarWindow: a fixed window that is a calendar period, an hour,
 //     day, week or month of local time in an IANA zone (Calendar). The
-//     proxy sends the bounds of three periods around its clock, from the
-//     embedded zone database; Redis's clock picks the one it is in.
+//     proxy sends the bounds of three periods around its clock, from each
+//     zone's current rule (zones.go); Redis's clock picks the one it is in.
 //
 // One more limits the requests in flight:
 //
