@@ -149,3 +149,28 @@ func zoneOffset(t int64, loc *time.Location) int {
 	_, off := time.Unix(t, 0).In(loc).Zone()
 	return off
 }
+
+// Go's zone data ends a zone's rule span at the start of a leap year's
+// last UTC day (go.dev/issue/81583), which had walk loop forever from
+// then on to months after; periods there are those the local clock shows.
+func TestCalendarLeapYearLastDay(t *testing.T) {
+	full := goZones(t)
+	for _, zone := range []string{"Europe/Berlin", "America/New_York", "Australia/Sydney", "America/Santiago"} {
+		loc, err := time.LoadLocationFromTZData(zone, full[zone])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, at := range []string{"2028-12-30T23:30:00Z", "2028-12-31T00:00:00Z", "2028-12-31T12:00:00Z", "2028-12-31T23:59:59Z", "2029-01-10T12:00:00Z", "2029-03-01T00:00:00Z"} {
+			v, _ := time.Parse(time.RFC3339, at)
+			for _, u := range []CalendarUnit{Hour, Day, Week, Month} {
+				c := Calendar{Unit: u, WeekStart: time.Monday, Zone: zone}
+				if u != Week {
+					c.WeekStart = 0
+				}
+				if got, want := c.walk(v.Unix(), loc), scanBounds(c, loc, v.Unix()); got != want {
+					t.Errorf("%v %s at %s: %v, want %v", u, zone, at, got, want)
+				}
+			}
+		}
+	}
+}
