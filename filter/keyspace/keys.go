@@ -1,7 +1,6 @@
 package keyspace
 
 import (
-	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
 
@@ -47,7 +46,7 @@ func AppendPart(dst []byte, v string) []byte {
 		}
 	}
 	if n > MaxPartLen {
-		sum := sha256.Sum256([]byte(v))
+		sum := sum256(v)
 		dst = append(dst, '#')
 		return base64.RawURLEncoding.AppendEncode(dst, sum[:16])
 	}
