@@ -5,13 +5,10 @@
 package lua
 
 import (
-	"embed"
+	_ "embed" // the code, as strings
 	"strings"
 	"sync"
 )
-
-//go:embed *.lua
-var files embed.FS
 
 // The code, in order: what every entry point shares (args.lua) and what
 // each key is (roles.lua); the algorithms; settle.lua and epoch.lua, entry
@@ -19,10 +16,60 @@ var files embed.FS
 // throttle.lua, lease.lua); decide.lua, the decide entry point; and
 // peek.lua, the read-only one. Each file defines locals that later files
 // use (functions, and a few tables and constants), and runs nothing:
-// Library registers the entry points, Script dispatches to them.
-var parts = []string{"args.lua", "roles.lua", "funnel.lua", "sliding_log.lua", "sliding_counter.lua",
-	"calendar.lua", "concurrency.lua", "settle.lua", "epoch.lua", "limits.lua", "choice.lua", "throttle.lua", "lease.lua",
-	"short.lua", "decide.lua", "peek.lua"}
+// Library registers the entry points, Script dispatches to them. Each is
+// a string of its own, not an embed.FS, whose file type would bring in
+// time's parsing and formatting (40 KB of the module).
+var parts = [...]*string{&argsLua, &rolesLua, &funnelLua, &slidingLogLua, &slidingCounterLua,
+	&calendarLua, &concurrencyLua, &settleLua, &epochLua, &limitsLua, &choiceLua, &throttleLua, &leaseLua,
+	&shortLua, &decideLua, &peekLua}
+
+//go:embed args.lua
+var argsLua string
+
+//go:embed roles.lua
+var rolesLua string
+
+//go:embed funnel.lua
+var funnelLua string
+
+//go:embed sliding_log.lua
+var slidingLogLua string
+
+//go:embed sliding_counter.lua
+var slidingCounterLua string
+
+//go:embed calendar.lua
+var calendarLua string
+
+//go:embed concurrency.lua
+var concurrencyLua string
+
+//go:embed settle.lua
+var settleLua string
+
+//go:embed epoch.lua
+var epochLua string
+
+//go:embed limits.lua
+var limitsLua string
+
+//go:embed choice.lua
+var choiceLua string
+
+//go:embed throttle.lua
+var throttleLua string
+
+//go:embed lease.lua
+var leaseLua string
+
+//go:embed short.lua
+var shortLua string
+
+//go:embed decide.lua
+var decideLua string
+
+//go:embed peek.lua
+var peekLua string
 
 // Library is the Functions library: one function per operation, defined
 // at load, so a call pays nothing to define them. Its name carries a
@@ -61,12 +108,8 @@ func (Src) Source() string { return scriptSource() }
 
 func code() string {
 	var b strings.Builder
-	for _, name := range parts {
-		src, err := files.ReadFile(name)
-		if err != nil {
-			panic("lua: missing embedded " + name) // a build defect, not a runtime condition
-		}
-		b.Write(src)
+	for _, src := range parts {
+		b.WriteString(*src)
 		b.WriteByte('\n')
 	}
 	return b.String()
