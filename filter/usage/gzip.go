@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"strings"
+	"sync"
 )
 
 // A body the upstream compressed (content-encoding: gzip) is kept as it
@@ -27,13 +28,22 @@ const (
 // gzipOut is the size of the buffer a body is inflated through.
 const gzipOut = 8 << 10
 
-// gzipState is a gzip body held, and its reader, recycled.
+// gzipState is a gzip body held.
 type gzipState struct {
 	in   []byte // the compressed body
 	over bool   // in passed the bound
-	zr   *gzip.Reader
 	src  bytes.Reader
-	out  []byte
+}
+
+// inflater is the VM's gzip reader and the buffer it inflates through
+// (about 50 KB with its window and Huffman tables), made when a response
+// is first inflated and shared by every stream after: a body is inflated
+// whole within one call (Finish), so one at a time. A VM whose rules read
+// no compressed body never makes it.
+var inflater struct {
+	sync.Mutex // for native callers on several goroutines; a VM has one
+	zr         *gzip.Reader
+	out        []byte
 }
 
 func (z *gzipState) reset() { z.in, z.over = z.in[:0], false }
@@ -87,27 +97,29 @@ func (u *Scanner) decode() bool {
 }
 
 func (u *Scanner) inflate() bool {
-	z := &u.z
+	z, f := &u.z, &inflater
+	f.Lock()
+	defer f.Unlock()
 	z.src.Reset(z.in)
-	if z.zr == nil {
+	if f.zr == nil {
 		zr, err := gzip.NewReader(&z.src)
 		if err != nil {
 			return false
 		}
-		z.zr = zr
-	} else if z.zr.Reset(&z.src) != nil {
+		f.zr = zr
+	} else if f.zr.Reset(&z.src) != nil {
 		return false
 	}
-	if z.out == nil {
-		z.out = make([]byte, gzipOut)
+	if f.out == nil {
+		f.out = make([]byte, gzipOut)
 	}
 	left := u.bound() // decoded bytes still allowed
 	for {
-		n, err := z.zr.Read(z.out[:min(len(z.out), left+1)])
+		n, err := f.zr.Read(f.out[:min(len(f.out), left+1)])
 		if left -= n; left < 0 {
 			return false
 		}
-		u.write(z.out[:n])
+		u.write(f.out[:n])
 		switch {
 		case err == nil:
 		case err == io.EOF: // the whole body, its CRC-32 and length checked

@@ -184,3 +184,34 @@ func FuzzUsageGzip(f *testing.F) {
 		}
 	})
 }
+
+// The inflater is made when a response is first inflated, once per VM:
+// plain bodies never make it, and every stream after shares it.
+func TestUsageInflaterMadeOnFirstUse(t *testing.T) {
+	inflater.zr, inflater.out = nil, nil
+	f := usagePreset("openai_chat")
+	var a, b Scanner
+	for _, ce := range []string{"", "identity", "br"} {
+		usageScanEncoded(&a, f, false, 4<<20, ce, []byte(usageChatJSON))
+		usageScanEncoded(&a, f, true, 4<<20, ce, usageChatStream(1<<10))
+	}
+	if inflater.zr != nil || inflater.out != nil {
+		t.Fatal("a response read plain made the inflater")
+	}
+	z := usageGzip(t, usageChatJSON)
+	if got, found := usageScanEncoded(&a, f, false, 4<<20, "gzip", z); got != 29 || !found {
+		t.Fatalf("gzip: %d, %v", got, found)
+	}
+	zr := inflater.zr
+	if zr == nil || len(inflater.out) != gzipOut {
+		t.Fatal("no inflater after a gzip body")
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		if _, found := usageScanEncoded(&b, f, false, 4<<20, "gzip", z); !found {
+			t.Fatal("usage not found")
+		}
+	})
+	if inflater.zr != zr || allocs != 0 {
+		t.Errorf("a second stream: its own inflater (%v) or %v allocations", inflater.zr != zr, allocs)
+	}
+}
