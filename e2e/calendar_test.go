@@ -19,8 +19,8 @@ const calendarRules = `[
 	   "team":[{"name":"month","algorithm":"calendar","limit":2,"period":"month","time_zone":"Europe/Berlin"}],
 	   "enterprise":[{"name":"month","algorithm":"calendar","limit":3,"period":"month","time_zone":"Europe/Berlin"}]}}}]`
 
-// A monthly limit in a zone through both modules, which carry the zone
-// database: the 429's Retry-After and RateLimit's t are the time to the
+// A monthly limit in a zone through both modules, which carry each zone's
+// current rule: the 429's Retry-After and RateLimit's t are the time to the
 // month's end in Berlin; ratelimitctl's tier and override keep the
 // month's count.
 func TestCalendarMonthEndToEnd(t *testing.T) {
