@@ -115,6 +115,28 @@ func TestShippedModuleLeavesOutNetip(t *testing.T) {
 	}
 }
 
+// Nor does it link Go's zone database (algorithms/zones.go keeps each
+// zone's current rule: 25 KB, not 376 KB) or crypto/sha256, whose FIPS
+// 140 module took 157 KB (filter/keyspace computes its SHA-256).
+func TestShippedModuleLeavesOutZonesAndCrypto(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", ".")
+	cmd.Dir = ".."
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list -deps: %v\n%s", err, out)
+	}
+	deps := strings.Fields(string(out))
+	if !slices.Contains(deps, "github.com/redisrate/envoy-redis-ratelimit/algorithms") {
+		t.Fatalf("go list did not list algorithms:\n%s", out)
+	}
+	for _, pkg := range deps {
+		if pkg == "time/tzdata" || pkg == "crypto" || strings.HasPrefix(pkg, "crypto/") {
+			t.Errorf("the shipped module depends on %s", pkg)
+		}
+	}
+}
+
 // The filter's pure packages sit below it: none imports package filter,
 // so each builds and tests without the runtime.
 func TestLayersPurePackagesDoNotImportFilter(t *testing.T) {
