@@ -174,3 +174,42 @@ func TestCalendarLeapYearLastDay(t *testing.T) {
 		}
 	}
 }
+
+// Building a zone, as a configuration naming it does once: from the
+// table, and from the zone's whole TZif file as time.LoadLocation does
+// after finding it in the embedded database (not counted here).
+func BenchmarkLoadZone(b *testing.B) {
+	root, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	z, err := zip.OpenReader(filepath.Join(strings.TrimSpace(string(root)), "lib", "time", "zoneinfo.zip"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer z.Close()
+	for _, name := range []string{"Europe/Berlin", "Africa/Casablanca"} {
+		f, err := z.Open(name)
+		if err != nil {
+			b.Fatal(err)
+		}
+		data, _ := io.ReadAll(f)
+		f.Close()
+		b.Run(name+"/table", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := loadZone(name); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(name+"/tzif", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := time.LoadLocationFromTZData(name, data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
