@@ -15,10 +15,12 @@ import (
 // zone (kilobytes, where the zone database Go can embed takes 376 KB of
 // the module). A zone is built only when a configuration names it, as a
 // TZif file of that string and no transitions, which Go applies to every
-// instant. The few zones whose files list transitions after 2025 that the
-// string does not give (Morocco's Ramadan hours, Gaza's and Hebron's)
-// keep those too. Answers for instants before 2025 may differ from the
-// full database's; calendar periods never ask for them.
+// instant. The five zones whose files list transitions after 2025 keep
+// those too, from the last one before: the string cannot give Morocco's
+// Ramadan hours (Africa/Casablanca, Africa/El_Aaiun) nor Gaza's and
+// Hebron's, and America/Coyhaique changed its rule in 2025. Answers for
+// instants before then may differ from the full database's; a calendar
+// asks about the proxy's clock and at most 100 days before it.
 
 var errZone = errors.New("unknown time zone")
 
