@@ -17,8 +17,8 @@ import (
 // peek.lua, the read-only one. Each file defines locals that later files
 // use (functions, and a few tables and constants), and runs nothing:
 // Library registers the entry points, Script dispatches to them. Each is
-// a string of its own, not an embed.FS, whose file type would bring in
-// time's parsing and formatting (40 KB of the module).
+// a string of its own, not an embed.FS, whose file system (embed, io/fs)
+// took 27 KB of the module.
 var parts = [...]*string{&argsLua, &rolesLua, &funnelLua, &slidingLogLua, &slidingCounterLua,
 	&calendarLua, &concurrencyLua, &settleLua, &epochLua, &limitsLua, &choiceLua, &throttleLua, &leaseLua,
 	&shortLua, &decideLua, &peekLua}
