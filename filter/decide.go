@@ -108,12 +108,19 @@ func (s *Stream) decide() {
 		return
 	}
 	s.allowed = true
-	s.countNear()
-	s.setDegradeHeaders()
+	ss := s.pol.steps
+	if ss.has(stepNearLimit) {
+		s.countNear()
+	}
+	if ss.has(stepDegrade) {
+		s.setDegradeHeaders()
+	}
 	s.tellAdmitted(out.failed && s.pol.cfg.FailOpen)
-	if delay := s.throttleDelay(); delay > 0 {
-		s.delay(delay)
-		return
+	if ss.has(stepThrottle) {
+		if delay := s.throttleDelay(); delay > 0 {
+			s.delay(delay)
+			return
+		}
 	}
 	if !s.inHeaders {
 		s.resume()

@@ -31,8 +31,8 @@ func (s *Stream) tellAdmitted(failOpen bool) {
 		from = decision.FromLocal
 	}
 	switch {
-	case len(s.degraded) > 0:
-		d := s.degraded[0]
+	case s.degraded != nil && len(s.degraded.limits) > 0:
+		d := s.degraded.limits[0]
 		v := verdict{rule: d.rule, limit: d.limit, tier: d.tier, reason: reasonRateLimited}
 		s.tell(&v, d.remaining, decision.Degraded, why, from, false)
 	case s.hasShadow && s.shadowDenies():
@@ -138,7 +138,8 @@ func (s *Stream) countNear() {
 				counted = ri // a rule's results are adjacent
 			}
 			if !c.shadow && rules[ri].NearLimit.Header != "" {
-				s.warnings = append(s.warnings, nearWarning{rule: ri, limit: o.limit, tier: o.tier, remaining: r.Remaining})
+				n := s.nearWarnings()
+				n.warnings = append(n.warnings, nearWarning{rule: ri, limit: o.limit, tier: o.tier, remaining: r.Remaining})
 			}
 		}
 	}

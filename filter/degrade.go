@@ -40,6 +40,21 @@ type degradedLimit struct {
 	remaining         int64
 }
 
+// degradeState is the degrade step's state: the spent limits of one
+// request's degrade rules.
+type degradeState struct {
+	limits []degradedLimit
+}
+
+// noteDegraded adds a spent limit to the stream's degrade state, made on
+// first use.
+func (s *Stream) noteDegraded(d degradedLimit) {
+	if s.degraded == nil {
+		s.degraded = &degradeState{}
+	}
+	s.degraded.limits = append(s.degraded.limits, d)
+}
+
 // degradeHeaders lists the distinct headers of the configuration's
 // degrade rules, in rule order.
 func degradeHeaders(cfg *config.Config) []string {
@@ -86,14 +101,14 @@ func (s *Stream) stripDegradeHeaders() {
 // request_body.go). Its header names the rule's limits as "*".
 func (s *Stream) degradeUnread(ri int) {
 	s.pol.metrics.rules[ri].degraded.Increment(1)
-	s.degraded = append(s.degraded, degradedLimit{rule: ri, limit: -1, remaining: -1})
+	s.noteDegraded(degradedLimit{rule: ri, limit: -1, remaining: -1})
 }
 
 // degrade notes v's limit as spent: the request will carry the rule's
 // header unless another rule denies it.
 func (s *Stream) degrade(v *verdict) {
 	s.pol.metrics.rules[v.rule].degraded.Increment(1)
-	s.degraded = append(s.degraded, degradedLimit{rule: v.rule, limit: v.limit, tier: v.tier, remaining: -1})
+	s.noteDegraded(degradedLimit{rule: v.rule, limit: v.limit, tier: v.tier, remaining: -1})
 }
 
 // noteDegrade keeps the spent limits of a degrade call Redis (or the VM)
@@ -112,7 +127,7 @@ func (s *Stream) noteDegrade(c *call) bool {
 		if !s.isDegraded(o.rule) {
 			s.pol.metrics.rules[o.rule].degraded.Increment(1)
 		}
-		s.degraded = append(s.degraded, degradedLimit{rule: o.rule, limit: o.limit, tier: o.tier, remaining: max(r.Remaining, 0)})
+		s.noteDegraded(degradedLimit{rule: o.rule, limit: o.limit, tier: o.tier, remaining: max(r.Remaining, 0)})
 		if r.RetryAfter > 0 && !c.inVM && !c.isSlot(i) {
 			s.pol.denyCache.store(o.ruleKey, o.cost, s.clock().Add(r.RetryAfter), v)
 		}
@@ -121,7 +136,10 @@ func (s *Stream) noteDegrade(c *call) bool {
 }
 
 func (s *Stream) isDegraded(rule int) bool {
-	for _, d := range s.degraded {
+	if s.degraded == nil {
+		return false
+	}
+	for _, d := range s.degraded.limits {
 		if d.rule == rule {
 			return true
 		}
@@ -133,13 +151,13 @@ func (s *Stream) isDegraded(rule int) bool {
 // the request is admitted: "<rule>/<limit>", ", " between.
 func (s *Stream) setDegradeHeaders() {
 	w, _ := s.host.(RequestHeaderWriter)
-	if len(s.degraded) == 0 || w == nil {
+	if s.degraded == nil || len(s.degraded.limits) == 0 || w == nil {
 		return
 	}
 	rules := s.pol.cfg.Rules
 	for _, h := range s.pol.degradeHeaders {
 		var b []byte
-		for _, d := range s.degraded {
+		for _, d := range s.degraded.limits {
 			if rules[d.rule].OnLimit.Header != h {
 				continue
 			}

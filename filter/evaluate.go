@@ -10,7 +10,7 @@ import "github.com/redisrate/envoy-redis-ratelimit/filter/config"
 func (s *Stream) evaluate() Action {
 	cfg := s.pol.cfg
 	for ri := range cfg.Rules {
-		rule := &cfg.Rules[ri]
+		rule, rs := &cfg.Rules[ri], s.pol.ruleSteps[ri]
 		s.req.bodyMax, s.req.refused = rule.MaxRequestBodyBytes, 0
 		if s.bodyMissed && rule.OnLimit.Degrade && rule.ReadsBody() {
 			if matchesHead(&rule.Match, &s.req) {
@@ -42,19 +42,22 @@ func (s *Stream) evaluate() Action {
 			continue
 		}
 		var est *reqEstimate
-		if rc := rule.Response; rc != nil {
+		if rs.has(stepReserve) {
 			var known bool
-			if est, known = s.noteEstimate(ri, rc); !known && !rule.Shadow {
+			if est, known = s.noteEstimate(ri, rule.Response); !known && !rule.Shadow {
 				s.pol.metrics.rules[ri].denied.Increment(1)
 				return s.reject(&verdict{rule: ri, limit: -1, reason: reasonUnknownModel})
 			}
 		}
-		cost, checkOnly := s.cost(rule, est)
+		cost, checkOnly := rule.Cost.Default, false
+		if rs.has(stepCost) {
+			cost, checkOnly = s.cost(rule, est)
+		}
 		if s.req.refused != 0 && s.unreadable(ri) {
 			return Pause
 		}
 		tier := s.localTier(rule, cfg.TrustedHops)
-		if !rule.Shadow {
+		if rs.has(stepDenyCache) {
 			if v, r, ok := s.pol.denyCache.lookup(s.ruleKey, cost, tier, s.clock); ok {
 				s.pol.metrics.cacheHits.Increment(1)
 				if rule.OnLimit.Degrade && !v.blocked {
@@ -65,7 +68,7 @@ func (s *Stream) evaluate() Action {
 				return s.rejectCached(&v, r)
 			}
 		}
-		if lt, li := overCapacity(rule, tier, cost); li >= 0 {
+		if lt, li := s.overCapacity(rs, rule, tier, cost); li >= 0 {
 			if rule.Shadow {
 				s.pol.metrics.rules[ri].shadowDenied.Increment(1)
 				s.noteShadowDenial(verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity})
@@ -79,7 +82,7 @@ func (s *Stream) evaluate() Action {
 			s.pol.metrics.rules[ri].denied.Increment(1)
 			return s.reject(&v)
 		}
-		if t := s.pol.leaseTable(ri); t != nil && cost > 0 {
+		if t := s.pol.leaseTable(ri); rs.has(stepLease) && cost > 0 {
 			switch how, e := s.lease(t, tier, cost); how {
 			case leaseSpent:
 				s.noteLeased(e, ri)
@@ -150,6 +153,14 @@ func (s *Stream) cost(rule *config.Rule, est *reqEstimate) (cost int64, checkOnl
 		return 1, true
 	}
 	return cost, false
+}
+
+// overCapacity is overCapacity, for a rule with a capacity step.
+func (s *Stream) overCapacity(rs steps, rule *config.Rule, tier int, cost int64) (int, int) {
+	if !rs.has(stepCapacity) {
+		return 0, -1
+	}
+	return overCapacity(rule, tier, cost)
 }
 
 // overCapacity returns the first limit of the request's tier that the

@@ -7,6 +7,20 @@ import "strconv"
 // RateLimit header's syntax: "<limit>";r=<remaining>, ", " between (rules
 // that name one header share it). countNear (decision.go) finds them.
 
+// nearState is the near_limit header step's state: the warnings of one
+// request.
+type nearState struct {
+	warnings []nearWarning
+}
+
+// nearWarnings is the stream's near-header state, made on first use.
+func (s *Stream) nearWarnings() *nearState {
+	if s.near == nil {
+		s.near = &nearState{}
+	}
+	return s.near
+}
+
 // nearWarning is a limit past its share, as the request left it.
 type nearWarning struct {
 	rule, limit, tier int
@@ -15,17 +29,17 @@ type nearWarning struct {
 
 // addNearWarnings adds the warning headers to an admitted response.
 func (s *Stream) addNearWarnings() {
-	if len(s.warnings) == 0 {
+	if s.near == nil || len(s.near.warnings) == 0 {
 		return
 	}
-	rules := s.pol.cfg.Rules
-	for i, w := range s.warnings {
+	rules, warnings := s.pol.cfg.Rules, s.near.warnings
+	for i, w := range warnings {
 		h := rules[w.rule].NearLimit.Header
 		if s.warnedBefore(i, h) {
 			continue
 		}
 		var b []byte
-		for _, x := range s.warnings[i:] {
+		for _, x := range warnings[i:] {
 			if rules[x.rule].NearLimit.Header != h {
 				continue
 			}
@@ -42,7 +56,7 @@ func (s *Stream) addNearWarnings() {
 
 // warnedBefore reports whether a warning before the i-th names header h.
 func (s *Stream) warnedBefore(i int, h string) bool {
-	for _, x := range s.warnings[:i] {
+	for _, x := range s.near.warnings[:i] {
 		if s.pol.cfg.Rules[x.rule].NearLimit.Header == h {
 			return true
 		}

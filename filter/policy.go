@@ -51,6 +51,10 @@ type policy struct {
 	// leases are each rule's leases (nil for a rule without, or all nil).
 	leases       []*leaseTable
 	leaseMetrics leaseMetrics
+	// steps are the steps a request under this policy may visit, the
+	// union of each rule's, ruleSteps (steps.go).
+	steps     steps
+	ruleSteps []steps
 }
 
 // breaker counts consecutive failures; see BreakerConfig.
@@ -84,6 +88,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 		p.usageRules = p.usageRules || r.Response != nil && r.Response.Usage != nil
 		p.headers = append(p.headers, headerparts.New(&r))
 	}
+	p.compileSteps()
 	return p
 }
 

@@ -247,7 +247,7 @@ func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
 			s.host.AddResponseHeader(h[0], h[1])
 		}
 	}
-	if s.allowed {
+	if s.allowed && s.pol.steps.has(stepNearHeader) {
 		s.addNearWarnings()
 	}
 	if s.allowed && s.charged {

@@ -66,10 +66,6 @@ type Stream struct {
 	waitingSince time.Time
 	estimates    []reqEstimate // per response_cost rule, what its response needs of the request (money.go)
 	askUsage     bool          // a chat stream's body may be asked for its usage (include_usage.go)
-	// degraded are the spent limits of degrade rules (degrade.go);
-	// warnings the limits past their near_limit share (near.go).
-	degraded []degradedLimit
-	warnings []nearWarning
 	// delayedAt is 1 + the stream's place among the requests a throttle holds
 	// until releaseAt (see throttle.go), 0 when not delayed.
 	delayedAt int
@@ -78,6 +74,14 @@ type Stream struct {
 	// admitted (quota.go); quota is its reading of the caller's keys.
 	quotaAsked bool
 	quota      *quotaState
+
+	// The states of the optional steps (steps.go): each is nil until the
+	// stream serves a request of a policy with its step, then recycled
+	// with the stream. degraded: the spent limits of degrade rules
+	// (degrade.go); near: the limits past their near_limit share, for
+	// the warning header (near.go).
+	degraded *degradeState
+	near     *nearState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -195,7 +199,12 @@ func (s *Stream) OnDone() {
 	s.enforced = s.enforced[:0]
 	clear(s.denyStored)
 	s.denyStored = s.denyStored[:0]
-	s.degraded, s.warnings = s.degraded[:0], s.warnings[:0]
+	if s.degraded != nil {
+		s.degraded.limits = s.degraded.limits[:0]
+	}
+	if s.near != nil {
+		s.near.warnings = s.near.warnings[:0]
+	}
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
 	s.hasShadow, s.local = false, false
 	s.host = nil
