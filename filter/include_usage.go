@@ -38,7 +38,7 @@ func (s *Stream) prepareUsageAsk() {
 	for i := range s.pol.cfg.Rules {
 		r := &s.pol.cfg.Rules[i]
 		if r.AsksUsage() && matchesHead(&r.Match, &s.req) {
-			s.askUsage = true
+			s.reserving().askUsage = true
 			if _, ok := s.req.headerValues("content-length"); ok {
 				w.RemoveRequestHeader("content-length")
 			}
@@ -51,7 +51,7 @@ func (s *Stream) prepareUsageAsk() {
 // without it. A body whose stream or stream_options the filter cannot read
 // as the upstream will is unreadable (on_unreadable_body).
 func (s *Stream) askForUsage() {
-	s.askUsage = false
+	s.reserve.askUsage = false
 	if len(s.req.body) == 0 {
 		return
 	}

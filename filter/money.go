@@ -25,6 +25,22 @@ import (
 // makes more tokens than bytes.
 const bytesPerToken = 4
 
+// reserveState is the reserve step's state: what one request's
+// response_cost rules noted of it for their responses, and whether its
+// chat stream's body is to ask for usage (include_usage.go).
+type reserveState struct {
+	estimates []reqEstimate
+	askUsage  bool
+}
+
+// reserving is the stream's reserve state, made on first use.
+func (s *Stream) reserving() *reserveState {
+	if s.reserve == nil {
+		s.reserve = &reserveState{}
+	}
+	return s.reserve
+}
+
 // reqEstimate is what a response_cost rule's request tells its response,
 // copied at the request: its headers and body are gone by the response.
 type reqEstimate struct {
@@ -55,13 +71,14 @@ func (s *Stream) requestModel(t *price.Table) (header, body string) {
 func (s *Stream) noteEstimate(ri int, rc *config.ResponseCost) (e *reqEstimate, ok bool) {
 	e = s.estimateOf(ri)
 	if e == nil {
-		n := len(s.estimates)
-		if n < cap(s.estimates) {
-			s.estimates = s.estimates[:n+1]
+		r := s.reserving()
+		n := len(r.estimates)
+		if n < cap(r.estimates) {
+			r.estimates = r.estimates[:n+1]
 		} else {
-			s.estimates = append(s.estimates, reqEstimate{})
+			r.estimates = append(r.estimates, reqEstimate{})
 		}
-		e = &s.estimates[n]
+		e = &r.estimates[n]
 	}
 	*e = reqEstimate{rule: ri, bytes: s.requestBytes()}
 	if rc.Price == nil {
@@ -84,9 +101,12 @@ func (e *reqEstimate) addModel(t *price.Table, model string) bool {
 
 // estimateOf is what rule ri's request noted; nil when none.
 func (s *Stream) estimateOf(ri int) *reqEstimate {
-	for i := range s.estimates {
-		if s.estimates[i].rule == ri {
-			return &s.estimates[i]
+	if s.reserve == nil {
+		return nil
+	}
+	for i, e := range s.reserve.estimates {
+		if e.rule == ri {
+			return &s.reserve.estimates[i]
 		}
 	}
 	return nil

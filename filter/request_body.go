@@ -70,7 +70,7 @@ func (s *Stream) OnRequestBody(body []byte) Action {
 		text, why := jsonbound.ReadBody(body)
 		s.req.body, s.req.bodyRefusal = append(s.req.body, text...), why
 	}
-	if s.askUsage && s.req.bodyRefusal == 0 {
+	if s.reserve != nil && s.reserve.askUsage && s.req.bodyRefusal == 0 {
 		s.askForUsage()
 	}
 	return s.decideLater()

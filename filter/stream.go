@@ -64,8 +64,6 @@ type Stream struct {
 	waitingBody  bool
 	bodyLimit    int
 	waitingSince time.Time
-	estimates    []reqEstimate // per response_cost rule, what its response needs of the request (money.go)
-	askUsage     bool          // a chat stream's body may be asked for its usage (include_usage.go)
 	// delayedAt is 1 + the stream's place among the requests a throttle holds
 	// until releaseAt (see throttle.go), 0 when not delayed.
 	delayedAt int
@@ -79,9 +77,11 @@ type Stream struct {
 	// stream serves a request of a policy with its step, then recycled
 	// with the stream. degraded: the spent limits of degrade rules
 	// (degrade.go); near: the limits past their near_limit share, for
-	// the warning header (near.go).
+	// the warning header (near.go); reserve: what response_cost rules
+	// noted of the request (money.go).
 	degraded *degradeState
 	near     *nearState
+	reserve  *reserveState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -115,14 +115,15 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	if len(s.vm.degradeHeaders) > 0 {
 		s.stripDegradeHeaders()
 	}
-	if q := s.pol.cfg.Quota; q != nil {
-		s.quotaAsked = q.Matches(s.req.method(), s.req.path())
+	ss := s.pol.steps
+	if ss.has(stepQuota) {
+		s.quotaAsked = s.pol.cfg.Quota.Matches(s.req.method(), s.req.path())
 	}
-	if s.pol.usageRules {
+	if ss.has(stepUsageAsk) {
 		s.narrowEncoding() // before the headers go on
 		s.prepareUsageAsk()
 	}
-	if s.bodyFollows && s.pol.bodyRules {
+	if s.bodyFollows && ss.has(stepBodyWait) {
 		if a, wait := s.waitForBody(); wait {
 			return a
 		}
@@ -181,10 +182,12 @@ func (s *Stream) OnDone() {
 	if s.delayedAt != 0 {
 		s.undelay()
 	}
-	s.charged, s.bodyFollows, s.bodyMissed, s.slot, s.leased, s.askUsage = false, false, false, 0, s.leased[:0], false
+	s.charged, s.bodyFollows, s.bodyMissed, s.slot, s.leased = false, false, false, 0, s.leased[:0]
 	s.endQuota()
 	s.quotaAsked = false
-	s.estimates = s.estimates[:0]
+	if s.reserve != nil {
+		s.reserve.estimates, s.reserve.askUsage = s.reserve.estimates[:0], false
+	}
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases
