@@ -42,13 +42,22 @@ func nextSlot() int64 {
 	return id
 }
 
+// slotState is the concurrency step's state: the request's slot id, 0
+// until its first concurrency limit joins a call.
+type slotState struct {
+	id int64
+}
+
 // slotID returns the request's slot id, drawn at its first concurrency
 // limit: the one id its slots of every key take.
 func (s *Stream) slotID() int64 {
-	if s.slot == 0 {
-		s.slot = nextSlot()
+	if s.slot == nil {
+		s.slot = &slotState{}
 	}
-	return s.slot
+	if s.slot.id == 0 {
+		s.slot.id = nextSlot()
+	}
+	return s.slot.id
 }
 
 // holdsSlots reports whether a call of the stream acquired slots that are

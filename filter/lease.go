@@ -71,6 +71,11 @@ type leaseGrant struct {
 	recorded int64
 }
 
+// leaseState is the lease step's state: one request's spends from leases.
+type leaseState struct {
+	uses []leaseUse
+}
+
 // leaseUse is a request's spend from a lease, given back if it is denied:
 // to the lease while it lasts, else to Redis.
 type leaseUse struct {
@@ -134,7 +139,10 @@ func (s *Stream) lease(t *leaseTable, tier int, cost int64) (leaseOutcome, *leas
 	}
 	if e.granted > 0 && e.units >= cost && now.Before(e.expires) {
 		e.units -= cost
-		s.leased = append(s.leased, leaseUse{e: e, rec: e.rec, gen: e.gen, cost: cost})
+		if s.leased == nil {
+			s.leased = &leaseState{}
+		}
+		s.leased.uses = append(s.leased.uses, leaseUse{e: e, rec: e.rec, gen: e.gen, cost: cost})
 		s.pol.leaseMetrics.local.Increment(1)
 		return leaseSpent, e
 	}
@@ -214,6 +222,9 @@ func (s *Stream) heldVerdict(e *leaseEntry) verdict {
 // batch), rejected before its calls went out, or ended before it was
 // decided. A call still out is left to its detached reply.
 func (s *Stream) fillLeases(admitted bool) {
+	if !s.pol.steps.has(stepLease) {
+		return
+	}
 	for _, c := range s.calls {
 		if c.inFlight {
 			continue
@@ -230,14 +241,17 @@ func (s *Stream) fillLeases(admitted bool) {
 // refundLeased gives a denied request's spends back: to their leases, or
 // to Redis when the lease has ended meanwhile.
 func (s *Stream) refundLeased() {
-	for _, u := range s.leased {
+	if s.leased == nil {
+		return
+	}
+	for _, u := range s.leased.uses {
 		if u.e.gen == u.gen && !u.e.gone {
 			u.e.units += u.cost
 		} else {
 			s.pol.giveBack(u.e.t, u.rec, u.cost)
 		}
 	}
-	s.leased = s.leased[:0]
+	s.leased.uses = s.leased.uses[:0]
 }
 
 // fillLease stores what a batch call took in its entry, less the

@@ -49,11 +49,6 @@ type Stream struct {
 	// cost and release its slots.
 	charged bool
 	resp    responseState
-	// slot is the request's concurrency slot id, 0 until a concurrency
-	// limit joins a call (see concurrency.go).
-	slot int64
-	// leased are the request's spends from leases (see lease.go).
-	leased []leaseUse
 	// bodyFollows: the request has a body (set by the proxy before the
 	// headers). waitingBody: the decision waits for it (request_body.go),
 	// reading at most bodyLimit bytes; waitingSince is when a stream
@@ -78,10 +73,13 @@ type Stream struct {
 	// with the stream. degraded: the spent limits of degrade rules
 	// (degrade.go); near: the limits past their near_limit share, for
 	// the warning header (near.go); reserve: what response_cost rules
-	// noted of the request (money.go).
+	// noted of the request (money.go); leased: its spends from leases
+	// (lease.go); slot: its concurrency slot id (concurrency.go).
 	degraded *degradeState
 	near     *nearState
 	reserve  *reserveState
+	leased   *leaseState
+	slot     *slotState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -182,7 +180,13 @@ func (s *Stream) OnDone() {
 	if s.delayedAt != 0 {
 		s.undelay()
 	}
-	s.charged, s.bodyFollows, s.bodyMissed, s.slot, s.leased = false, false, false, 0, s.leased[:0]
+	s.charged, s.bodyFollows, s.bodyMissed = false, false, false
+	if s.leased != nil {
+		s.leased.uses = s.leased.uses[:0]
+	}
+	if s.slot != nil {
+		s.slot.id = 0
+	}
 	s.endQuota()
 	s.quotaAsked = false
 	if s.reserve != nil {
