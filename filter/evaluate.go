@@ -111,7 +111,7 @@ func (s *Stream) evaluate() Action {
 		s.pol.dispatch(c) // a failed dispatch completes its call at once
 	}
 	s.inHeaders = false
-	if s.decided && s.allowed && s.delayedAt == 0 {
+	if s.decided && s.allowed && s.delayedAt() == 0 {
 		return s.goOn()
 	}
 	return Pause

@@ -59,10 +59,6 @@ type Stream struct {
 	waitingBody  bool
 	bodyLimit    int
 	waitingSince time.Time
-	// delayedAt is 1 + the stream's place among the requests a throttle holds
-	// until releaseAt (see throttle.go), 0 when not delayed.
-	delayedAt int
-	releaseAt time.Time
 	// quotaAsked: the request is the quota endpoint's, answered here once
 	// admitted (quota.go); quota is its reading of the caller's keys.
 	quotaAsked bool
@@ -74,12 +70,15 @@ type Stream struct {
 	// (degrade.go); near: the limits past their near_limit share, for
 	// the warning header (near.go); reserve: what response_cost rules
 	// noted of the request (money.go); leased: its spends from leases
-	// (lease.go); slot: its concurrency slot id (concurrency.go).
+	// (lease.go); slot: its concurrency slot id (concurrency.go);
+	// delayed: its place among the requests a throttle holds
+	// (throttle.go).
 	degraded *degradeState
 	near     *nearState
 	reserve  *reserveState
 	leased   *leaseState
 	slot     *slotState
+	delayed  *delayState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -142,7 +141,7 @@ func (s *Stream) clock() time.Time {
 // once it is admitted. Continue while pending would release the paused
 // request headers undecided.
 func (s *Stream) HoldUntilAdmitted() Action {
-	if s.decided && s.allowed && s.delayedAt == 0 && !s.quotaAsked {
+	if s.decided && s.allowed && s.delayedAt() == 0 && !s.quotaAsked {
 		return Continue
 	}
 	return Pause
@@ -177,7 +176,7 @@ func (s *Stream) OnDone() {
 	if s.waitingBody {
 		s.stopWaiting()
 	}
-	if s.delayedAt != 0 {
+	if s.delayedAt() != 0 {
 		s.undelay()
 	}
 	s.charged, s.bodyFollows, s.bodyMissed = false, false, false

@@ -44,12 +44,40 @@ func newThrottleState(host PluginHost) *throttleState {
 		delayedNow: host.Gauge("ratelimit.throttle.held"), delayMS: host.Histogram("ratelimit.throttle.delay_ms")}
 }
 
+// delayState is the throttle step's state: a delayed request's place
+// among the requests the throttle holds (1 + its index in the queue, 0
+// when not delayed), and when it goes on.
+type delayState struct {
+	at        int
+	releaseAt time.Time
+}
+
+// delayedAt is 1 + the stream's place in the throttle's queue, 0 when it
+// is not delayed.
+func (s *Stream) delayedAt() int {
+	if s.delayed == nil {
+		return 0
+	}
+	return s.delayed.at
+}
+
+// releaseAt is when a delayed stream goes on.
+func (s *Stream) releaseAt() time.Time {
+	if s.delayed == nil {
+		return time.Time{}
+	}
+	return s.delayed.releaseAt
+}
+
 // delay keeps an admitted request paused until delay has passed, counted
 // from now: Redis charged it as of then. It goes on at the first tick
 // after that, never before.
 func (s *Stream) delay(delay time.Duration) {
 	t := s.vm.throttle
-	s.releaseAt = s.vm.host.Now().Add(delay)
+	if s.delayed == nil {
+		s.delayed = &delayState{}
+	}
+	s.delayed.releaseAt = s.vm.host.Now().Add(delay)
 	heap.Push(&t.queue, s)
 	t.delayed.Increment(1)
 	t.delayedNow.Add(1)
@@ -70,7 +98,7 @@ func (t *throttleState) throttling() bool { return t != nil && !t.broken }
 // charge stays, as for any admitted request.
 func (s *Stream) undelay() {
 	t := s.vm.throttle
-	heap.Remove(&t.queue, s.delayedAt-1)
+	heap.Remove(&t.queue, s.delayed.at-1)
 	t.delayedNow.Add(-1)
 }
 
@@ -81,7 +109,7 @@ func (p *Plugin) releaseDelayed(now time.Time) {
 	if t == nil {
 		return
 	}
-	for len(t.queue) > 0 && !t.queue[0].releaseAt.After(now) {
+	for len(t.queue) > 0 && !t.queue[0].delayed.releaseAt.After(now) {
 		s := heap.Pop(&t.queue).(*Stream)
 		t.delayedNow.Add(-1)
 		s.resume()
@@ -119,25 +147,25 @@ func (p *Plugin) Delayed() int {
 }
 
 // delayQueue is a min-heap of streams by release time; each stream knows
-// its place (Stream.delayedAt: 1 + its index, 0 when not queued).
+// its place (delayState.at: 1 + its index, 0 when not queued).
 type delayQueue []*Stream
 
 func (h delayQueue) Len() int           { return len(h) }
-func (h delayQueue) Less(i, j int) bool { return h[i].releaseAt.Before(h[j].releaseAt) }
+func (h delayQueue) Less(i, j int) bool { return h[i].delayed.releaseAt.Before(h[j].delayed.releaseAt) }
 func (h delayQueue) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].delayedAt, h[j].delayedAt = i+1, j+1
+	h[i].delayed.at, h[j].delayed.at = i+1, j+1
 }
 func (h *delayQueue) Push(x any) {
 	s := x.(*Stream)
 	*h = append(*h, s)
-	s.delayedAt = len(*h)
+	s.delayed.at = len(*h)
 }
 func (h *delayQueue) Pop() any {
 	old := *h
 	s := old[len(old)-1]
 	old[len(old)-1] = nil
 	*h = old[:len(old)-1]
-	s.delayedAt = 0
+	s.delayed.at = 0
 	return s
 }

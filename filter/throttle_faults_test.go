@@ -62,14 +62,14 @@ func TestThrottleChargesOtherFunnelsAsOfRelease(t *testing.T) {
 	r2 := h.open("x-user=ann", "x-team=y") // held about 500ms for user ann
 	// Charged as of its arrival, team y (one per 400ms) would admit r3
 	// at r2's release; charged as of then, not for another 400ms.
-	if r2.st.delayedAt == 0 {
+	if r2.st.delayedAt() == 0 {
 		t.Fatal("r2 not held")
 	}
-	time.Sleep(time.Until(r2.st.releaseAt))
+	time.Sleep(time.Until(r2.st.releaseAt()))
 	h.plugin.OnTick()
 	r3 := h.open("x-user=bob", "x-team=y") // team y: r2 counts from its release
 	if r2.fs.Resumed != 1 || r3.fs.Status != 429 {
-		t.Fatalf("r2 resumed %d; r3 status %d, held %d", r2.fs.Resumed, r3.fs.Status, r3.st.delayedAt)
+		t.Fatalf("r2 resumed %d; r3 status %d, held %d", r2.fs.Resumed, r3.fs.Status, r3.st.delayedAt())
 	}
 }
 
@@ -82,8 +82,8 @@ func TestThrottleHeldStreamEndingFreesItsSlot(t *testing.T) {
 	{"name":"slots","key":[{"source":"header","name":"x-user"}],
 	 "limits":[{"algorithm":"concurrency","limit":5,"max_duration":"5m"}]}]}`)
 	a, b := h.open("x-user=ann"), h.open("x-user=ann")
-	if !a.admitted() || b.st.delayedAt == 0 || h.inFlight("{slots|ann}:0") != 2 {
-		t.Fatalf("held %d, slots %d", b.st.delayedAt, h.inFlight("{slots|ann}:0"))
+	if !a.admitted() || b.st.delayedAt() == 0 || h.inFlight("{slots|ann}:0") != 2 {
+		t.Fatalf("held %d, slots %d", b.st.delayedAt(), h.inFlight("{slots|ann}:0"))
 	}
 	b.end()
 	if n := h.inFlight("{slots|ann}:0"); n != 1 || h.plugin.Delayed() != 0 || b.fs.Resumed != 0 || h.Counters["ratelimit.throttle.held"] != 0 {
@@ -101,10 +101,10 @@ func TestThrottleInAMatchRulesEntry(t *testing.T) {
 	h.props = map[string]string{"route_name": "r1"}
 	h.Clock = time.Unix(1_700_000_000, 0)
 	a, b := h.open("x-user=ann"), h.open("x-user=ann")
-	if !a.admitted() || b.st.delayedAt == 0 || h.plugin.Delayed() != 1 || b.st.pol == b.st.vm.top() {
-		t.Fatalf("held %d, plugin held %d", b.st.delayedAt, h.plugin.Delayed())
+	if !a.admitted() || b.st.delayedAt() == 0 || h.plugin.Delayed() != 1 || b.st.pol == b.st.vm.top() {
+		t.Fatalf("held %d, plugin held %d", b.st.delayedAt(), h.plugin.Delayed())
 	}
-	h.Clock = b.st.releaseAt
+	h.Clock = b.st.releaseAt()
 	h.plugin.OnTick()
 	if b.fs.Resumed != 1 || h.plugin.Delayed() != 0 {
 		t.Fatalf("resumed %d held %d", b.fs.Resumed, h.plugin.Delayed())

@@ -30,7 +30,7 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 	}
 	b, c := h.open("x-user=ann"), h.open("x-user=ann")
 	for i, o := range []*openStream{b, c} {
-		wait := o.st.releaseAt.Sub(t0)
+		wait := o.st.releaseAt().Sub(t0)
 		if o.fs.Resumed != 0 || o.fs.Status != 0 || o.st.HoldUntilAdmitted() != Pause || wait <= time.Duration(i)*time.Second+500*time.Millisecond || wait > time.Duration(i+1)*time.Second {
 			t.Fatalf("request %d: resumed %d, status %d, waits %v", i+2, o.fs.Resumed, o.fs.Status, wait)
 		}
@@ -50,12 +50,12 @@ func TestThrottleHoldsUntilTheFunnelAdmits(t *testing.T) {
 		t.Fatalf("fifth request: status %d, %d calls, cached for %v", e.fs.Status, h.Calls-calls, retry)
 	}
 
-	h.Clock = b.st.releaseAt.Add(-time.Nanosecond)
+	h.Clock = b.st.releaseAt().Add(-time.Nanosecond)
 	h.plugin.OnTick()
 	if b.fs.Resumed != 0 {
 		t.Fatal("released before its time")
 	}
-	h.Clock = b.st.releaseAt
+	h.Clock = b.st.releaseAt()
 	h.plugin.OnTick()
 	if b.fs.Resumed != 1 || c.fs.Resumed != 0 || b.st.HoldUntilAdmitted() != Continue || h.TickPeriod != config.ThrottleTick {
 		t.Fatalf("at its time: resumed %d and %d, tick %v", b.fs.Resumed, c.fs.Resumed, h.TickPeriod)
