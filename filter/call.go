@@ -96,7 +96,9 @@ func (c *call) command(f algorithms.Framing, inv algorithms.Invoke) []byte {
 // with its block key unless the rule has manual_block off.
 func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 	rule := &s.pol.cfg.Rules[ri]
-	s.charged = s.charged || rule.Response != nil || rule.HasConcurrency()
+	if s.pol.ruleSteps[ri].has(stepSettle) {
+		s.charge()
+	}
 	c := s.callFor(rule)
 	ruleKeyAt := s.addBlockKey(c, ri, cost)
 	if rule.ChosenInRedis() {

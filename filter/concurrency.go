@@ -77,7 +77,7 @@ func (s *Stream) holdsSlots() bool {
 // or Abandon once its context is gone) for them to be freed before the
 // slots' max_duration.
 func (s *Stream) MustEnd() bool {
-	return s.allowed && s.charged || s.holdsSlots()
+	return s.allowed && s.charged() || s.holdsSlots()
 }
 
 // noteAcquired records, once c's reply is in, whether it acquired slots:

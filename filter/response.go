@@ -12,9 +12,14 @@ type ResponseReader interface {
 	ResponseHeader(name string) string
 }
 
-// responseState follows the response of an admitted request that matched
-// a response_cost rule, until its end settles the charges.
+// responseState is the settle step's state: it follows the response of
+// an admitted request that matched a response_cost rule (or took
+// concurrency slots), until its end settles the charges.
 type responseState struct {
+	// charged: a response_cost rule or a concurrency limit joined a
+	// call: the response is followed to settle its cost and release its
+	// slots.
+	charged  bool
 	watching bool // admitted with a response_cost rule, not yet settled
 	started  bool // the rules were listed: at the response, or at the end
 	status   int
@@ -31,15 +36,27 @@ type responseRule struct {
 	scanner int // index in responseState.scanners, or -1
 }
 
+// charge marks the request charged, making its settle state on first use.
+func (s *Stream) charge() {
+	if s.resp == nil {
+		s.resp = &responseState{}
+	}
+	s.resp.charged = true
+}
+
+// charged reports whether a response_cost rule or a concurrency limit
+// joined a call of the request.
+func (s *Stream) charged() bool { return s.resp != nil && s.resp.charged }
+
 // Watching reports whether the stream waits for its response's end to
 // settle a cost: the proxy must then keep it until the response ends or
 // the stream is done.
-func (s *Stream) Watching() bool { return s.resp.watching }
+func (s *Stream) Watching() bool { return s.resp != nil && s.resp.watching }
 
 // WantsResponseBody reports whether the response body's chunks must be
 // handed to OnResponseBody.
 func (s *Stream) WantsResponseBody() bool {
-	return s.resp.watching && len(s.resp.scanners) > 0
+	return s.Watching() && len(s.resp.scanners) > 0
 }
 
 // startResponse reads, at the response headers, what the response_cost
@@ -49,7 +66,7 @@ func (s *Stream) startResponse() {
 	if rr == nil || !s.followRules() {
 		return
 	}
-	r, cfg := &s.resp, s.pol.cfg
+	r, cfg := s.resp, s.pol.cfg
 	r.status = 0
 	if v := rr.ResponseHeader(":status"); v != "" {
 		if n, ok := config.ParseCost(v); ok && n < 1000 {
@@ -86,7 +103,7 @@ func (s *Stream) startResponse() {
 // followRules lists the request's response_cost rules, once: it reports
 // whether there are any to follow.
 func (s *Stream) followRules() bool {
-	r, cfg := &s.resp, s.pol.cfg
+	r, cfg := s.resp, s.pol.cfg
 	if r.started {
 		return false
 	}
@@ -117,7 +134,7 @@ func (r *responseState) has(rule int) bool {
 // OnResponseBody scans one chunk of the response body; the last one
 // (endOfStream) settles.
 func (s *Stream) OnResponseBody(chunk []byte, endOfStream bool) {
-	if !s.resp.watching {
+	if !s.Watching() {
 		return
 	}
 	for i := range s.resp.scanners {
@@ -130,7 +147,7 @@ func (s *Stream) OnResponseBody(chunk []byte, endOfStream bool) {
 
 // OnResponseTrailers ends the response: it settles.
 func (s *Stream) OnResponseTrailers() {
-	if s.resp.watching {
+	if s.Watching() {
 		s.endResponse(true)
 	}
 }
@@ -139,7 +156,7 @@ func (s *Stream) OnResponseTrailers() {
 // fallbacks, and settles: complete when the response ended, false when
 // the stream ended first (a reset, the client gone).
 func (s *Stream) endResponse(complete bool) {
-	r := &s.resp
+	r := s.resp
 	r.watching = false
 	cfg := s.pol.cfg
 	for i := range r.rules {
@@ -250,7 +267,7 @@ func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
 	if s.allowed && s.pol.steps.has(stepNearHeader) {
 		s.addNearWarnings()
 	}
-	if s.allowed && s.charged {
+	if s.allowed && s.charged() {
 		s.startResponse()
 		if endOfStream && s.resp.watching {
 			s.endResponse(true)

@@ -44,11 +44,6 @@ type Stream struct {
 	hasShadow bool
 	local     bool
 	decision  []byte
-	// charged is set when a response_cost rule or a concurrency limit
-	// joined a call: the response is then followed (resp) to settle its
-	// cost and release its slots.
-	charged bool
-	resp    responseState
 	// bodyFollows: the request has a body (set by the proxy before the
 	// headers). waitingBody: the decision waits for it (request_body.go),
 	// reading at most bodyLimit bytes; waitingSince is when a stream
@@ -72,13 +67,15 @@ type Stream struct {
 	// noted of the request (money.go); leased: its spends from leases
 	// (lease.go); slot: its concurrency slot id (concurrency.go);
 	// delayed: its place among the requests a throttle holds
-	// (throttle.go).
+	// (throttle.go); resp: the response followed to settle its cost and
+	// release its slots (response.go).
 	degraded *degradeState
 	near     *nearState
 	reserve  *reserveState
 	leased   *leaseState
 	slot     *slotState
 	delayed  *delayState
+	resp     *responseState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -169,17 +166,19 @@ func (s *Stream) Abandon() {
 // stream goes back to the plugin for reuse. Call it once per NewStream.
 func (s *Stream) OnDone() {
 	s.fillLeases(false) // undecided: what its calls were granted is the leases'
-	if s.resp.watching || s.allowed && s.charged && s.followRules() {
-		s.endResponse(false) // no response, or not all of it
+	if r := s.resp; r != nil {
+		if r.watching || s.allowed && r.charged && s.followRules() {
+			s.endResponse(false) // no response, or not all of it
+		}
+		r.started, r.charged = false, false
 	}
-	s.resp.started = false
 	if s.waitingBody {
 		s.stopWaiting()
 	}
 	if s.delayedAt() != 0 {
 		s.undelay()
 	}
-	s.charged, s.bodyFollows, s.bodyMissed = false, false, false
+	s.bodyFollows, s.bodyMissed = false, false
 	if s.leased != nil {
 		s.leased.uses = s.leased.uses[:0]
 	}
