@@ -8,11 +8,11 @@ import "github.com/redisrate/envoy-redis-ratelimit/filter/config"
 // evaluate matches the rules, builds the keys and sends the calls; it
 // returns Pause until every call has answered.
 func (s *Stream) evaluate() Action {
-	cfg := s.pol.cfg
+	cfg, missed := s.pol.cfg, s.bodyMissed()
 	for ri := range cfg.Rules {
 		rule, rs := &cfg.Rules[ri], s.pol.ruleSteps[ri]
 		s.req.bodyMax, s.req.refused = rule.MaxRequestBodyBytes, 0
-		if s.bodyMissed && rule.OnLimit.Degrade && rule.ReadsBody() {
+		if missed && rule.OnLimit.Degrade && rule.ReadsBody() {
 			if matchesHead(&rule.Match, &s.req) {
 				s.degradeUnread(ri)
 			}

@@ -39,6 +39,20 @@ import (
 // once it resumes.
 const bodyWait = time.Second
 
+// bodyWaitState is the body wait step's state: the decision waits for
+// the request body (waiting), reading at most limit bytes; since is when
+// a stream whose headers paused began to wait; missed: it waited
+// bodyWait in vain, and is decided without the body.
+type bodyWaitState struct {
+	waiting bool
+	missed  bool
+	limit   int
+	since   time.Time
+}
+
+// bodyMissed reports whether the stream waited for its body in vain.
+func (s *Stream) bodyMissed() bool { return s.wait != nil && s.wait.missed }
+
 // SetBodyFollows tells the stream, before its request headers, whether a
 // body follows them (the headers' end_of_stream is false).
 func (s *Stream) SetBodyFollows(follows bool) { s.bodyFollows = follows }
@@ -47,24 +61,29 @@ func (s *Stream) SetBodyFollows(follows bool) { s.bodyFollows = follows }
 // the proxy must then buffer it (Pause) and hand over the whole body at
 // its end (OnRequestBody), or its size once over RequestBodyLimit
 // (OnRequestBodyTooLarge).
-func (s *Stream) WantsRequestBody() bool { return s.waitingBody }
+func (s *Stream) WantsRequestBody() bool { return s.wait != nil && s.wait.waiting }
 
 // RequestBodyLimit is the most body bytes the stream reads; valid while
 // WantsRequestBody.
-func (s *Stream) RequestBodyLimit() int { return s.bodyLimit }
+func (s *Stream) RequestBodyLimit() int {
+	if s.wait == nil {
+		return 0
+	}
+	return s.wait.limit
+}
 
 // OnRequestBody takes the whole request body once it has ended (at
 // end_of_stream or at the trailers), and decides the request. A body is
 // read as the upstream will read it (jsonbound.ReadBody), or refused.
 func (s *Stream) OnRequestBody(body []byte) Action {
-	if !s.waitingBody {
+	if !s.WantsRequestBody() {
 		return s.HoldUntilAdmitted()
 	}
 	s.stopWaiting()
 	s.req.bodyLen, s.req.body, s.req.bodyRefusal = len(body), s.req.body[:0], 0
 	switch {
 	case len(body) == 0: // no body: its fields are missing
-	case len(body) > s.bodyLimit:
+	case len(body) > s.wait.limit:
 		s.req.bodyRefusal = jsonbound.RefuseTooLarge
 	default:
 		text, why := jsonbound.ReadBody(body)
@@ -79,7 +98,7 @@ func (s *Stream) OnRequestBody(body []byte) Action {
 // OnRequestBodyTooLarge decides the request once its body, still coming,
 // holds size bytes, more than RequestBodyLimit: it is refused.
 func (s *Stream) OnRequestBodyTooLarge(size int) Action {
-	if !s.waitingBody {
+	if !s.WantsRequestBody() {
 		return s.HoldUntilAdmitted()
 	}
 	s.stopWaiting()
@@ -109,19 +128,23 @@ func (s *Stream) waitForBody() (Action, bool) {
 	if !keys && !reserve {
 		return Continue, false
 	}
-	s.bodyLimit = limit
+	if s.wait == nil {
+		s.wait = &bodyWaitState{}
+	}
+	w := s.wait
+	w.limit = limit
 	if keys && !degrade {
-		s.waitingBody = true // the body callbacks come: no bodyWait
+		w.waiting = true // the body callbacks come: no bodyWait
 		return Continue, true
 	}
-	s.waitingBody, s.waitingSince = true, s.clock()
+	w.waiting, w.since = true, s.clock()
 	s.vm.waiting = append(s.vm.waiting, s)
 	return Pause, true
 }
 
 // stopWaiting ends the wait for the body.
 func (s *Stream) stopWaiting() {
-	s.waitingBody = false
+	s.wait.waiting = false
 	vm := s.vm
 	for i, w := range vm.waiting {
 		if w == s {
@@ -149,12 +172,12 @@ func (s *Stream) decideLater() Action {
 func (p *Plugin) sweepBodyWaits(now time.Time) {
 	for i := 0; i < len(p.waiting); {
 		s := p.waiting[i]
-		if now.Sub(s.waitingSince) < bodyWait {
+		if now.Sub(s.wait.since) < bodyWait {
 			i++
 			continue
 		}
 		s.stopWaiting()
-		s.now, s.bodyMissed = now, true
+		s.now, s.wait.missed = now, true
 		if s.pol.cfg.BodyWhileHeadersPaused {
 			s.req.bodyRefusal = jsonbound.RefuseLate
 		}

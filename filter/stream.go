@@ -45,15 +45,8 @@ type Stream struct {
 	local     bool
 	decision  []byte
 	// bodyFollows: the request has a body (set by the proxy before the
-	// headers). waitingBody: the decision waits for it (request_body.go),
-	// reading at most bodyLimit bytes; waitingSince is when a stream
-	// whose headers paused began to wait; bodyMissed: it waited bodyWait
-	// in vain, and is decided without the body.
-	bodyFollows  bool
-	bodyMissed   bool
-	waitingBody  bool
-	bodyLimit    int
-	waitingSince time.Time
+	// headers).
+	bodyFollows bool
 	// quotaAsked: the request is the quota endpoint's, answered here once
 	// admitted (quota.go); quota is its reading of the caller's keys.
 	quotaAsked bool
@@ -68,7 +61,8 @@ type Stream struct {
 	// (lease.go); slot: its concurrency slot id (concurrency.go);
 	// delayed: its place among the requests a throttle holds
 	// (throttle.go); resp: the response followed to settle its cost and
-	// release its slots (response.go).
+	// release its slots (response.go); wait: the wait for the request
+	// body (request_body.go).
 	degraded *degradeState
 	near     *nearState
 	reserve  *reserveState
@@ -76,6 +70,7 @@ type Stream struct {
 	slot     *slotState
 	delayed  *delayState
 	resp     *responseState
+	wait     *bodyWaitState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -172,13 +167,16 @@ func (s *Stream) OnDone() {
 		}
 		r.started, r.charged = false, false
 	}
-	if s.waitingBody {
-		s.stopWaiting()
+	if w := s.wait; w != nil {
+		if w.waiting {
+			s.stopWaiting()
+		}
+		w.missed = false
 	}
 	if s.delayedAt() != 0 {
 		s.undelay()
 	}
-	s.bodyFollows, s.bodyMissed = false, false
+	s.bodyFollows = false
 	if s.leased != nil {
 		s.leased.uses = s.leased.uses[:0]
 	}
