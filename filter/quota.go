@@ -30,7 +30,8 @@ import (
 // match it, as any request's.
 const maxQuotaCalls = 2 * 2 * config.MaxRequestLimits
 
-// quotaState is the reading of one endpoint request's keys.
+// quotaState is the quota step's state: the reading of one endpoint
+// request's keys. A stream has one while it serves the endpoint's request.
 type quotaState struct {
 	rules       []keyspace.RuleQuota // per rule: its key is missing, or its state read
 	calls       []*quotaCall
@@ -61,7 +62,7 @@ type quotaDebt struct {
 // goOn lets an admitted request go on: Continue, or for the quota
 // endpoint's request Pause, while its answer is read.
 func (s *Stream) goOn() Action {
-	if !s.quotaAsked {
+	if s.quota == nil {
 		return Continue
 	}
 	s.answerQuota()
@@ -78,8 +79,7 @@ func (s *Stream) resume() {
 // answerQuota builds the endpoint's rules' keys from the request and sends
 // the calls reading them.
 func (s *Stream) answerQuota() {
-	cfg, q := s.pol.cfg, &quotaState{}
-	s.quota = q
+	cfg, q := s.pol.cfg, s.quota
 	var c *quotaCall
 	for _, ri := range cfg.Quota.Rules {
 		rule := &cfg.Rules[ri]

@@ -52,31 +52,28 @@ func TestPlainRuleSteps(t *testing.T) {
 	}
 }
 
-// coreFields are Stream's fields every request uses; any other field
-// holds an optional step's state and must stay unallocated by a plain
-// rule's request.
+// coreFields are Stream's fields every request uses. Any other field is
+// an optional step's state: a pointer, nil until a request of a policy
+// with the step needs it.
 var coreFields = map[string]bool{"vm": true, "pol": true, "host": true, "req": true, "calls": true,
-	"spare": true, "ruleKey": true, "enforced": true, "decision": true, "denyStored": true, "stampKey": true}
+	"spare": true, "outstanding": true, "decided": true, "inHeaders": true, "allowed": true,
+	"ruleKey": true, "now": true, "verdict": true, "hasVerdict": true, "enforced": true,
+	"denyStored": true, "stampKey": true, "shadow": true, "hasShadow": true, "local": true,
+	"decision": true, "bodyFollows": true}
 
 // optionalStates names the stream's fields outside the core that hold
-// something: a pointer set, a slice allocated.
+// something, or that are no step's state (not a pointer).
 func optionalStates(s *Stream) []string {
 	var held []string
 	v := reflect.ValueOf(s).Elem()
 	for i := range v.NumField() {
 		f, name := v.Field(i), v.Type().Field(i).Name
-		if coreFields[name] {
-			continue
-		}
-		switch f.Kind() {
-		case reflect.Pointer, reflect.Map, reflect.Interface:
-			if !f.IsNil() {
-				held = append(held, name)
-			}
-		case reflect.Slice:
-			if f.Cap() > 0 {
-				held = append(held, name)
-			}
+		switch {
+		case coreFields[name]:
+		case f.Kind() != reflect.Pointer:
+			held = append(held, name+" (not a step's state)")
+		case !f.IsNil():
+			held = append(held, name)
 		}
 	}
 	return held

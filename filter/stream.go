@@ -47,10 +47,6 @@ type Stream struct {
 	// bodyFollows: the request has a body (set by the proxy before the
 	// headers).
 	bodyFollows bool
-	// quotaAsked: the request is the quota endpoint's, answered here once
-	// admitted (quota.go); quota is its reading of the caller's keys.
-	quotaAsked bool
-	quota      *quotaState
 
 	// The states of the optional steps (steps.go): each is nil until the
 	// stream serves a request of a policy with its step, then recycled
@@ -62,7 +58,9 @@ type Stream struct {
 	// delayed: its place among the requests a throttle holds
 	// (throttle.go); resp: the response followed to settle its cost and
 	// release its slots (response.go); wait: the wait for the request
-	// body (request_body.go).
+	// body (request_body.go); quota: set for the quota endpoint's
+	// request, answered here once admitted, its reading of the caller's
+	// keys (quota.go).
 	degraded *degradeState
 	near     *nearState
 	reserve  *reserveState
@@ -71,6 +69,7 @@ type Stream struct {
 	delayed  *delayState
 	resp     *responseState
 	wait     *bodyWaitState
+	quota    *quotaState
 }
 
 // NewStream starts a stream, reusing a finished one when it can.
@@ -106,7 +105,9 @@ func (s *Stream) OnRequestHeaderMap(m []byte) Action {
 	}
 	ss := s.pol.steps
 	if ss.has(stepQuota) {
-		s.quotaAsked = s.pol.cfg.Quota.Matches(s.req.method(), s.req.path())
+		if s.pol.cfg.Quota.Matches(s.req.method(), s.req.path()) {
+			s.quota = &quotaState{}
+		}
 	}
 	if ss.has(stepUsageAsk) {
 		s.narrowEncoding() // before the headers go on
@@ -133,7 +134,7 @@ func (s *Stream) clock() time.Time {
 // once it is admitted. Continue while pending would release the paused
 // request headers undecided.
 func (s *Stream) HoldUntilAdmitted() Action {
-	if s.decided && s.allowed && s.delayedAt() == 0 && !s.quotaAsked {
+	if s.decided && s.allowed && s.delayedAt() == 0 && s.quota == nil {
 		return Continue
 	}
 	return Pause
@@ -184,7 +185,6 @@ func (s *Stream) OnDone() {
 		s.slot.id = 0
 	}
 	s.endQuota()
-	s.quotaAsked = false
 	if s.reserve != nil {
 		s.reserve.estimates, s.reserve.askUsage = s.reserve.estimates[:0], false
 	}
