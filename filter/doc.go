@@ -53,6 +53,30 @@
 // on_limit degrade rule matches too, whose header must be set before the
 // proxy routes: then its headers wait for the body (degrade.go).
 //
+// # The request path as steps
+//
+// Each policy compiles its rules into steps when it is configured
+// (steps.go): per rule, the steps its configuration needs, and their
+// union for the policy. A request visits only its policy's and its
+// rules' steps, in this order, each in its phase of the stream:
+//
+//   - request headers: quota (the endpoint's request), usage ask, body
+//     wait; then, per rule: match, key, cost, reserve (a response_cost
+//     rule's reservation, priced), capacity, deny cache, lease, call;
+//   - the Redis reply: verdict (fallback under failure_mode: local),
+//     degrade, near limit, throttle;
+//   - the response: headers, near header, settle (response_cost and
+//     concurrency), and at the stream's end concurrency's release.
+//
+// A rule with one limit keyed on a header compiles to match, key, deny
+// cache, call, verdict, near limit and headers. A step with per-request
+// state keeps it in its own struct, beside its code (degradeState,
+// nearState, reserveState, leaseState, slotState, delayState,
+// responseState, bodyWaitState, quotaState): a Stream holds a pointer to
+// each, nil until a request of a policy with the step needs it, then
+// recycled with the stream. Stream itself keeps the core: the VM, the
+// policy, the host, the request, the calls and the verdict.
+//
 // # The host interface
 //
 // PluginHost (host.go) is what a Plugin needs of the proxy: dispatch a
@@ -120,8 +144,10 @@
 //     policies); policy.go (one configuration's state: rule metrics,
 //     rendered headers, deny cache, circuit breaker, local limiter,
 //     leases); match_rules.go (picks a request's Higress _rules_ entry).
-//   - Streams: stream.go (one request's lifecycle); evaluate.go (the rule
-//     loop: match, key, cost, what is answered without Redis, the calls).
+//   - Streams: stream.go (one request's lifecycle, its core state and
+//     its steps' states); steps.go (the steps a policy and each rule
+//     compile to); evaluate.go (the rule loop: match, key, cost, what is
+//     answered without Redis, the calls).
 //   - Requests: request.go reads headers (package headermap), query (decoded by
 //     pathnorm.QueryUnescape, as url.QueryUnescape does), cookies and the client
 //     address (package ipaddr), the path normalized (package pathnorm),
