@@ -178,16 +178,8 @@ func (s *Stream) OnDone() {
 		s.undelay()
 	}
 	s.bodyFollows = false
-	if s.leased != nil {
-		s.leased.uses = s.leased.uses[:0]
-	}
-	if s.slot != nil {
-		s.slot.id = 0
-	}
 	s.endQuota()
-	if s.reserve != nil {
-		s.reserve.estimates, s.reserve.askUsage = s.reserve.estimates[:0], false
-	}
+	s.clearStates()
 	for _, c := range s.calls {
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases
@@ -202,16 +194,30 @@ func (s *Stream) OnDone() {
 	s.enforced = s.enforced[:0]
 	clear(s.denyStored)
 	s.denyStored = s.denyStored[:0]
-	if s.degraded != nil {
-		s.degraded.limits = s.degraded.limits[:0]
-	}
-	if s.near != nil {
-		s.near.warnings = s.near.warnings[:0]
-	}
 	s.outstanding, s.decided, s.inHeaders, s.allowed, s.hasVerdict = 0, false, false, false, false
 	s.hasShadow, s.local = false, false
 	s.host = nil
 	s.req.reset(nil)
 	s.vm.freeStreams = append(s.vm.freeStreams, s)
 	s.vm.live--
+}
+
+// clearStates readies the steps' states the stream holds for its next
+// request, keeping what they allocated.
+func (s *Stream) clearStates() {
+	if s.reserve != nil {
+		s.reserve.estimates, s.reserve.askUsage = s.reserve.estimates[:0], false
+	}
+	if s.leased != nil {
+		s.leased.uses = s.leased.uses[:0]
+	}
+	if s.slot != nil {
+		s.slot.id = 0
+	}
+	if s.degraded != nil {
+		s.degraded.limits = s.degraded.limits[:0]
+	}
+	if s.near != nil {
+		s.near.warnings = s.near.warnings[:0]
+	}
 }
