@@ -111,3 +111,27 @@ func TestPlainRuleStreamState(t *testing.T) {
 		}
 	}
 }
+
+// A stream of a policy with optional steps makes their states when a
+// request needs them, and keeps them for its next request.
+func TestStepStatesMadeWhenUsed(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
+	{"name":"warn","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":2,"window":"1h"}],
+	 "near_limit":{"ratio":0.5,"header":"x-warn"}},
+	{"name":"slots","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"concurrency","limit":5,"max_duration":"1m"}]}]}`)
+	for range 2 {
+		if o := h.send("x-user=steps"); o.status != 200 {
+			t.Fatalf("status %d", o.status)
+		}
+	}
+	if o := h.send("x-user=steps"); o.status != 429 {
+		t.Fatalf("third: status %d", o.status)
+	}
+	if n := len(h.plugin.freeStreams); n != 1 {
+		t.Fatalf("%d streams", n)
+	}
+	held := optionalStates(h.plugin.freeStreams[0])
+	if want := []string{"near", "slot", "resp"}; !reflect.DeepEqual(held, want) {
+		t.Errorf("the stream holds %v, want %v", held, want)
+	}
+}
