@@ -68,7 +68,11 @@ type callsOutcome struct {
 // it: it admits the request, or answers it locally.
 func (s *Stream) decide() {
 	s.decided = true
-	local, over := s.decideLocally()
+	var local bool
+	var over verdict
+	if s.pol.steps.has(stepFallback) {
+		local, over = s.decideLocally()
+	}
 	s.local = local
 	if over.reason != 0 {
 		s.pol.metrics.rules[over.rule].denied.Increment(1)

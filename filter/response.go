@@ -258,7 +258,7 @@ func (r *responseState) find(rule int) *responseRule {
 // and starts following it when a rule charges what it says; endOfStream:
 // the response has no body, so it settles at once.
 func (s *Stream) OnResponseHeaders(endOfStream bool) Action {
-	if s.allowed && s.hasVerdict && s.pol.cfg.Headers != config.HeadersNone && s.quota == nil { // the quota reply has them
+	if s.allowed && s.hasVerdict && s.pol.steps.has(stepHeaders) && s.quota == nil { // the quota reply has them
 		var buf [5][2]string
 		for _, h := range s.appendRateLimitHeaders(buf[:0], &s.verdict, "") {
 			s.host.AddResponseHeader(h[0], h[1])
