@@ -13,7 +13,7 @@ ALL      := github.com/redisrate/envoy-redis-ratelimit/...
 # in any folder and checkout, so the images' digests can be pinned.
 WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -buildvcs=false
 
-.PHONY: build image pin fixtures deps test bench fuzz check demo soak clean diagrams
+.PHONY: build image pin fixtures deps test bench baseline fuzz check demo soak clean diagrams
 
 # The two filter modules users load, and the two commands: the wasm host
 # (dist/wasmhost) and the operator's tool (dist/ratelimitctl).
@@ -64,16 +64,18 @@ test: deps check build fixtures
 	REDIS_SERVER=valkey-server $(GO) test -count=1 ./algorithms/ ./filter/ ./internal/redistest/ ./cmd/ratelimitctl/
 	REDIS_SERVER=valkey-server $(GO) test -count=1 -run '^(TestFullRedis|TestShippedRedisConf|TestShippedRedisConfClientFlood|TestShippedRedisConfFilterWrites)$$' ./e2e/ ./deploy/
 
-# First the V8 table: both builds and a no-op module in V8 with Envoy's
-# flags, taking turns in one node process (CPU, host calls, memory, start-up
-# per VM; V8_BENCH_BASELINE=dir adds that dir's builds to compare). Then
+# First the V8 table: both builds, a no-op module and BASELINE_REV's
+# Higress build (the guard: issue 31's ratios and goals, met or not) in V8
+# with Envoy's flags, taking turns in one node process (CPU, host calls,
+# memory, start-up per VM; V8_BENCH_N=requests before the memory is read,
+# 1000000 unless set). Then
 # codec ns/op and allocs; Redis CPU per decision and memory per key for
 # each algorithm against go-redis/redis_rate and a naive script, one run;
 # the filter's CPU per request natively, in wasm and in the host, side by
 # side; throughput, latency and Redis calls through the host with a real
 # redis-server; and docs/burst.svg. BENCHMARKS.md records a run.
-bench: deps build fixtures
-	$(GO) test -run '^$$' -bench '^BenchmarkV8$$' -benchtime 1x -count=1 -timeout 30m ./e2e/v8
+bench: deps build fixtures baseline
+	V8_BENCH_BASELINE=$(CURDIR)/$(BASELINE) $(GO) test -run '^$$' -bench '^BenchmarkV8$$' -benchtime 1x -count=1 -timeout 45m ./e2e/v8
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
 	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./filter
@@ -81,6 +83,19 @@ bench: deps build fixtures
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkLeases$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) run ./e2e/cmd/plot -out docs/burst.svg
+
+# BASELINE_REV's Higress module, built from a git worktree of it in a
+# temporary folder, once: the release the guard compares with. Its stock
+# build is left out (it sends EVALSHA, which the bench's Webdis refuses),
+# and so is a library.lua (it predates the Functions library).
+BASELINE_REV ?= 13bdab3
+BASELINE     := $(DIST)/baseline-$(BASELINE_REV)
+baseline: $(BASELINE)/ratelimit-higress.wasm
+$(BASELINE)/ratelimit-higress.wasm:
+	@set -e; tmp=$$(mktemp -d); out=$(CURDIR)/$(BASELINE); mkdir -p $$out; \
+	trap 'git worktree remove --force '$$tmp/src'; rm -rf '$$tmp EXIT; \
+	git worktree add -q --detach $$tmp/src $(BASELINE_REV); \
+	cd $$tmp/src && $(WASM) -tags higress -o $$out/ratelimit-higress.wasm .
 
 # The explanatory pictures in docs/ (request-flow.svg, reserve-settle.svg);
 # a test fails while they differ from what the command draws.

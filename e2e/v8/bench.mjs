@@ -1,6 +1,7 @@
 // bench.mjs measures proxy-wasm modules in V8 as Envoy runs them (see
 // vm.mjs), side by side in one process: CPU per request, host calls per
-// request, linear memory and start-up per VM.
+// request, linear memory (per scenario's VM after its rounds, and the
+// admitted VM's after start, warm-up and memory_requests) and start-up per VM.
 //
 //   node --no-liftoff --wasm-max-mem-pages=16384 --stack-trace-limit=20 bench.mjs SPEC.json
 //
@@ -420,6 +421,7 @@ async function main() {
       wall_us: median(s.map((x) => x.wall_us)),
       host_calls: median(s.map((x) => x.host_calls)), guest_calls: median(s.map((x) => x.guest_calls)),
       redis_calls: median(s.map((x) => x.redis_calls)), statuses, host_calls_by_import: s[s.length - 1].by_import,
+      memory: own.vm.memory.buffer.byteLength,
       ...(run.scenario.startsWith("llm") && !run.shared ? { served: own.served, metrics: metricsOf(own.vm) } : {}),
     };
   }

@@ -86,7 +86,9 @@ type benchResult struct {
 	Scenarios map[string]*scenarioResult `json:"scenarios"`
 	Scan      []scanResult               `json:"scan"`
 	Startup   startupResult              `json:"startup"`
-	Memory    struct {
+	// Size: the module's file, bytes (set by runBench).
+	Size   int64 `json:"-"`
+	Memory struct {
 		AfterStart    int     `json:"after_start"`
 		AfterWarmup   int     `json:"after_warmup"`
 		AfterRequests int     `json:"after_requests"`
@@ -121,6 +123,8 @@ type scenarioResult struct {
 	GuestUs           float64            `json:"guest_us"`
 	InHostUs          float64            `json:"in_host_us"`
 	Statuses          map[string]int     `json:"statuses"`
+	// Memory: the scenario's VM's linear memory after the rounds, bytes.
+	Memory int `json:"memory"`
 	// Streamed scenarios: the requests the VM served in all (recording
 	// aside) and its metrics at the end.
 	Served  int              `json:"served"`
@@ -207,8 +211,8 @@ func baselineModules(mods []benchModule) []benchModule {
 		if _, err := os.Stat(m.Wasm); err != nil {
 			continue
 		}
-		configs := map[string]string{} // the baseline may predate response_cost: no LLM scenario
-		for _, k := range []string{"admitted", "denied", "cached"} {
+		configs := map[string]string{} // no price table, body key or scan: 13bdab3 predates them
+		for _, k := range []string{"admitted", "denied", "cached", "llm", "llm_exact"} {
 			configs[k] = strings.Replace(m.Configs[k], `"key_prefix":"`, `"key_prefix":"base`, 1)
 		}
 		m.Configs = configs
@@ -228,9 +232,13 @@ func runBench(t testing.TB, s benchSpec, timeout time.Duration) benchResults {
 	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
 		t.Fatalf("bench.mjs output: %v\n%s", err, stdout)
 	}
-	for name, m := range r.Modules {
-		s.StartupOnly = name
+	for _, mod := range s.Modules {
+		m := r.Modules[mod.Name]
+		s.StartupOnly = mod.Name
 		m.Startup = runStartup(t, s, timeout)
+		if fi, err := os.Stat(mod.Wasm); err == nil {
+			m.Size = fi.Size()
+		}
 	}
 	return r
 }
@@ -346,9 +354,10 @@ func TestV8BenchScenarios(t *testing.T) {
 func BenchmarkV8(b *testing.B) {
 	for range b.N {
 		r := runBench(b, benchSpec{Modules: baselineModules(benchModules(b)), Headers: benchHeaders,
-			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: 1_000_000, StartupVMs: 3,
+			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: memoryRequests(b), StartupVMs: 3,
 			Streams: benchStreams, Scan: benchScan(1<<20, 10, 7, 5), Bodies: benchBodies}, 30*time.Minute)
 		printBench(os.Stdout, r)
+		printGuard(os.Stdout, r, os.Getenv("V8_BENCH_BASELINE"))
 		noop := r.Modules["no-op"].Scenarios
 		for _, name := range []string{"higress", "stock"} {
 			for _, sc := range benchScenarios {
