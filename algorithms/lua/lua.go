@@ -75,7 +75,12 @@ var peekLua string
 // at load, so a call pays nothing to define them. Its name carries a
 // digest of its code, so two builds of the filter with different code run
 // side by side during a rolling upgrade, each calling its own functions.
-var Library = newLibrary()
+var Library = Lib{Name: libraryName, Decide: libraryName + "_decide", Settle: libraryName + "_settle",
+	Epoch: libraryName + "_epoch", Peek: libraryName + "_peek", Bump: libraryName + "_bump"}
+
+// libraryName is Library's name. Library's fields are constants, laid out
+// at build time: no code at every VM's start.
+const libraryName = "ratelimit_" + libraryDigest
 
 // Script is the same code as one Lua script: its first argument picks the
 // operation ('s' settles, 'e' reads the epoch, else it decides).
@@ -101,10 +106,16 @@ type Src struct {
 // Source is the library's code, for FUNCTION LOAD. It and Src.Source are
 // built at first use: a filter calling FCALL never needs them, and a VM
 // would otherwise build them at start-up.
-func (Lib) Source() string { return librarySource() }
+func (Lib) Source() string {
+	librarySource.once.Do(func() { librarySource.s = buildLibrary() })
+	return librarySource.s
+}
 
 // Source is the script's code, for EVAL.
-func (Src) Source() string { return scriptSource() }
+func (Src) Source() string {
+	scriptSource.once.Do(func() { scriptSource.s = code() + scriptTail })
+	return scriptSource.s
+}
 
 func code() string {
 	var b strings.Builder
@@ -120,13 +131,14 @@ func code() string {
 // code took a noticeable part of a VM's start-up in V8, where the first
 // VM compiles each function as it first runs.
 
-func newLibrary() Lib {
-	name := "ratelimit_" + libraryDigest
-	return Lib{Name: name, Decide: name + "_decide", Settle: name + "_settle", Epoch: name + "_epoch", Peek: name + "_peek",
-		Bump: name + "_bump"}
+// librarySource and scriptSource are the sources, built on first use
+// (sync.OnceValue would run code at every VM's start).
+var librarySource, scriptSource struct {
+	once sync.Once
+	s    string
 }
 
-var librarySource = sync.OnceValue(func() string {
+func buildLibrary() string {
 	l := Library
 	return "#!lua name=" + l.Name + "\n" + code() +
 		"redis.register_function{function_name='" + l.Decide + "', callback=function(keys, args) return decide(keys, args, false) end}\n" +
@@ -134,12 +146,10 @@ var librarySource = sync.OnceValue(func() string {
 		"redis.register_function{function_name='" + l.Settle + "', callback=settle}\n" +
 		"redis.register_function{function_name='" + l.Epoch + "', callback=epoch, flags={'no-writes'}}\n" +
 		"redis.register_function{function_name='" + l.Bump + "', callback=bump, flags={'allow-oom'}}\n"
-})
+}
 
 // scriptTail closes Script: it dispatches on its first argument.
 const scriptTail = `if ARGV[1] == 'e' then return epoch(KEYS, ARGV) end
 if ARGV[1] == 's' then return settle(KEYS, ARGV) end
 return decide(KEYS, ARGV, false)
 `
-
-var scriptSource = sync.OnceValue(func() string { return code() + scriptTail })

@@ -12,7 +12,7 @@ var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", 
 
 // parseCalendar reads a calendar limit's period, time_zone (default UTC)
 // and week_starts (a week's only; default monday).
-func parseCalendar(o map[string]gjson.Result, path string, limit int64, names map[algorithms.Param]string) (algorithms.Limit, error) {
+func parseCalendar(o map[string]gjson.Result, path string, limit int64, names paramFields) (algorithms.Limit, error) {
 	var l algorithms.Limit
 	if !o["period"].Exists() {
 		return l, errAt(path+".period", "required")

@@ -168,8 +168,10 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	if c.Redis, err = parseRedis(o["redis"], "redis"); err != nil {
 		return nil, err
 	}
-	if err := parseFailureMode(o, c); err != nil {
-		return nil, err
+	if o["failure_mode"].Exists() || o["local_fallback"].Exists() {
+		if err := parseFailureMode(o, c); err != nil {
+			return nil, err
+		}
 	}
 	if c.FailureStatus, err = status(o["failure_status"], "failure_status", 503); err != nil {
 		return nil, err
@@ -187,8 +189,11 @@ func parseConfig(root gjson.Result) (*Config, error) {
 		return nil, err
 	}
 	c.TrustedHops = int(hops)
-	if c.Breaker, err = parseBreaker(o["circuit_breaker"], "circuit_breaker"); err != nil {
-		return nil, err
+	c.Breaker = BreakerConfig{Failures: 5, Backoff: time.Second}
+	if v := o["circuit_breaker"]; v.Exists() {
+		if c.Breaker, err = parseBreaker(v, "circuit_breaker"); err != nil {
+			return nil, err
+		}
 	}
 	c.DenyCacheKeys = 10000
 	if dc := o["deny_cache"]; dc.Exists() {
@@ -237,17 +242,23 @@ func parseConfig(root gjson.Result) (*Config, error) {
 	if err := checkRequestLimits(c.Rules, "rules"); err != nil {
 		return nil, err
 	}
-	if err := checkLocalLimits(c); err != nil {
-		return nil, err
+	if c.Local != nil {
+		if err := checkLocalLimits(c); err != nil {
+			return nil, err
+		}
 	}
-	if err := checkClusterThrottles(c); err != nil {
-		return nil, err
+	if c.Redis.ClusterMode {
+		if err := checkClusterThrottles(c); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkDegradeBody(c); err != nil {
 		return nil, err
 	}
-	if c.Quota, err = parseQuotaEndpoint(o["quota_endpoint"], c.Rules); err != nil {
-		return nil, err
+	if v := o["quota_endpoint"]; v.Exists() {
+		if c.Quota, err = parseQuotaEndpoint(v, c.Rules); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

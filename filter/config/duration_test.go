@@ -24,13 +24,19 @@ func TestParseDurationDaysAndWeeks(t *testing.T) {
 }
 
 func FuzzParseDuration(f *testing.F) {
-	for _, s := range []string{"1d", "2w3d4h", "1.5d", "1h", "-1w", "9999999d"} {
+	for _, s := range []string{"1d", "2w3d4h", "1.5d", "1h", "-1w", "9999999d", "200ms", "0s", "007m", "2562047h", "2562048h",
+		"9223372036854ms", "9223372036855ms", "999999999999999999s", "1000000000000000000ns", "5", "s", "1h30m", "+1s", "1µs"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		d, err := ParseDuration(s)
-		if want, werr := time.ParseDuration(s); werr == nil && (err != nil || d != want) {
+		want, werr := time.ParseDuration(s)
+		if werr == nil && (err != nil || d != want) {
 			t.Fatalf("ParseDuration(%q) = %v, %v; time.ParseDuration gives %v", s, d, err, want)
+		}
+		// wholeUnits, the fast path, accepts nothing time.ParseDuration refuses.
+		if w, ok := wholeUnits(s); ok && (werr != nil || w != want) {
+			t.Fatalf("wholeUnits(%q) = %v; time.ParseDuration gives %v, %v", s, w, want, werr)
 		}
 	})
 }

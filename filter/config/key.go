@@ -9,8 +9,9 @@ import (
 
 // keyPartFields are the fields a key part may have besides source, by
 // source; a field another source takes is refused with the sources
-// that allow it.
-var keyPartFields = map[KeySource][]string{
+// that allow it. An array, statically laid out: a map would be built at
+// every VM's start.
+var keyPartFields = [...][]string{
 	SourceHeader:   {"name"},
 	SourceQuery:    {"name"},
 	SourceCookie:   {"name"},

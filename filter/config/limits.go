@@ -51,13 +51,13 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 	if algo == "" {
 		return nl, errAt(path+".algorithm", "required")
 	}
-	names := limitFields[algo]
-	allowed := []string{"algorithm", "name", names[algorithms.ParamBurst], names[algorithms.ParamRate], names[algorithms.ParamPeriod]}
-	if names[algorithms.ParamBurst] == names[algorithms.ParamRate] {
+	names := fieldsOf(algo)
+	allowed := []string{"algorithm", "name", names.burst, names.rate, names.period}
+	if names.burst == names.rate {
 		allowed = append(allowed[:2], allowed[3:]...)
 	}
 	if algo == "calendar" {
-		allowed = append(allowed, names[algorithms.ParamZone], names[algorithms.ParamWeekStart])
+		allowed = append(allowed, names.zone, names.weekStart)
 	}
 	o, err := fields(v, path, allowed...)
 	if err != nil {
@@ -129,7 +129,7 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 		if err != nil {
 			return nl, err
 		}
-		rate, err := number(names[algorithms.ParamRate])
+		rate, err := number(names.rate)
 		if err != nil {
 			return nl, err
 		}
@@ -148,10 +148,10 @@ func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
 // limitError wraps a bad parameter with the path of the field that set
 // it, in that field's name: ParamError{Param: ParamRate, Want: "must be
 // >= 1"} of a token bucket is "<path>.refill: must be >= 1".
-func limitError(path string, names map[algorithms.Param]string, err error) error {
+func limitError(path string, names paramFields, err error) error {
 	var pe *algorithms.ParamError
 	if errors.As(err, &pe) {
-		if field, ok := names[pe.Param]; ok {
+		if field, ok := names.of(pe.Param); ok {
 			return &fieldError{path: path + "." + field, err: err, msg: pe.Message(field)}
 		}
 	}

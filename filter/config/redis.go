@@ -72,6 +72,9 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 	if command == "evalsha" {
 		r.Command = algorithms.EvalSHA
 	}
+	if r.Transport == TransportRedisABI && !o["buffer_flush_timeout"].Exists() && !o["authority"].Exists() && !o["path"].Exists() {
+		return r, nil // a plain redis_abi: nothing more to read or refuse
+	}
 	if err := parseRedisABI(&r, o, path); err != nil {
 		return r, err
 	}

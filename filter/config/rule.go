@@ -24,8 +24,12 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 	if !validName(r.Name) {
 		return r, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
 	}
-	if r.Match, err = parseMatch(o["match"], path+".match"); err != nil {
-		return r, err
+	// A feature's parser runs only for a field that is set: V8 compiles a
+	// function when it first runs, at the first VM's configure.
+	if v := o["match"]; v.Exists() {
+		if r.Match, err = parseMatch(v, path+".match"); err != nil {
+			return r, err
+		}
 	}
 	if r.Key, err = parseKey(o["key"], path+".key"); err != nil {
 		return r, err
@@ -51,15 +55,86 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 	if r.Overrides, err = boolean(o["overrides"], path+".overrides", false); err != nil {
 		return r, err
 	}
-	if r.Cost, err = parseCost(o["cost"], path+".cost", r.Limits); err != nil {
+	r.Cost = Cost{Default: 1}
+	if v := o["cost"]; v.Exists() {
+		r.Cost, err = parseCost(v, path+".cost", r.Limits)
+	} else {
+		err = checkCosts(path+".cost", 1, r.Limits)
+	}
+	if err != nil {
 		return r, err
 	}
-	if r.Response, err = parseResponseCost(o["response_cost"], path+".response_cost"); err != nil {
+	if v := o["response_cost"]; v.Exists() {
+		if r.Response, err = parseResponseCost(v, path+".response_cost"); err != nil {
+			return r, err
+		}
+	}
+	if r.Response != nil || r.Tiers != nil {
+		if err := checkShares(o, path, &r); err != nil {
+			return r, err
+		}
+	}
+	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
 		return r, err
 	}
+	if r.ManualBlock, err = boolean(o["manual_block"], path+".manual_block", true); err != nil {
+		return r, err
+	}
+	if err := parseRuleOptions(o, path, &r); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// parseRuleOptions reads a rule's optional features, each only when its
+// field is set (else its zero value or default).
+func parseRuleOptions(o map[string]gjson.Result, path string, r *Rule) (err error) {
+	r.MaxRequestBodyBytes, r.RefusalStatus = DefaultMaxRequestBodyBytes, DefaultRefusalStatus
+	if v := o["lease"]; v.Exists() {
+		if r.Lease, err = parseLease(v, path+".lease", r); err != nil {
+			return err
+		}
+	}
+	if v := o["throttle"]; v.Exists() {
+		if r.Throttle, err = parseThrottle(v, path+".throttle", r); err != nil {
+			return err
+		}
+	}
+	if v := o["on_limit"]; v.Exists() {
+		if r.OnLimit, err = parseOnLimit(v, path+".on_limit", r); err != nil {
+			return err
+		}
+	}
+	if v := o["near_limit"]; v.Exists() {
+		if r.NearLimit, err = parseNearLimit(v, path+".near_limit"); err != nil {
+			return err
+		}
+	}
+	if v := o["max_request_body_bytes"]; v.Exists() {
+		if r.MaxRequestBodyBytes, err = parseMaxRequestBody(v, path+".max_request_body_bytes", r); err != nil {
+			return err
+		}
+	}
+	if v := o["on_unreadable_body"]; v.Exists() {
+		if r.OnUnreadableBody, err = parseUnreadableBody(v, path+".on_unreadable_body", r); err != nil {
+			return err
+		}
+	}
+	if v := o["refusal_status"]; v.Exists() {
+		if r.RefusalStatus, err = parseRefusalStatus(v, path+".refusal_status", r); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkShares checks, for a rule with response_cost or tiers, that each
+// limit (of every tier) can take the request's share: the reservation or
+// the cost.
+func checkShares(o map[string]gjson.Result, path string, r *Rule) error {
 	if r.Response != nil {
 		if o["cost"].Exists() {
-			return r, errAt(path+".cost", "cost and response_cost are exclusive: the request's share is response_cost.reserve")
+			return errAt(path+".cost", "cost and response_cost are exclusive: the request's share is response_cost.reserve")
 		}
 		at := path + ".response_cost.reserve"
 		if o["response_cost"].Get("reserve").IsObject() {
@@ -67,7 +142,7 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		}
 		for i, l := range r.Limits {
 			if err := l.Limit.CheckCost(r.Response.DefaultReservation()); err != nil {
-				return r, costError(at, i, err)
+				return costError(at, i, err)
 			}
 		}
 	}
@@ -85,42 +160,15 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 		for _, level := range r.Tiers.Levels[1:] {
 			for i, l := range level.Limits {
 				if err := l.Limit.CheckCost(def); err != nil {
-					return r, costError(at, i, err)
+					return costError(at, i, err)
 				}
 			}
 		}
 	}
 	if r.Response != nil {
-		r.Response.setMaxCost(&r)
+		r.Response.setMaxCost(r)
 	}
-	if r.Shadow, err = boolean(o["shadow"], path+".shadow", false); err != nil {
-		return r, err
-	}
-	if r.ManualBlock, err = boolean(o["manual_block"], path+".manual_block", true); err != nil {
-		return r, err
-	}
-	if r.Lease, err = parseLease(o["lease"], path+".lease", &r); err != nil {
-		return r, err
-	}
-	if r.Throttle, err = parseThrottle(o["throttle"], path+".throttle", &r); err != nil {
-		return r, err
-	}
-	if r.OnLimit, err = parseOnLimit(o["on_limit"], path+".on_limit", &r); err != nil {
-		return r, err
-	}
-	if r.NearLimit, err = parseNearLimit(o["near_limit"], path+".near_limit"); err != nil {
-		return r, err
-	}
-	if r.MaxRequestBodyBytes, err = parseMaxRequestBody(o["max_request_body_bytes"], path+".max_request_body_bytes", &r); err != nil {
-		return r, err
-	}
-	if r.OnUnreadableBody, err = parseUnreadableBody(o["on_unreadable_body"], path+".on_unreadable_body", &r); err != nil {
-		return r, err
-	}
-	if r.RefusalStatus, err = parseRefusalStatus(o["refusal_status"], path+".refusal_status", &r); err != nil {
-		return r, err
-	}
-	return r, nil
+	return nil
 }
 
 // DefaultRefusalStatus is a rule's refusal_status when unset: 400 Bad
@@ -230,16 +278,50 @@ func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
 	return parts, nil
 }
 
-// limitFields names, per configured algorithm, the field behind each
-// parameter of algorithms.Limit, for error messages.
-var limitFields = map[string]map[algorithms.Param]string{
-	"sliding_log":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "window"},
-	"sliding_counter": {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "window"},
-	"funnel":          {algorithms.ParamRate: "rate", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
-	"token_bucket":    {algorithms.ParamRate: "refill", algorithms.ParamBurst: "capacity", algorithms.ParamPeriod: "period"},
-	"concurrency":     {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "max_duration"},
-	"calendar": {algorithms.ParamRate: "limit", algorithms.ParamBurst: "limit", algorithms.ParamPeriod: "period",
-		algorithms.ParamZone: "time_zone", algorithms.ParamWeekStart: "week_starts"},
+// paramFields names the fields behind a limit's parameters, for error
+// messages: a funnel's ParamBurst is "capacity".
+type paramFields struct{ rate, burst, period, zone, weekStart string }
+
+// of is the field behind p, if any.
+func (f paramFields) of(p algorithms.Param) (string, bool) {
+	var s string
+	switch p {
+	case algorithms.ParamRate:
+		s = f.rate
+	case algorithms.ParamBurst:
+		s = f.burst
+	case algorithms.ParamPeriod:
+		s = f.period
+	case algorithms.ParamZone:
+		s = f.zone
+	case algorithms.ParamWeekStart:
+		s = f.weekStart
+	}
+	return s, s != ""
+}
+
+// limitFields are, per configured algorithm, the fields behind its
+// parameters: static data, not a map that every VM would build at start.
+var limitFields = [...]struct {
+	algo string
+	paramFields
+}{
+	{"sliding_log", paramFields{rate: "limit", burst: "limit", period: "window"}},
+	{"sliding_counter", paramFields{rate: "limit", burst: "limit", period: "window"}},
+	{"funnel", paramFields{rate: "rate", burst: "capacity", period: "period"}},
+	{"token_bucket", paramFields{rate: "refill", burst: "capacity", period: "period"}},
+	{"concurrency", paramFields{rate: "limit", burst: "limit", period: "max_duration"}},
+	{"calendar", paramFields{rate: "limit", burst: "limit", period: "period", zone: "time_zone", weekStart: "week_starts"}},
+}
+
+// fieldsOf is algo's paramFields (none for an unknown algorithm).
+func fieldsOf(algo string) paramFields {
+	for _, f := range limitFields {
+		if f.algo == algo {
+			return f.paramFields
+		}
+	}
+	return paramFields{}
 }
 
 const maxLimitsPerRule = MaxRequestLimits
@@ -278,12 +360,17 @@ func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
 	default:
 		return c, errAt(path, "must be a number or an object with header and default")
 	}
+	return c, checkCosts(path, c.Default, limits)
+}
+
+// checkCosts checks that each limit can take a cost of n.
+func checkCosts(path string, n int64, limits []NamedLimit) error {
 	for i, l := range limits {
-		if err := l.Limit.CheckCost(c.Default); err != nil {
-			return c, costError(path, i, err)
+		if err := l.Limit.CheckCost(n); err != nil {
+			return costError(path, i, err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // costError wraps a cost that limits[i] cannot take with the path of the

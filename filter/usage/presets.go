@@ -2,6 +2,7 @@ package usage
 
 import (
 	"slices"
+	"sync"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
 )
@@ -9,7 +10,7 @@ import (
 // Preset returns the fields of the named preset (openai_chat,
 // openai_responses, anthropic); ok is false for any other name.
 func Preset(name string) (f *Fields, ok bool) {
-	p, ok := presets[name]
+	p, ok := presets()[name]
 	if !ok {
 		return nil, false
 	}
@@ -18,8 +19,8 @@ func Preset(name string) (f *Fields, ok bool) {
 
 // PresetNames lists the presets' names, sorted.
 func PresetNames() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
+	names := make([]string, 0, len(presets()))
+	for n := range presets() {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -57,18 +58,33 @@ const cacheTotal = price.Kinds
 //     cumulative: output_tokens always, and, with server tools,
 //     input_tokens, the cache counts and server_tool_use. The service
 //     tier: usage.service_tier.
-var presets = map[string]Fields{
-	"openai_chat": preset(true, [2]string{"model", "model"}, [3]string{"service_tier", "service_tier"},
-		kindPath{price.Input, "usage.prompt_tokens", "usage.prompt_tokens"},
-		kindPath{price.Output, "usage.completion_tokens", "usage.completion_tokens"},
-		kindPath{price.Cached, "usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"},
-		kindPath{price.Reasoning, "usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"}),
-	"openai_responses": preset(true, [2]string{"model", "response.model"}, [3]string{"service_tier", "response.service_tier"},
-		kindPath{price.Input, "usage.input_tokens", "response.usage.input_tokens"},
-		kindPath{price.Output, "usage.output_tokens", "response.usage.output_tokens"},
-		kindPath{price.Cached, "usage.input_tokens_details.cached_tokens", "response.usage.input_tokens_details.cached_tokens"},
-		kindPath{price.Reasoning, "usage.output_tokens_details.reasoning_tokens", "response.usage.output_tokens_details.reasoning_tokens"}),
-	"anthropic": anthropic(),
+//
+// Built on first use, by a configuration that names a preset: not at
+// every VM's start, where V8 would compile it.
+func presets() map[string]Fields {
+	presetTable.once.Do(func() { presetTable.m = buildPresets() })
+	return presetTable.m
+}
+
+var presetTable struct {
+	once sync.Once
+	m    map[string]Fields
+}
+
+func buildPresets() map[string]Fields {
+	return map[string]Fields{
+		"openai_chat": preset(true, [2]string{"model", "model"}, [3]string{"service_tier", "service_tier"},
+			kindPath{price.Input, "usage.prompt_tokens", "usage.prompt_tokens"},
+			kindPath{price.Output, "usage.completion_tokens", "usage.completion_tokens"},
+			kindPath{price.Cached, "usage.prompt_tokens_details.cached_tokens", "usage.prompt_tokens_details.cached_tokens"},
+			kindPath{price.Reasoning, "usage.completion_tokens_details.reasoning_tokens", "usage.completion_tokens_details.reasoning_tokens"}),
+		"openai_responses": preset(true, [2]string{"model", "response.model"}, [3]string{"service_tier", "response.service_tier"},
+			kindPath{price.Input, "usage.input_tokens", "response.usage.input_tokens"},
+			kindPath{price.Output, "usage.output_tokens", "response.usage.output_tokens"},
+			kindPath{price.Cached, "usage.input_tokens_details.cached_tokens", "response.usage.input_tokens_details.cached_tokens"},
+			kindPath{price.Reasoning, "usage.output_tokens_details.reasoning_tokens", "response.usage.output_tokens_details.reasoning_tokens"}),
+		"anthropic": anthropic(),
+	}
 }
 
 // anthropic is the anthropic preset: each field in a JSON body's usage,
