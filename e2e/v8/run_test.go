@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,12 @@ type run struct {
 // its exit error (which says so when the run passed timeout).
 func runNode(t testing.TB, script string, spec any, timeout time.Duration) (stdout, stderr string, err error) {
 	t.Helper()
+	return runNodeFlags(t, v8Flags, script, spec, timeout)
+}
+
+// runNodeFlags is runNode with node's flags given.
+func runNodeFlags(t testing.TB, flags []string, script string, spec any, timeout time.Duration) (stdout, stderr string, err error) {
+	t.Helper()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node not found on PATH: install nodejs (apt-get install -y nodejs; .ci/run does): %v", err)
@@ -132,7 +139,7 @@ func runNode(t testing.TB, script string, spec any, timeout time.Duration) (stdo
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append(v8Flags, script, file)...)
+	cmd := exec.CommandContext(ctx, node, append(slices.Clip(flags), script, file)...)
 	cmd.WaitDelay = 5 * time.Second
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
