@@ -61,10 +61,10 @@
 // rules' steps, in this order, each in its phase of the stream:
 //
 //   - request headers: quota (the endpoint's request), usage ask, body
-//     wait; then, per rule: match, key, cost, reserve (a response_cost
-//     rule's reservation, priced), capacity, deny cache, lease, call;
-//   - the Redis reply: verdict (fallback under failure_mode: local),
-//     degrade, near limit, throttle;
+//     wait; then, per rule: match, key, reserve (a response_cost rule's
+//     reservation, priced), cost, deny cache, capacity, lease, call;
+//   - the Redis reply: fallback (under failure_mode: local), verdict,
+//     near limit, degrade, throttle;
 //   - the response: headers, near header, settle (response_cost and
 //     concurrency), and at the stream's end concurrency's release.
 //

@@ -19,26 +19,26 @@ import (
 type step uint8
 
 const (
-	stepMatch       step = iota // the rules' match (request.go)
-	stepBodyWait                // wait for the request body (request_body.go)
+	stepQuota       step = iota // answer the quota endpoint (quota.go)
 	stepUsageAsk                // narrow Accept-Encoding, ask a chat stream for its usage (encoding.go, include_usage.go)
+	stepBodyWait                // wait for the request body (request_body.go)
+	stepMatch                   // the rules' match (request.go)
 	stepKey                     // a rule's key (keys.go)
-	stepCost                    // read a request's cost from a header or body field
 	stepReserve                 // a response_cost rule's reservation and estimate, priced (money.go)
-	stepCapacity                // deny a cost above a limit's capacity
+	stepCost                    // read a request's cost from a header or body field
 	stepDenyCache               // answer from the deny cache (denycache.go)
+	stepCapacity                // deny a cost above a limit's capacity
 	stepLease                   // spend from leases (lease.go)
 	stepCall                    // the Redis calls (call.go)
-	stepVerdict                 // decide (decide.go)
 	stepFallback                // decide in the VM while Redis cannot (local.go)
-	stepDegrade                 // degrade instead of deny (degrade.go)
+	stepVerdict                 // decide (decide.go)
 	stepNearLimit               // count admissions near a limit (decision.go)
-	stepNearHeader              // the near-limit warning header (near.go)
+	stepDegrade                 // degrade instead of deny (degrade.go)
 	stepThrottle                // hold a throttled request (throttle.go)
 	stepHeaders                 // the rate-limit response headers (headers.go)
+	stepNearHeader              // the near-limit warning header (near.go)
 	stepSettle                  // follow the response and settle its cost (response.go, settle.go)
 	stepConcurrency             // a concurrency slot, released at the end (concurrency.go)
-	stepQuota                   // answer the quota endpoint (quota.go)
 	numSteps
 )
 

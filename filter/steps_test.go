@@ -135,3 +135,16 @@ func TestStepStatesMadeWhenUsed(t *testing.T) {
 		t.Errorf("the stream holds %v, want %v", held, want)
 	}
 }
+
+// A policy's steps print in the order a request visits them: the
+// request headers' (quota, usage ask, body wait), each rule's in the
+// rule loop (evaluate.go: reserve before cost, the deny cache before
+// capacity), the reply's (decide.go: the fallback before the verdict,
+// near limit before degrade) and the response's.
+func TestStepsInRequestOrder(t *testing.T) {
+	const want = "quota, usage ask, body wait, match, key, reserve, cost, deny cache, capacity, lease, call, " +
+		"fallback, verdict, near limit, degrade, throttle, headers, near header, settle, concurrency"
+	if got := compiledPolicy(t, fullConfig).steps.String(); got != want {
+		t.Errorf("steps: %s\nwant   %s", got, want)
+	}
+}
