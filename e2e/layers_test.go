@@ -97,17 +97,7 @@ func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
 // it): netip's package init makes unique handles, about 45 ms of a VM's
 // start-up in V8. Package filter/ipaddr reads addresses instead.
 func TestShippedModuleLeavesOutNetip(t *testing.T) {
-	cmd := exec.Command("go", "list", "-deps", ".")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr") {
-		t.Fatalf("go list did not list filter/ipaddr:\n%s", out)
-	}
+	deps := shippedDeps(t, "github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr")
 	for _, pkg := range []string{"net/netip", "unique", "net/url"} {
 		if slices.Contains(deps, pkg) {
 			t.Errorf("the shipped module depends on %s", pkg)
@@ -119,6 +109,18 @@ func TestShippedModuleLeavesOutNetip(t *testing.T) {
 // zone's current rule: 25 KB, not 376 KB) or crypto/sha256, whose FIPS
 // 140 module took 157 KB (filter/keyspace computes its SHA-256).
 func TestShippedModuleLeavesOutZonesAndCrypto(t *testing.T) {
+	deps := shippedDeps(t, "github.com/redisrate/envoy-redis-ratelimit/algorithms")
+	for _, pkg := range deps {
+		if pkg == "time/tzdata" || pkg == "crypto" || strings.HasPrefix(pkg, "crypto/") {
+			t.Errorf("the shipped module depends on %s", pkg)
+		}
+	}
+}
+
+// shippedDeps lists the packages the wasm module links, checking that
+// the list holds pkg (else it was not read right).
+func shippedDeps(t *testing.T, pkg string) []string {
+	t.Helper()
 	cmd := exec.Command("go", "list", "-deps", ".")
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
@@ -127,14 +129,10 @@ func TestShippedModuleLeavesOutZonesAndCrypto(t *testing.T) {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/redisrate/envoy-redis-ratelimit/algorithms") {
-		t.Fatalf("go list did not list algorithms:\n%s", out)
+	if !slices.Contains(deps, pkg) {
+		t.Fatalf("go list did not list %s:\n%s", pkg, out)
 	}
-	for _, pkg := range deps {
-		if pkg == "time/tzdata" || pkg == "crypto" || strings.HasPrefix(pkg, "crypto/") {
-			t.Errorf("the shipped module depends on %s", pkg)
-		}
-	}
+	return deps
 }
 
 // The filter's pure packages sit below it: none imports package filter,
