@@ -1,7 +1,7 @@
 # The two set-up commands are `make demo` and `make test`; see README.md.
 #
 # Six Go modules, joined by go.work: the filter (this folder: what ships,
-# needing only the proxy-wasm SDK and gjson), wasmhost (the proxy-wasm host
+# needing only the proxy-wasm SDK), wasmhost (the proxy-wasm host
 # on wazero), cmd/ratelimitctl (the operator's command, on go-redis), and
 # e2e, deploy and schema (what proves it).
 GO       ?= go

@@ -11,13 +11,13 @@ require (
 	github.com/redisrate/envoy-redis-ratelimit/deploy v0.0.0-00010101000000-000000000000
 	github.com/redisrate/envoy-redis-ratelimit/wasmhost v0.0.0-00010101000000-000000000000
 	github.com/tetratelabs/wazero v1.12.0
+	github.com/tidwall/gjson v1.18.0
 )
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/kr/text v0.2.0 // indirect
-	github.com/tidwall/gjson v1.18.0 // indirect
 	github.com/tidwall/match v1.1.1 // indirect
 	github.com/tidwall/pretty v1.2.0 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect

@@ -31,9 +31,9 @@ func TestOnlyProxyhostImportsTheSDK(t *testing.T) {
 }
 
 // The filter's module, the one users import or vendor, needs only the
-// proxy-wasm SDK and gjson, for its code and for its tests alike: every module
-// in its build list is one of them or a requirement of theirs.
-func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
+// proxy-wasm SDK, for its code and for its tests alike: every module in
+// its build list is the SDK or a requirement of it.
+func TestFilterModuleNeedsOnlyTheSDK(t *testing.T) {
 	goInRoot := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("go", args...)
@@ -46,7 +46,8 @@ func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
 		return string(out)
 	}
 	const self = "github.com/redisrate/envoy-redis-ratelimit"
-	direct := map[string]bool{"github.com/proxy-wasm/proxy-wasm-go-sdk": true, "github.com/tidwall/gjson": true}
+	const sdk = "github.com/proxy-wasm/proxy-wasm-go-sdk"
+	direct := map[string]bool{sdk: true}
 	// requires maps a module (path@version, or the main module's path) to
 	// what its go.mod requires.
 	requires := map[string][]string{}
@@ -77,7 +78,7 @@ func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
 			others = append(others, m)
 		}
 	}
-	for _, m := range others { // indirect requirements: the SDK's or gjson's
+	for _, m := range others { // indirect requirements: the SDK's
 		if path, _, _ := strings.Cut(m, "@"); !reachable[path] {
 			t.Errorf("the filter's go.mod requires %s", m)
 		}
@@ -85,10 +86,10 @@ func TestFilterModuleNeedsOnlyTheSDKAndGjson(t *testing.T) {
 	all := strings.Split(strings.TrimSpace(goInRoot("list", "-m", "all")), "\n")
 	for _, line := range all[1:] { // all[0] is the filter's module itself
 		if path, _, _ := strings.Cut(line, " "); !reachable[path] {
-			t.Errorf("the filter's module needs %s, which neither the SDK nor gjson requires", line)
+			t.Errorf("the filter's module needs %s, which the SDK does not require", line)
 		}
 	}
-	if len(all) < 3 || !reachable["github.com/tidwall/gjson"] {
+	if len(all) < 2 || !reachable[sdk] {
 		t.Fatalf("too little to check:\n%s", strings.Join(all, "\n"))
 	}
 }

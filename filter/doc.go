@@ -225,8 +225,8 @@
 //   - Untrusted JSON: a bearer token's payload (package jwt, decoded
 //     once per request), a request body (request_body.go), a response body or
 //     event (package usage) and a Webdis reply (package webdis) are
-//     checked by package jsonbound, without recursion, before gjson reads
-//     them: nested deeper than 64, a claim or usage is missing, a request
-//     body is unreadable (denied, or its fields missing), and a Webdis
-//     reply fails its call (nest_test.go).
+//     checked by package jsonbound, without recursion, before package
+//     jsonvalue reads them: nested deeper than 64, a claim or usage is
+//     missing, a request body is unreadable (denied, or its fields
+//     missing), and a Webdis reply fails its call (nest_test.go).
 package filter

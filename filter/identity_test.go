@@ -149,7 +149,8 @@ func TestBearerClaim(t *testing.T) {
 	}
 }
 
-// Claim names with gjson's special characters are read literally.
+// Claim names with path syntax's special characters (gjson's operators)
+// are read literally.
 func TestJWTClaimNamesAreLiteral(t *testing.T) {
 	part := keyParts(t, `[{"source":"jwt_claim","name":"https://example.com/tenant|x"}]`)[0]
 	token := bearer(`{"https://example":{"com/tenant|x":"t1"},"https://example.com/tenant":"wrong"}`)

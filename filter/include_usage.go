@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // OpenAI's Chat Completions API sends a stream's usage only when the
@@ -87,7 +87,7 @@ func withIncludeUsage(body []byte) (out []byte, ok bool, why jsonbound.Refusal) 
 		return nil, false, why
 	case start < 0: // absent
 		return withLast(body, `"stream_options":{"include_usage":true}`)
-	case gjson.GetBytes(body, "stream_options").Index != start: // given more than once
+	case jsonvalue.GetBytes(body, "stream_options").Index != start: // given more than once
 		return withLast(body, `"stream_options":`+string(withTrue(text[start:end])))
 	case text[start] != '{':
 		return splice(body, start, end, `{"include_usage":true}`), true, 0
@@ -103,7 +103,7 @@ func withIncludeUsage(body []byte) (out []byte, ok bool, why jsonbound.Refusal) 
 		return splice(body, start+1, start+1, insert), true, 0
 	case text[iStart:iEnd] == "true":
 		return nil, false, 0
-	case gjson.Get(text[start:end], "include_usage").Index+start == iStart: // given once
+	case jsonvalue.Get(text[start:end], "include_usage").Index+start == iStart: // given once
 		return splice(body, iStart, iEnd, "true"), true, 0
 	}
 	return splice(body, start, end, string(withTrue(text[start:end]))), true, 0

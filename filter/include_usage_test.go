@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // A chat stream without include_usage is asked for it: content-length goes
@@ -69,7 +69,7 @@ func FuzzIncludeUsage(f *testing.F) {
 		if so, _ := m["stream_options"].(map[string]any); so["include_usage"] != true {
 			t.Fatalf("%q became %q: include_usage not true as encoding/json reads it", body, out)
 		}
-		if a, b := gjson.GetBytes(body, "model").Raw, gjson.GetBytes(out, "model").Raw; a != b {
+		if a, b := jsonvalue.GetBytes(body, "model").Raw, jsonvalue.GetBytes(out, "model").Raw; a != b {
 			t.Fatalf("%q became %q: model %s, was %s", body, out, b, a)
 		}
 	})

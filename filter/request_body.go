@@ -8,7 +8,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // A rule may read the request's JSON body: its key or match
@@ -235,7 +235,7 @@ func (r *request) bodyValue(path string) (v string, present bool) {
 	case raw == "" || raw[0] == 'n' || raw[0] == '{' || raw[0] == '[':
 		return "", false
 	case raw[0] == '"':
-		return gjson.Parse(raw).Str, true
+		return jsonvalue.Parse(raw).Str, true
 	case raw[0] == 't' || raw[0] == 'f':
 		return raw, true
 	case bigInteger(raw):
@@ -285,7 +285,7 @@ func appendNumberText(dst []byte, raw string) []byte {
 // bodyString reads a string field of the body.
 func (r *request) bodyString(path string) (string, bool) {
 	if raw := r.bodyField(path); raw != "" && raw[0] == '"' {
-		return gjson.Parse(raw).Str, true
+		return jsonvalue.Parse(raw).Str, true
 	}
 	return "", false
 }
@@ -306,8 +306,8 @@ func (r *request) bodyInteger(path string) (int64, bool) {
 	if raw == "" || raw[len(raw)-1] < '0' || raw[len(raw)-1] > '9' || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
 		return 0, false // not a finite number
 	}
-	v := gjson.Parse(raw)
-	if v.Type != gjson.Number || v.Num < 0 || v.Num > config.MaxResponseCost || v.Num != float64(int64(v.Num)) {
+	v := jsonvalue.Parse(raw)
+	if v.Type != jsonvalue.Number || v.Num < 0 || v.Num > config.MaxResponseCost || v.Num != float64(int64(v.Num)) {
 		return 0, false
 	}
 	return int64(v.Num), true

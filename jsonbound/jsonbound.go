@@ -1,6 +1,5 @@
 // Package jsonbound checks that bytes are one JSON text (RFC 8259) that
-// is safe to hand to a recursive reader such as gjson: nested at most
-// MaxDepth deep and at most MaxSize long. It reads the input once, without
+// is safe to read: nested at most MaxDepth deep and at most MaxSize long. It reads the input once, without
 // recursion and without allocating: the containers open at any point fit
 // in one 64-bit word. Check's refusal says where, by line and column, and
 // what was wrong: that is worked out only once the input is refused.
@@ -10,9 +9,9 @@
 // skipped, NaN and Infinity numbers, or a refusal with its reason where
 // the parsers disagree.
 //
-// gjson's own Valid recurses once or twice per level of nesting, so 10,000
-// levels (20 KB of '[') overflow V8's stack, and a Wasm VM that traps
-// serves nothing more. gjson's Get recurses only as deep as its path.
+// gjson's Valid (the filter's reader before package jsonvalue) recursed
+// once or twice per level of nesting, so 10,000 levels (20 KB of '[')
+// overflowed V8's stack, and a Wasm VM that traps serves nothing more.
 package jsonbound
 
 import "errors"

@@ -8,11 +8,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4
 )
 
-require (
-	github.com/tidwall/gjson v1.18.0 // indirect
-	github.com/tidwall/match v1.1.1 // indirect
-	github.com/tidwall/pretty v1.2.0 // indirect
-	golang.org/x/sys v0.45.0 // indirect
-)
+require golang.org/x/sys v0.45.0 // indirect
 
 replace github.com/redisrate/envoy-redis-ratelimit => ..

@@ -3,7 +3,7 @@ package config
 import (
 	"strings"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // A rule may read fields of the request's JSON body: a key part
@@ -39,8 +39,8 @@ func (r *Rule) ReadsModel() bool { return r.Response != nil && r.Response.Price 
 // stream_options.include_usage in a streamed request that lacks it.
 func (r *Rule) AsksUsage() bool { return r.Response != nil && r.Response.Preset == "openai_chat" }
 
-// bodyPath reads a body field's path: dotted names, no gjson operators.
-func bodyPath(v gjson.Result, at string) (string, error) {
+// bodyPath reads a body field's path: dotted names, no operators.
+func bodyPath(v jsonvalue.Value, at string) (string, error) {
 	const want = `must be a dotted field path such as model or metadata.team: at most 16 names, without # * ? | @ \ or NUL`
 	if !v.Exists() {
 		return "", errAt(at, "required")
@@ -57,7 +57,7 @@ func bodyPath(v gjson.Result, at string) (string, error) {
 
 // parseBodyMatches reads match.body: fields of the request's JSON body
 // that must all hold, in the shape of match.headers with path for name.
-func parseBodyMatches(v gjson.Result, path string) ([]HeaderMatch, error) {
+func parseBodyMatches(v jsonvalue.Value, path string) ([]HeaderMatch, error) {
 	return parseValueMatches(v, path, "body", "path", bodyPath)
 }
 
@@ -75,7 +75,7 @@ const (
 
 // parseUnreadableBody reads a rule's on_unreadable_body, which only a
 // rule that reads the body takes.
-func parseUnreadableBody(v gjson.Result, path string, r *Rule) (UnreadableBody, error) {
+func parseUnreadableBody(v jsonvalue.Value, path string, r *Rule) (UnreadableBody, error) {
 	if v.Exists() && !r.ReadsRequestBody() {
 		return 0, errAt(path, onlyBodyRules)
 	}
@@ -94,7 +94,7 @@ func (r *Rule) ReadsRequestBody() bool {
 
 // parseMaxRequestBody reads a rule's max_request_body_bytes, which only a
 // rule that reads the body takes.
-func parseMaxRequestBody(v gjson.Result, path string, r *Rule) (int, error) {
+func parseMaxRequestBody(v jsonvalue.Value, path string, r *Rule) (int, error) {
 	if v.Exists() && !r.ReadsRequestBody() {
 		return 0, errAt(path, onlyBodyRules)
 	}

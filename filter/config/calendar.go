@@ -3,7 +3,7 @@ package config
 import (
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
@@ -12,7 +12,7 @@ var weekdays = []string{"sunday", "monday", "tuesday", "wednesday", "thursday", 
 
 // parseCalendar reads a calendar limit's period, time_zone (default UTC)
 // and week_starts (a week's only; default monday).
-func parseCalendar(o map[string]gjson.Result, path string, limit int64, names paramFields) (algorithms.Limit, error) {
+func parseCalendar(o map[string]jsonvalue.Value, path string, limit int64, names paramFields) (algorithms.Limit, error) {
 	var l algorithms.Limit
 	if !o["period"].Exists() {
 		return l, errAt(path+".period", "required")

@@ -1,6 +1,6 @@
 // Package config parses the rate-limit filter's JSON configuration into
-// Config, purely and deterministically: gjson reads bytes package
-// jsonbound has checked, unknown keys are refused, and every error names
+// Config, purely and deterministically: package jsonvalue reads bytes
+// package jsonbound has checked, unknown keys are refused, and every error names
 // its field ("rules[1].limits[0].window: must be > 0"). testdata/invalid
 // holds one configuration per error with its exact message. It also
 // holds the rules' derived facts the runtime reads (Rule.Levels,
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
@@ -145,7 +145,7 @@ func Parse(data []byte) (*Config, error) {
 	if err := jsonbound.Check(data); err != nil {
 		return nil, notJSON("configuration", err)
 	}
-	root := gjson.ParseBytes(data)
+	root := jsonvalue.ParseBytes(data)
 	if !root.IsObject() {
 		return nil, errors.New("configuration: must be a JSON object")
 	}
@@ -159,7 +159,7 @@ func Parse(data []byte) (*Config, error) {
 }
 
 // parseConfig parses one configuration object without _rules_.
-func parseConfig(root gjson.Result) (*Config, error) {
+func parseConfig(root jsonvalue.Value) (*Config, error) {
 	o, err := fields(root, "", "redis", "rules", "failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "deny_cache", "local_fallback", "near_limit_ratio", "decision_filter_state", "quota_endpoint", "body_while_headers_paused")
 	if err != nil {
 		return nil, err
@@ -265,17 +265,17 @@ func parseConfig(root gjson.Result) (*Config, error) {
 
 // nearLimitRatio reads near_limit_ratio, a share of a limit from 0.000001
 // to 0.999999, in millionths.
-func nearLimitRatio(v gjson.Result) (int64, error) {
+func nearLimitRatio(v jsonvalue.Value) (int64, error) {
 	if !v.Exists() {
 		return 800_000, nil
 	}
-	if v.Type != gjson.Number || v.Num < 0.000001 || v.Num > 0.999999 {
+	if v.Type != jsonvalue.Number || v.Num < 0.000001 || v.Num > 0.999999 {
 		return 0, errAt("near_limit_ratio", "must be a number from 0.000001 to 0.999999 (the share of a limit used past which an admission counts as near_limit)")
 	}
 	return int64(math.Round(v.Num * shareUnit)), nil
 }
 
-func parseBreaker(v gjson.Result, path string) (BreakerConfig, error) {
+func parseBreaker(v jsonvalue.Value, path string) (BreakerConfig, error) {
 	b := BreakerConfig{Failures: 5, Backoff: time.Second}
 	if !v.Exists() {
 		return b, nil

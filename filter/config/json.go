@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // fields checks that v is an object holding only the allowed keys, each at
 // most once, and returns them by name.
-func fields(v gjson.Result, path string, allowed ...string) (map[string]gjson.Result, error) {
+func fields(v jsonvalue.Value, path string, allowed ...string) (map[string]jsonvalue.Value, error) {
 	if !v.IsObject() {
 		if path == "" {
 			return nil, errors.New("configuration: must be a JSON object")
@@ -24,10 +24,10 @@ func fields(v gjson.Result, path string, allowed ...string) (map[string]gjson.Re
 	// A repeated field is reported before an unknown one: which fields
 	// are allowed may hang on a field that is repeated (a limit's
 	// algorithm).
-	out := make(map[string]gjson.Result, len(allowed))
+	out := make(map[string]jsonvalue.Value, len(allowed))
 	var err, unknown error
 	var others map[string]bool
-	v.ForEach(func(k, val gjson.Result) bool {
+	v.ForEach(func(k, val jsonvalue.Value) bool {
 		name := k.String()
 		at := name
 		if path != "" {
@@ -60,32 +60,32 @@ func fields(v gjson.Result, path string, allowed ...string) (map[string]gjson.Re
 	return out, err
 }
 
-func str(v gjson.Result, path, def string) (string, error) {
+func str(v jsonvalue.Value, path, def string) (string, error) {
 	if !v.Exists() {
 		return def, nil
 	}
-	if v.Type != gjson.String {
+	if v.Type != jsonvalue.String {
 		return "", errAt(path, "must be a string")
 	}
 	return v.Str, nil
 }
 
-func boolean(v gjson.Result, path string, def bool) (bool, error) {
+func boolean(v jsonvalue.Value, path string, def bool) (bool, error) {
 	if !v.Exists() {
 		return def, nil
 	}
-	if v.Type != gjson.True && v.Type != gjson.False {
+	if v.Type != jsonvalue.True && v.Type != jsonvalue.False {
 		return false, errAt(path, "must be true or false")
 	}
 	return v.Bool(), nil
 }
 
 // integer reads a whole number in [min, max].
-func integer(v gjson.Result, path string, def, min, max int64) (int64, error) {
+func integer(v jsonvalue.Value, path string, def, min, max int64) (int64, error) {
 	if !v.Exists() {
 		return def, nil
 	}
-	if v.Type != gjson.Number || v.Num != math.Trunc(v.Num) || strings.ContainsAny(v.Raw, ".eE") {
+	if v.Type != jsonvalue.Number || v.Num != math.Trunc(v.Num) || strings.ContainsAny(v.Raw, ".eE") {
 		return 0, errAt(path, "must be an integer")
 	}
 	switch n := v.Int(); {
@@ -99,11 +99,11 @@ func integer(v gjson.Result, path string, def, min, max int64) (int64, error) {
 }
 
 // duration reads a Go duration string such as "200ms", "1s" or "1m".
-func duration(v gjson.Result, path string, def time.Duration) (time.Duration, error) {
+func duration(v jsonvalue.Value, path string, def time.Duration) (time.Duration, error) {
 	if !v.Exists() {
 		return def, nil
 	}
-	if v.Type != gjson.String {
+	if v.Type != jsonvalue.String {
 		return 0, errAt(path, `must be a duration string such as "500ms", "1m" or "1d"`)
 	}
 	d, err := ParseDuration(v.Str)
@@ -116,11 +116,11 @@ func duration(v gjson.Result, path string, def time.Duration) (time.Duration, er
 	return d, nil
 }
 
-func enum(v gjson.Result, path, def string, allowed ...string) (string, error) {
+func enum(v jsonvalue.Value, path, def string, allowed ...string) (string, error) {
 	if !v.Exists() {
 		return def, nil
 	}
-	if v.Type == gjson.String {
+	if v.Type == jsonvalue.String {
 		for _, a := range allowed {
 			if v.Str == a {
 				return a, nil
@@ -130,12 +130,12 @@ func enum(v gjson.Result, path, def string, allowed ...string) (string, error) {
 	return "", errAt(path, "must be one of %s", strings.Join(allowed, ", "))
 }
 
-func status(v gjson.Result, path string, def int) (int, error) {
+func status(v jsonvalue.Value, path string, def int) (int, error) {
 	n, err := integer(v, path, int64(def), 200, 599)
 	return int(n), err
 }
 
-func strList(v gjson.Result, path string) ([]string, error) {
+func strList(v jsonvalue.Value, path string) ([]string, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -144,7 +144,7 @@ func strList(v gjson.Result, path string) ([]string, error) {
 	}
 	var out []string
 	for _, e := range v.Array() {
-		if e.Type != gjson.String {
+		if e.Type != jsonvalue.String {
 			return nil, errAt(path, "must be an array of strings")
 		}
 		out = append(out, e.Str)
@@ -181,7 +181,7 @@ func errAt(path, format string, args ...any) error {
 
 // notJSON is the error for field's JSON that jsonbound refused: invalid
 // ("configuration: not valid JSON at line 3, column 1: unexpected '}'
-// after ','"), or nested too deep or too large for gjson to read safely.
+// after ','"), or nested too deep or too large to read.
 func notJSON(field string, err error) error {
 	var se *jsonbound.SyntaxError
 	switch {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // keyPartFields are the fields a key part may have besides source, by
@@ -31,7 +31,7 @@ const maxPropertySegments = 16
 
 // parseKeyPart reads one key part, whose source is src; o holds its
 // fields by name.
-func parseKeyPart(o map[string]gjson.Result, at string, src KeySource) (KeyPart, error) {
+func parseKeyPart(o map[string]jsonvalue.Value, at string, src KeySource) (KeyPart, error) {
 	part := KeyPart{Source: src}
 	name := sourceNames[src]
 	for _, f := range []string{"name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len"} {
@@ -92,7 +92,7 @@ func sourcesAllowing(f string) []string {
 	return out
 }
 
-func prefixLen(v gjson.Result, path string, max int64) (PrefixLen, error) {
+func prefixLen(v jsonvalue.Value, path string, max int64) (PrefixLen, error) {
 	if !v.Exists() {
 		return PrefixLen{}, nil
 	}
@@ -102,7 +102,7 @@ func prefixLen(v gjson.Result, path string, max int64) (PrefixLen, error) {
 
 // parseClaim reads a jwt_claim part: its claim, dotted for a nested one,
 // and where jwt_authn put the verified payload.
-func parseClaim(part *KeyPart, o map[string]gjson.Result, at string) error {
+func parseClaim(part *KeyPart, o map[string]jsonvalue.Value, at string) error {
 	if part.Name == "" {
 		return errAt(at+".name", "required for source jwt_claim")
 	}
@@ -119,7 +119,7 @@ func parseClaim(part *KeyPart, o map[string]gjson.Result, at string) error {
 	}
 	escaped := make([]string, len(claim))
 	for i, c := range claim {
-		escaped[i] = gjson.Escape(c)
+		escaped[i] = jsonvalue.Escape(c)
 	}
 	part.ClaimPath = strings.Join(escaped, ".")
 	part.Path = append([]string{"metadata", "filter_metadata", JWTAuthnNamespace, key}, claim...)
@@ -129,17 +129,17 @@ func parseClaim(part *KeyPart, o map[string]gjson.Result, at string) error {
 // propertyPath reads a property path: "source.principal" splits on ".";
 // an array gives the segments as they are, for segments with dots such as
 // metadata namespaces.
-func propertyPath(v gjson.Result, path string) ([]string, error) {
+func propertyPath(v jsonvalue.Value, path string) ([]string, error) {
 	const want = `must be a dotted string ("connection.uri_san_peer_certificate") or an array of 1 to %d non-empty strings without NUL`
 	var segs []string
 	switch {
 	case !v.Exists():
 		return nil, errAt(path, "required for source property")
-	case v.Type == gjson.String:
+	case v.Type == jsonvalue.String:
 		segs = strings.Split(v.Str, ".")
 	case v.IsArray():
 		for _, s := range v.Array() {
-			if s.Type != gjson.String {
+			if s.Type != jsonvalue.String {
 				return nil, errAt(path, want, maxPropertySegments)
 			}
 			segs = append(segs, s.Str)
@@ -162,8 +162,8 @@ func propertyPath(v gjson.Result, path string) ([]string, error) {
 const maxHeaderMatches = 16
 
 // parseHeaderMatches reads match.headers: entries that must all hold.
-func parseHeaderMatches(v gjson.Result, path string) ([]HeaderMatch, error) {
-	return parseValueMatches(v, path, "header", "name", func(n gjson.Result, at string) (string, error) {
+func parseHeaderMatches(v jsonvalue.Value, path string) ([]HeaderMatch, error) {
+	return parseValueMatches(v, path, "header", "name", func(n jsonvalue.Value, at string) (string, error) {
 		name, err := str(n, at, "")
 		if err == nil && name == "" {
 			err = errAt(at, "required")
@@ -174,7 +174,7 @@ func parseHeaderMatches(v gjson.Result, path string) ([]HeaderMatch, error) {
 
 // parseValueMatches reads a list of matches on what (headers, body
 // fields), each naming its value in the field nameField, read by name.
-func parseValueMatches(v gjson.Result, path, what, nameField string, name func(gjson.Result, string) (string, error)) ([]HeaderMatch, error) {
+func parseValueMatches(v jsonvalue.Value, path, what, nameField string, name func(jsonvalue.Value, string) (string, error)) ([]HeaderMatch, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -227,7 +227,7 @@ func parseValueMatches(v gjson.Result, path, what, nameField string, name func(g
 
 // mustBeTrue accepts only true: false would say the opposite of the
 // field's name, which the other field says plainly.
-func mustBeTrue(v gjson.Result, path, other string) error {
+func mustBeTrue(v jsonvalue.Value, path, other string) error {
 	b, err := boolean(v, path, false)
 	if err == nil && !b {
 		err = errAt(path, "must be true (use %s)", other)

@@ -3,7 +3,7 @@ package config
 import (
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
@@ -35,7 +35,7 @@ const leaseShare = 50
 // parseLease reads a rule's lease, which needs limits that a batch can
 // take from: plain rate limits of a cost known at the request, in limits
 // the VM knows.
-func parseLease(v gjson.Result, path string, r *Rule) (*Lease, error) {
+func parseLease(v jsonvalue.Value, path string, r *Rule) (*Lease, error) {
 	if !v.Exists() {
 		return nil, nil
 	}

@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
-func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
+func parseLimits(v jsonvalue.Value, path, rule string) ([]NamedLimit, error) {
 	if !v.Exists() {
 		return nil, errAt(path, "required")
 	}
@@ -39,7 +39,7 @@ func parseLimits(v gjson.Result, path, rule string) ([]NamedLimit, error) {
 	return out, nil
 }
 
-func parseLimit(v gjson.Result, path string) (NamedLimit, error) {
+func parseLimit(v jsonvalue.Value, path string) (NamedLimit, error) {
 	nl := NamedLimit{}
 	if !v.IsObject() {
 		return nl, errAt(path, "must be an object")

@@ -5,7 +5,7 @@ import (
 	"math"
 	"math/bits"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
@@ -32,7 +32,7 @@ type LocalFallback struct {
 const shareUnit = 1_000_000
 
 // parseFailureMode reads failure_mode and local_fallback into c.
-func parseFailureMode(o map[string]gjson.Result, c *Config) error {
+func parseFailureMode(o map[string]jsonvalue.Value, c *Config) error {
 	mode, err := enum(o["failure_mode"], "failure_mode", "allow", "allow", "deny", "local")
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func parseFailureMode(o map[string]gjson.Result, c *Config) error {
 	switch {
 	case !s.Exists():
 		return errAt("local_fallback.share", "required with failure_mode: local (the fraction of each limit one VM may admit: 1 / the number of Envoy workers)")
-	case s.Type != gjson.Number || s.Num < 1.0/shareUnit || s.Num > 1:
+	case s.Type != jsonvalue.Number || s.Num < 1.0/shareUnit || s.Num > 1:
 		return errAt("local_fallback.share", "must be a number from 0.000001 to 1")
 	}
 	keys, err := integer(lo["max_keys"], "local_fallback.max_keys", 10000, 1, 1<<20)

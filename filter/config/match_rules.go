@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // Higress's matchRules. Higress's controller turns the matchRules of a
@@ -60,11 +60,11 @@ type MatchRule struct {
 
 // splitFields returns object v without the named keys, and their values
 // (Exists() is false for a key v lacks).
-func splitFields(v gjson.Result, path string, names ...string) (gjson.Result, []gjson.Result, error) {
-	found := make([]gjson.Result, len(names))
+func splitFields(v jsonvalue.Value, path string, names ...string) (jsonvalue.Value, []jsonvalue.Value, error) {
+	found := make([]jsonvalue.Value, len(names))
 	hit := false
 	var err error
-	v.ForEach(func(k, val gjson.Result) bool {
+	v.ForEach(func(k, val jsonvalue.Value) bool {
 		if i := slices.Index(names, k.String()); i >= 0 {
 			if found[i].Exists() {
 				err = errAt(joinPath(path, names[i]), "duplicate field")
@@ -79,7 +79,7 @@ func splitFields(v gjson.Result, path string, names ...string) (gjson.Result, []
 	}
 	var b strings.Builder
 	b.WriteByte('{')
-	v.ForEach(func(k, val gjson.Result) bool {
+	v.ForEach(func(k, val jsonvalue.Value) bool {
 		if !slices.Contains(names, k.String()) {
 			if b.Len() > 1 {
 				b.WriteByte(',')
@@ -91,7 +91,7 @@ func splitFields(v gjson.Result, path string, names ...string) (gjson.Result, []
 		return true
 	})
 	b.WriteByte('}')
-	return gjson.Parse(b.String()), found, nil
+	return jsonvalue.Parse(b.String()), found, nil
 }
 
 func joinPath(path, name string) string {
@@ -112,7 +112,7 @@ func within(path string, err error) error {
 
 // parseWithMatchRules parses a configuration that has _rules_: rest is the
 // top level without it, empty when the top level holds only _rules_.
-func parseWithMatchRules(rest, rules gjson.Result) (*Config, error) {
+func parseWithMatchRules(rest, rules jsonvalue.Value) (*Config, error) {
 	if !rules.IsArray() || len(rules.Array()) == 0 {
 		return nil, errAt(rulesKey, "must be a non-empty array of objects")
 	}
@@ -145,7 +145,7 @@ func parseWithMatchRules(rest, rules gjson.Result) (*Config, error) {
 	return top, nil
 }
 
-func parseMatchRule(e gjson.Result, path string) (MatchRule, error) {
+func parseMatchRule(e jsonvalue.Value, path string) (MatchRule, error) {
 	var mr MatchRule
 	if !e.IsObject() {
 		return mr, errAt(path, "must be an object")
@@ -206,7 +206,7 @@ func checkMatchLists(mr *MatchRule, path string) error {
 }
 
 // nonEmptyStrings reads an optional non-empty array of non-empty strings.
-func nonEmptyStrings(v gjson.Result, path string) ([]string, error) {
+func nonEmptyStrings(v jsonvalue.Value, path string) ([]string, error) {
 	list, err := strList(v, path)
 	if err == nil && v.Exists() && (len(list) == 0 || slices.Contains(list, "")) {
 		err = errAt(path, "must be a non-empty array of non-empty strings")

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // maxModels bounds a price table; maxServiceTiers its service tiers.
@@ -17,7 +17,7 @@ const (
 // parsePrice reads response_cost.price: {"unit": "micro_usd", "models":
 // {"gpt-4o": {"input": "2.50", "output": "10", ...}}, "default": {...} or
 // "refuse", "model_header": "x-model", "service_tiers": {"flex": "0.5"}}.
-func parsePrice(v gjson.Result, path string) (*price.Table, error) {
+func parsePrice(v jsonvalue.Value, path string) (*price.Table, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -40,7 +40,7 @@ func parsePrice(v gjson.Result, path string) (*price.Table, error) {
 	if !models.IsObject() {
 		return nil, errAt(path+".models", `must be an object of prices by model, such as {"gpt-4o": {"input": "2.50", "output": "10"}}`)
 	}
-	models.ForEach(func(k, pv gjson.Result) bool {
+	models.ForEach(func(k, pv jsonvalue.Value) bool {
 		name := k.String()
 		at := fmt.Sprintf("%s.models[%q]", path, name)
 		switch {
@@ -68,7 +68,7 @@ func parsePrice(v gjson.Result, path string) (*price.Table, error) {
 	switch d := o["default"]; {
 	case !d.Exists():
 		return nil, errAt(path+".default", `required: the prices a model not listed pays, or "refuse"`)
-	case d.Type == gjson.String && d.Str == "refuse":
+	case d.Type == jsonvalue.String && d.Str == "refuse":
 		t.Refuse = true
 	case d.IsObject():
 		if t.Default, err = parsePrices(d, path+".default"); err != nil {
@@ -89,7 +89,7 @@ func parsePrice(v gjson.Result, path string) (*price.Table, error) {
 
 // parseServiceTiers reads service_tiers: {"flex": "0.5", "priority": "2"}, the
 // multiplier of a response's cost per service tier it names.
-func parseServiceTiers(v gjson.Result, path string) (map[string]uint64, error) {
+func parseServiceTiers(v jsonvalue.Value, path string) (map[string]uint64, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -98,7 +98,7 @@ func parseServiceTiers(v gjson.Result, path string) (map[string]uint64, error) {
 	}
 	tiers := map[string]uint64{}
 	var err error
-	v.ForEach(func(k, mv gjson.Result) bool {
+	v.ForEach(func(k, mv jsonvalue.Value) bool {
 		name := k.String()
 		at := fmt.Sprintf("%s[%q]", path, name)
 		switch _, dup := tiers[name]; {
@@ -108,7 +108,7 @@ func parseServiceTiers(v gjson.Result, path string) (map[string]uint64, error) {
 			err = errAt(at, "duplicate field")
 		case len(tiers) == maxServiceTiers:
 			err = errAt(path, "must list at most %d service tiers", maxServiceTiers)
-		case mv.Type != gjson.String:
+		case mv.Type != jsonvalue.String:
 			err = errAt(at, `must be a string such as "0.5": a decimal, exact`)
 		}
 		if err != nil {
@@ -132,7 +132,7 @@ func parseServiceTiers(v gjson.Result, path string) (map[string]uint64, error) {
 // output, required; cached_input and cache_write, input's when absent;
 // cache_write_1h, cache_write's; reasoning, output's; and per 1000
 // requests: web_search and web_fetch, 0 when absent.
-func parsePrices(v gjson.Result, path string) (*price.Prices, error) {
+func parsePrices(v jsonvalue.Value, path string) (*price.Prices, error) {
 	o, err := fields(v, path, price.KindNames[:]...)
 	if err != nil {
 		return nil, err
@@ -146,7 +146,7 @@ func parsePrices(v gjson.Result, path string) (*price.Prices, error) {
 			}
 			continue
 		}
-		if f.Type != gjson.String {
+		if f.Type != jsonvalue.String {
 			return nil, errAt(path+"."+name, `must be a string such as "2.50": a decimal, exact`)
 		}
 		parse := price.ParsePrice
@@ -173,7 +173,7 @@ func parsePrices(v gjson.Result, path string) (*price.Prices, error) {
 
 // readHeaderName reads an optional name of a header the filter reads,
 // lowercased.
-func readHeaderName(v gjson.Result, path string) (string, error) {
+func readHeaderName(v jsonvalue.Value, path string) (string, error) {
 	s, err := str(v, path, "")
 	if err != nil {
 		return "", err

@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // QuotaEndpoint is quota_endpoint: a path the filter answers itself, with
@@ -37,7 +37,7 @@ func (q *QuotaEndpoint) Matches(method, path string) bool {
 	return false
 }
 
-func parseQuotaEndpoint(v gjson.Result, rules []Rule) (*QuotaEndpoint, error) {
+func parseQuotaEndpoint(v jsonvalue.Value, rules []Rule) (*QuotaEndpoint, error) {
 	const path = "quota_endpoint"
 	if !v.Exists() {
 		return nil, nil

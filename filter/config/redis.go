@@ -5,10 +5,10 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
-func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
+func parseRedis(v jsonvalue.Value, path string) (RedisConfig, error) {
 	r := RedisConfig{}
 	if !v.Exists() {
 		return r, errAt(path, "required")
@@ -82,7 +82,7 @@ func parseRedis(v gjson.Result, path string) (RedisConfig, error) {
 }
 
 // parseWebdis reads the fields that only the webdis transport has.
-func parseWebdis(r *RedisConfig, o map[string]gjson.Result, path string) error {
+func parseWebdis(r *RedisConfig, o map[string]jsonvalue.Value, path string) error {
 	var err error
 	if r.Transport != TransportWebdis {
 		for _, f := range []string{"authority", "path"} {

@@ -5,11 +5,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // parseRedisABI reads the fields only the redis_abi transport has.
-func parseRedisABI(r *RedisConfig, o map[string]gjson.Result, path string) error {
+func parseRedisABI(r *RedisConfig, o map[string]jsonvalue.Value, path string) error {
 	f := path + ".buffer_flush_timeout"
 	if r.Transport != TransportRedisABI {
 		if o["buffer_flush_timeout"].Exists() {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/usage"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // ResponseCost charges a rule's limits what the response says: a header,
@@ -81,7 +81,7 @@ const (
 	MaxResponseCost     = 1 << 40
 )
 
-func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
+func parseResponseCost(v jsonvalue.Value, path string) (*ResponseCost, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -149,13 +149,13 @@ func parseResponseCost(v gjson.Result, path string) (*ResponseCost, error) {
 	return rc, nil
 }
 
-// parseUsage reads a preset name (usage) or a list of gjson paths (json).
-func parseUsage(preset, paths gjson.Result, path string) (*usage.Fields, error) {
+// parseUsage reads a preset name (usage) or a list of dotted paths (json).
+func parseUsage(preset, paths jsonvalue.Value, path string) (*usage.Fields, error) {
 	switch {
 	case preset.Exists() && paths.Exists():
 		return nil, errAt(path, "usage and json are exclusive: a preset, or your own fields")
 	case preset.Exists():
-		if preset.Type != gjson.String {
+		if preset.Type != jsonvalue.String {
 			return nil, errAt(path+".usage", "must be a string")
 		}
 		f, ok := usage.Preset(preset.Str)
@@ -182,7 +182,7 @@ func parseUsage(preset, paths gjson.Result, path string) (*usage.Fields, error) 
 }
 
 // parseStatuses reads statuses such as [401, 403] or ["5xx"].
-func parseStatuses(v gjson.Result, path string) ([]StatusRange, error) {
+func parseStatuses(v jsonvalue.Value, path string) ([]StatusRange, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -193,13 +193,13 @@ func parseStatuses(v gjson.Result, path string) ([]StatusRange, error) {
 	for i, s := range v.Array() {
 		at := elem(path, i)
 		switch {
-		case s.Type == gjson.Number:
+		case s.Type == jsonvalue.Number:
 			n, err := integer(s, at, 0, 100, 599)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, StatusRange{int(n), int(n)})
-		case s.Type == gjson.String && len(s.Str) == 3 && s.Str[0] >= '1' && s.Str[0] <= '5' && strings.ToLower(s.Str[1:]) == "xx":
+		case s.Type == jsonvalue.String && len(s.Str) == 3 && s.Str[0] >= '1' && s.Str[0] <= '5' && strings.ToLower(s.Str[1:]) == "xx":
 			c := int(s.Str[0]-'0') * 100
 			out = append(out, StatusRange{c, c + 99})
 		default:
@@ -210,12 +210,12 @@ func parseStatuses(v gjson.Result, path string) ([]StatusRange, error) {
 }
 
 // parseEstimate reads reserve: a number, or {"header": ..., "default": ...}.
-func parseEstimate(v gjson.Result, path string) (Estimate, error) {
+func parseEstimate(v jsonvalue.Value, path string) (Estimate, error) {
 	e := Estimate{}
 	var err error
 	switch {
 	case !v.Exists():
-	case v.Type == gjson.Number:
+	case v.Type == jsonvalue.Number:
 		e.Default, err = integer(v, path, 0, 0, MaxResponseCost)
 	case v.IsObject():
 		o, ferr := fields(v, path, "header", "body", "default")

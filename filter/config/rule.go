@@ -6,13 +6,13 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
 )
 
-func parseRule(v gjson.Result, path string) (Rule, error) {
+func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	r := Rule{}
 	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status")
 	if err != nil {
@@ -88,7 +88,7 @@ func parseRule(v gjson.Result, path string) (Rule, error) {
 
 // parseRuleOptions reads a rule's optional features, each only when its
 // field is set (else its zero value or default).
-func parseRuleOptions(o map[string]gjson.Result, path string, r *Rule) (err error) {
+func parseRuleOptions(o map[string]jsonvalue.Value, path string, r *Rule) (err error) {
 	r.MaxRequestBodyBytes, r.RefusalStatus = DefaultMaxRequestBodyBytes, DefaultRefusalStatus
 	if v := o["lease"]; v.Exists() {
 		if r.Lease, err = parseLease(v, path+".lease", r); err != nil {
@@ -131,7 +131,7 @@ func parseRuleOptions(o map[string]gjson.Result, path string, r *Rule) (err erro
 // checkShares checks, for a rule with response_cost or tiers, that each
 // limit (of every tier) can take the request's share: the reservation or
 // the cost.
-func checkShares(o map[string]gjson.Result, path string, r *Rule) error {
+func checkShares(o map[string]jsonvalue.Value, path string, r *Rule) error {
 	if r.Response != nil {
 		if o["cost"].Exists() {
 			return errAt(path+".cost", "cost and response_cost are exclusive: the request's share is response_cost.reserve")
@@ -178,7 +178,7 @@ const DefaultRefusalStatus = 400
 
 // parseRefusalStatus reads a rule's refusal_status, a client error (400 to
 // 499), which only a rule that can refuse a request for its content takes.
-func parseRefusalStatus(v gjson.Result, path string, r *Rule) (int, error) {
+func parseRefusalStatus(v jsonvalue.Value, path string, r *Rule) (int, error) {
 	if v.Exists() && !r.RefusesContent() {
 		return 0, errAt(path, "only for a rule that can refuse a request for its content (on_missing_key: deny, a cost header, or response_cost), not a shadow rule")
 	}
@@ -194,7 +194,7 @@ func (r *Rule) RefusesContent() bool {
 	return !r.Shadow && (r.OnMissing == MissingDeny || r.Cost.Header != "" || r.Response != nil)
 }
 
-func parseMatch(v gjson.Result, path string) (Match, error) {
+func parseMatch(v jsonvalue.Value, path string) (Match, error) {
 	m := Match{}
 	if !v.Exists() {
 		return m, nil
@@ -248,7 +248,7 @@ func parseMatch(v gjson.Result, path string) (Match, error) {
 
 const maxKeyParts = 8
 
-func parseKey(v gjson.Result, path string) ([]KeyPart, error) {
+func parseKey(v jsonvalue.Value, path string) ([]KeyPart, error) {
 	if !v.Exists() {
 		return nil, errAt(path, "required")
 	}
@@ -326,12 +326,12 @@ func fieldsOf(algo string) paramFields {
 
 const maxLimitsPerRule = MaxRequestLimits
 
-func parseCost(v gjson.Result, path string, limits []NamedLimit) (Cost, error) {
+func parseCost(v jsonvalue.Value, path string, limits []NamedLimit) (Cost, error) {
 	c := Cost{Default: 1}
 	var err error
 	switch {
 	case !v.Exists():
-	case v.Type == gjson.Number:
+	case v.Type == jsonvalue.Number:
 		if c.Default, err = integer(v, path, 1, 0, 1<<53); err != nil {
 			return c, err
 		}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // OnLimit is what a rule does when one of its limits is spent: deny the
@@ -32,7 +32,7 @@ type NearLimit struct {
 const DefaultDegradeHeader = "x-ratelimit-exhausted"
 
 // parseOnLimit reads a rule's on_limit, once its other fields are read.
-func parseOnLimit(v gjson.Result, path string, r *Rule) (OnLimit, error) {
+func parseOnLimit(v jsonvalue.Value, path string, r *Rule) (OnLimit, error) {
 	o := OnLimit{}
 	if !v.Exists() {
 		return o, nil
@@ -93,7 +93,7 @@ func checkDegradeBody(c *Config) error {
 }
 
 // parseNearLimit reads a rule's near_limit.
-func parseNearLimit(v gjson.Result, path string) (NearLimit, error) {
+func parseNearLimit(v jsonvalue.Value, path string) (NearLimit, error) {
 	n := NearLimit{}
 	if !v.Exists() {
 		return n, nil
@@ -119,8 +119,8 @@ func parseNearLimit(v gjson.Result, path string) (NearLimit, error) {
 }
 
 // ratio reads a share of a limit, 0.000001 to 0.999999, in millionths.
-func ratio(v gjson.Result, path string) (int64, error) {
-	if v.Type != gjson.Number || v.Num < 0.000001 || v.Num > 0.999999 {
+func ratio(v jsonvalue.Value, path string) (int64, error) {
+	if v.Type != jsonvalue.Number || v.Num < 0.000001 || v.Num > 0.999999 {
 		return 0, errAt(path, "must be a number from 0.000001 to 0.999999 (the share of a limit used past which an admission is near the limit)")
 	}
 	return int64(math.Round(v.Num * shareUnit)), nil
@@ -132,7 +132,7 @@ const maxHeaderName = 100
 // headerName reads the name of a header the filter writes: 1 to 100 token
 // characters (RFC 9110), returned in lower case; none of the rate-limit
 // headers the filter writes itself, nor a pseudo-header.
-func headerName(v gjson.Result, path, def string) (string, error) {
+func headerName(v jsonvalue.Value, path, def string) (string, error) {
 	s, err := str(v, path, def)
 	if err != nil {
 		return "", err

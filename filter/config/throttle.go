@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
@@ -24,7 +24,7 @@ const ThrottleTick = 10 * time.Millisecond
 
 // parseThrottle reads a rule's throttle, which needs funnels only, of a
 // cost known at the request, decided in Redis.
-func parseThrottle(v gjson.Result, path string, r *Rule) (*Throttle, error) {
+func parseThrottle(v jsonvalue.Value, path string, r *Rule) (*Throttle, error) {
 	if !v.Exists() {
 		return nil, nil
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 )
@@ -46,7 +46,7 @@ const (
 // limits travel in each call.
 const maxTiers = 8
 
-func parseTiers(v gjson.Result, path, rule string, keyParts int) (*Tiers, error) {
+func parseTiers(v jsonvalue.Value, path, rule string, keyParts int) (*Tiers, error) {
 	o, err := fields(v, path, "from", "default", "limits")
 	if err != nil {
 		return nil, err
@@ -56,7 +56,7 @@ func parseTiers(v gjson.Result, path, rule string, keyParts int) (*Tiers, error)
 	switch {
 	case !from.Exists():
 		return nil, errAt(path+".from", "required")
-	case from.Type == gjson.String && from.String() == "redis":
+	case from.Type == jsonvalue.String && from.String() == "redis":
 		t.From = TierFromRedis
 	case from.IsObject():
 		fo, err := fields(from, path+".from", "header", "key_part")
@@ -103,7 +103,7 @@ func parseTiers(v gjson.Result, path, rule string, keyParts int) (*Tiers, error)
 	var perr error
 	// A repeated tier is reported before anything in it, as fields does.
 	seen := map[string]bool{}
-	lv.ForEach(func(k, _ gjson.Result) bool {
+	lv.ForEach(func(k, _ jsonvalue.Value) bool {
 		if seen[k.String()] {
 			perr = errAt(path+".limits."+k.String(), "duplicate field")
 			return false
@@ -111,7 +111,7 @@ func parseTiers(v gjson.Result, path, rule string, keyParts int) (*Tiers, error)
 		seen[k.String()] = true
 		return true
 	})
-	lv.ForEach(func(k, v gjson.Result) bool {
+	lv.ForEach(func(k, v jsonvalue.Value) bool {
 		if perr != nil {
 			return false
 		}
@@ -288,7 +288,7 @@ func ParseOverride(r *Rule, limitsJSON []byte) (string, error) {
 	if err := jsonbound.Check(limitsJSON); err != nil {
 		return "", notJSON("limits", err)
 	}
-	limits, err := parseLimits(gjson.ParseBytes(limitsJSON), "limits", r.Name+".override")
+	limits, err := parseLimits(jsonvalue.ParseBytes(limitsJSON), "limits", r.Name+".override")
 	if err != nil {
 		return "", err
 	}

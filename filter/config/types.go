@@ -138,7 +138,7 @@ type KeyPart struct {
 	// 203.0.113.7 is "203.0.113.0/24". Unset keeps the whole address.
 	IPv4Prefix, IPv6Prefix PrefixLen
 
-	ClaimPath string // SourceJWTClaim: Name as a gjson path, each segment escaped
+	ClaimPath string // SourceJWTClaim: Name as a jsonvalue path, each segment escaped
 	BodyPath  string // SourceBody: the field's dotted path ("metadata.team")
 }
 

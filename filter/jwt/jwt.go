@@ -2,7 +2,7 @@
 // token, a JWS in compact form, for its claims. It does not verify the
 // token: jwt_authn does, and a claim it verified comes from the stream's
 // metadata instead. The payload is checked by package jsonbound before
-// gjson reads a claim.
+// package jsonvalue reads a claim.
 package jwt
 
 import (
@@ -12,7 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // MaxToken bounds the token read, in bytes: 8 KiB, the header line
@@ -55,16 +55,16 @@ func AppendPayload(dst []byte, authorization string) ([]byte, bool) {
 	return dst, true
 }
 
-// Claim returns the claim at path (gjson, escaped) of a token's
+// Claim returns the claim at path (jsonvalue.Get's, names escaped) of a token's
 // payload: a string claim as it is, a number or a boolean as its JSON
 // text. Any other claim, and an empty or absent one, is missing. The
-// payload is within jsonbound's bounds, and gjson's Get recurses only as
-// deep as path.
+// payload is within jsonbound's bounds; jsonvalue.Get reads it once,
+// without recursion.
 func Claim(payload []byte, path string) (string, bool) {
-	switch c := gjson.Get(bytesString(payload), path); c.Type {
-	case gjson.String:
+	switch c := jsonvalue.Get(bytesString(payload), path); c.Type {
+	case jsonvalue.String:
 		return c.Str, c.Str != ""
-	case gjson.Number, gjson.True, gjson.False:
+	case jsonvalue.Number, jsonvalue.True, jsonvalue.False:
 		return c.Raw, true
 	}
 	return "", false

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // usageFuzzFields are the field sets the fuzz targets pick from.
@@ -35,11 +35,11 @@ func usageRandomChunks(b []byte, seed uint64) [][]byte {
 
 // usageRefValue is the reference reading of a field, in big rationals:
 // absent (missing or null), a count (ok), or bad.
-func usageRefValue(r gjson.Result) (v int64, ok, isBad bool) {
-	if !r.Exists() || r.Type == gjson.Null {
+func usageRefValue(r jsonvalue.Value) (v int64, ok, isBad bool) {
+	if !r.Exists() || r.Type == jsonvalue.Null {
 		return 0, false, false
 	}
-	if r.Type != gjson.Number || len(r.Raw) > 32 {
+	if r.Type != jsonvalue.Number || len(r.Raw) > 32 {
 		return 0, false, true
 	}
 	// An exponent beyond ±100 is no count, unless the number is 0: keep
@@ -59,7 +59,7 @@ func usageRefValue(r gjson.Result) (v int64, ok, isBad bool) {
 }
 
 // usageRefNote notes a field of slot k in vals, as the reference does.
-func usageRefNote(vals []int64, k int, r gjson.Result, isBad *bool) {
+func usageRefNote(vals []int64, k int, r jsonvalue.Value, isBad *bool) {
 	v, ok, b := usageRefValue(r)
 	if ok {
 		vals[k] = max(vals[k], v)
@@ -106,7 +106,7 @@ func usageRefSSE(f *Fields, in []byte) (int64, bool) {
 					continue
 				}
 				read = read || !rider
-				usageRefNote(vals, slot(f.sseSlot, k), gjson.Get(d, p), &isBad)
+				usageRefNote(vals, slot(f.sseSlot, k), jsonvalue.Get(d, p), &isBad)
 			}
 		}
 		data = ""
@@ -169,7 +169,7 @@ func FuzzUsageJSON(f *testing.F) {
 		isBad := false
 		if len(in) <= int(maxBytes) && jsonbound.Valid(in) {
 			for i, p := range fields.json {
-				usageRefNote(vals, slot(fields.jsonSlot, i), gjson.GetBytes(in, p), &isBad)
+				usageRefNote(vals, slot(fields.jsonSlot, i), jsonvalue.GetBytes(in, p), &isBad)
 			}
 		}
 		want, wantFound := usageRefSum(fields, vals)

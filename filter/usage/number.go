@@ -1,6 +1,6 @@
 package usage
 
-import "github.com/tidwall/gjson"
+import "github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 // MaxValue is the largest usage field counted, 2^40 (config's
 // MaxResponseCost): a field above it makes the usage missing.
@@ -24,11 +24,11 @@ const (
 // string, true, an object, a number over 32 characters) is bad: the
 // usage is then missing whole, rather than counted without it. Work is
 // bounded by the number's length.
-func fieldValue(r gjson.Result) (int64, fieldState) {
+func fieldValue(r jsonvalue.Value) (int64, fieldState) {
 	switch {
-	case r.Type == gjson.Null || !r.Exists():
+	case r.Type == jsonvalue.Null || !r.Exists():
 		return 0, absent
-	case r.Type != gjson.Number || r.Raw == "" || len(r.Raw) > maxNumberLen:
+	case r.Type != jsonvalue.Number || r.Raw == "" || len(r.Raw) > maxNumberLen:
 		return 0, bad
 	}
 	v, ok := exactInt(r.Raw)

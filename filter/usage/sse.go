@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // maxEvent is the least bound on an event's data, each line counted
@@ -213,7 +213,7 @@ func (u *Scanner) dispatch() {
 			}
 			checked = true
 		}
-		u.note(slot(u.f.sseSlot, k), gjson.Get(s, p))
+		u.note(slot(u.f.sseSlot, k), jsonvalue.Get(s, p))
 	}
 	if checked {
 		u.readModel(s, u.f.model[1])

@@ -4,7 +4,7 @@
 // usage or json setting names the fields (Preset, Paths); a Scanner, one
 // per rule and response and recycled, reads them with bounded memory and,
 // in steady state, no allocation. Untrusted bodies are checked by package
-// jsonbound, without recursion, before gjson reads them. A field whose
+// jsonbound, without recursion, before package jsonvalue reads them. A field whose
 // value is not a count (number.go) makes the whole usage missing; in a
 // stream, each field's largest value counts. A preset also reads the model
 // and the service tier the response names (presets.go).
@@ -17,7 +17,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
 // Fields are where a response's usage lies: integer fields, each filling a
@@ -26,8 +26,8 @@ import (
 // goes down does not lower the charge. A field present but not a count
 // (fieldValue) makes the whole usage missing.
 type Fields struct {
-	json []string // gjson paths in a JSON body
-	sse  []string // gjson paths in the JSON data of server-sent events
+	json []string // jsonvalue paths in a JSON body
+	sse  []string // jsonvalue paths in the JSON data of server-sent events
 	// jsonSlot, sseSlot: per path, its slot; nil when path i fills slot i.
 	jsonSlot, sseSlot []uint8
 	slots             int    // how many
@@ -47,7 +47,7 @@ type Fields struct {
 	split bool
 }
 
-// Paths returns fields at the given gjson paths (at most 16), the same in
+// Paths returns fields at the given paths (jsonvalue.Get's) (at most 16), the same in
 // a JSON body and in each event of a stream, all summed. It keeps paths.
 func Paths(paths []string) *Fields {
 	return &Fields{json: paths, sse: paths, slots: len(paths), counted: 1<<len(paths) - 1}
@@ -69,8 +69,7 @@ func slot(slots []uint8, i int) int {
 // streams: Start resets it; steady state allocates nothing.
 //
 // A JSON body is copied, up to maxBytes, and read at Finish, if it is
-// valid JSON nested at most jsonbound.MaxDepth deep (gjson's Get then
-// recurses only as deep as its path). An event
+// valid JSON nested at most jsonbound.MaxDepth deep. An event
 // stream is split into events as it passes (sse.go); only the data
 // of the current event is held, and each event's data is read when it
 // ends, if it may hold a path: it must contain the text of the path's last
@@ -187,14 +186,14 @@ func (u *Scanner) readJSON() {
 	}
 	body := bytesString(u.buf)
 	for i, p := range u.f.json {
-		u.note(slot(u.f.jsonSlot, i), gjson.Get(body, p))
+		u.note(slot(u.f.jsonSlot, i), jsonvalue.Get(body, p))
 	}
 	u.readModel(body, u.f.model[0])
 	u.readTier(body, u.f.tier[0])
 }
 
 // note reads a field of slot k: its largest value counts.
-func (u *Scanner) note(k int, r gjson.Result) {
+func (u *Scanner) note(k int, r jsonvalue.Value) {
 	switch v, st := fieldValue(r); st {
 	case counted:
 		u.vals[k] = max(u.vals[k], v)
@@ -209,10 +208,10 @@ func (u *Scanner) readTier(data, path string) {
 	if path == "" {
 		return
 	}
-	r := gjson.Get(data, path)
+	r := jsonvalue.Get(data, path)
 	switch {
-	case !r.Exists() || r.Type == gjson.Null:
-	case r.Type != gjson.String || len(r.Str) > len(u.tier):
+	case !r.Exists() || r.Type == jsonvalue.Null:
+	case r.Type != jsonvalue.String || len(r.Str) > len(u.tier):
 		u.tierBad = true
 	case u.tierLen < 0:
 		u.tierLen = copy(u.tier[:], r.Str)
@@ -240,7 +239,7 @@ func (u *Scanner) readModel(data, path string) {
 	if path == "" {
 		return
 	}
-	if r := gjson.Get(data, path); r.Type == gjson.String && len(r.Str) <= len(u.model) {
+	if r := jsonvalue.Get(data, path); r.Type == jsonvalue.String && len(r.Str) <= len(u.model) {
 		u.modelLen = copy(u.model[:], r.Str)
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"strconv"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
-	"github.com/tidwall/gjson"
+	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
@@ -36,22 +36,22 @@ func Reply(dst, body []byte) ([]byte, error) {
 	if !jsonbound.Valid(body) {
 		return dst, errors.New("webdis: reply is not JSON")
 	}
-	var v gjson.Result
+	var v jsonvalue.Value
 	n := 0
-	gjson.ParseBytes(body).ForEach(func(_, val gjson.Result) bool {
+	jsonvalue.ParseBytes(body).ForEach(func(_, val jsonvalue.Value) bool {
 		v, n = val, n+1
 		return true
 	})
 	if n != 1 {
 		return dst, errors.New("webdis: reply is not a one-command object")
 	}
-	if arr := v.Array(); v.IsArray() && len(arr) == 2 && arr[0].Type == gjson.False && arr[1].Type == gjson.String {
+	if arr := v.Array(); v.IsArray() && len(arr) == 2 && arr[0].Type == jsonvalue.False && arr[1].Type == jsonvalue.String {
 		return redisproto.AppendError(dst, arr[1].Str), nil
 	}
 	return appendJSONValue(dst, v, 0)
 }
 
-func appendJSONValue(dst []byte, v gjson.Result, depth int) ([]byte, error) {
+func appendJSONValue(dst []byte, v jsonvalue.Value, depth int) ([]byte, error) {
 	switch {
 	case depth > 4:
 		return dst, errors.New("webdis: reply nested too deep")
@@ -65,15 +65,15 @@ func appendJSONValue(dst []byte, v gjson.Result, depth int) ([]byte, error) {
 			}
 		}
 		return dst, nil
-	case v.Type == gjson.Number:
+	case v.Type == jsonvalue.Number:
 		n, err := strconv.ParseInt(v.Raw, 10, 64)
 		if err != nil {
 			return dst, fmt.Errorf("webdis: number %s is not an integer", v.Raw)
 		}
 		return redisproto.AppendInt(dst, n), nil
-	case v.Type == gjson.String:
+	case v.Type == jsonvalue.String:
 		return redisproto.AppendBulkString(dst, v.Str), nil
-	case v.Type == gjson.Null:
+	case v.Type == jsonvalue.Null:
 		return redisproto.AppendNullBulk(dst), nil
 	}
 	return dst, fmt.Errorf("webdis: unexpected JSON %s", v.Raw)
