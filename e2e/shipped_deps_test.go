@@ -31,7 +31,7 @@ func TestShippedModuleLeavesOutPackages(t *testing.T) {
 }
 
 // shippedDepsTagged lists the packages a build of the wasm module links,
-// checking that the list holds package jsonvalue (else it was not read
+// checking that the list holds package filter (else it was not read
 // right).
 func shippedDepsTagged(t *testing.T, tags string) []string {
 	t.Helper()
@@ -43,8 +43,8 @@ func shippedDepsTagged(t *testing.T, tags string) []string {
 		t.Fatalf("go list -deps: %v\n%s", err, out)
 	}
 	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/redisrate/envoy-redis-ratelimit/jsonvalue") {
-		t.Fatalf("go list did not list package jsonvalue:\n%s", out)
+	if !slices.Contains(deps, "github.com/redisrate/envoy-redis-ratelimit/filter") {
+		t.Fatalf("go list did not list package filter:\n%s", out)
 	}
 	return deps
 }

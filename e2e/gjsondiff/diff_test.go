@@ -104,6 +104,9 @@ func compare(t *testing.T, doc, path string) {
 	same(t, "Get escaped "+escaped, jsonvalue.Get(doc, escaped), gjson.Get(doc, escaped))
 }
 
+// escapeLikeGjson escapes a name of a path as the filter does (a claim's).
+func escapeLikeGjson(n string) string { return gjson.Escape(n) }
+
 var seeds = []struct{ doc, path string }{
 	{`{"a":1}`, "a"},
 	{`{"usage":{"prompt_tokens":12,"completion_tokens":30}}`, "usage.completion_tokens"},
