@@ -38,6 +38,8 @@ func TestGet(t *testing.T) {
 		{`{"a\\":1,"a":2}`, `a\\`, Number, "1", "", 7},
 		{`{"a":1}`, `a\`, Number, "1", "", 5}, // a '\' at the end is dropped
 		{`123`, "a", Null, "", "", 0},
+		{`{"!x":1,"[a":2}`, "[a", Number, "2", "", 13}, // no subselectors: literal
+		{`{"!x":1,"[a":2}`, "!x", Number, "1", "", 6},  // no static values: literal
 	} {
 		v := Get(c.doc, c.path)
 		if v.Type != c.typ || v.Raw != c.raw || v.Str != c.str || v.Index != c.index {

@@ -18,8 +18,8 @@ import (
 // joined by ".", without gjson's operators, modifiers, static values,
 // subselectors or JSON Lines (which jsonvalue reads literally).
 func ours(path string) bool {
-	if strings.ContainsAny(path, "#*?|@!") || strings.HasPrefix(path, "..") ||
-		strings.HasPrefix(path, "[") || strings.HasPrefix(path, "{") {
+	if strings.ContainsAny(path, "#*?|@") || strings.HasPrefix(path, "..") ||
+		strings.HasPrefix(path, "!") || strings.HasPrefix(path, "[") || strings.HasPrefix(path, "{") {
 		return false
 	}
 	return !strings.Contains(path, ".[") && !strings.Contains(path, ".{")
