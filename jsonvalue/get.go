@@ -11,11 +11,14 @@ import (
 // array the element a name of digits counts to. It reads json once,
 // keeping one level per name of the path.
 func Get(json, path string) Value {
-	i := strings.IndexAny(json, "{[")
-	if i < 0 {
+	i := 0
+	for i < len(json) && json[i] != '{' && json[i] != '[' {
+		i++
+	}
+	if i == len(json) {
 		return Value{}
 	}
-	var stack [8]level
+	var stack [4]level
 	levels := append(stack[:0], enter(json[i] == '{', path))
 	for i++; ; {
 		l := &levels[len(levels)-1]
@@ -70,13 +73,17 @@ func Get(json, path string) Value {
 			i++
 			continue
 		}
-		v, end, ok := token(json, i)
-		if !ok {
-			return Value{}
-		}
 		if want && !l.more {
+			v, _, ok := token(json, i)
+			if !ok {
+				return Value{}
+			}
 			v.Index = i
 			return v
+		}
+		end, ok := valueEnd(json, i)
+		if !ok {
+			return Value{}
 		}
 		i = end
 	}
@@ -212,10 +219,8 @@ func enter(object bool, path string) level {
 }
 
 // startsValue reports whether c begins a value.
-func startsValue(c byte) bool {
-	switch c {
-	case '"', '{', '[', 'n', 't', 'f':
-		return true
-	}
-	return startsNumber(c)
-}
+func startsValue(c byte) bool { return valueStart[c] }
+
+var valueStart = [256]bool{'"': true, '{': true, '[': true, 'n': true, 't': true, 'f': true,
+	'-': true, '+': true, 'i': true, 'I': true, 'N': true,
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true}

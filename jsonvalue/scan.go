@@ -2,6 +2,7 @@ package jsonvalue
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -11,19 +12,46 @@ import (
 
 // stringEnd returns the end of the string whose '"' is s[i]: just past its
 // closing quote, with esc set when it holds a '\'; ok is false when s ends
-// first.
+// first. A long string is searched for its quotes with IndexByte.
 func stringEnd(s string, i int) (end int, esc, ok bool) {
 	for i++; i < len(s); i++ {
-		switch s[i] {
-		case '"':
+		switch c := s[i]; {
+		case c == '"':
 			return i + 1, esc, true
-		case '\\':
+		case c == '\\':
 			esc = true
 			i++
+		case i&31 == 31:
+			return quoteEnd(s, i+1, esc)
 		}
 	}
 	return len(s), esc, false
 }
+
+// quoteEnd is stringEnd from s[j] on, inside a string, esc set when a '\'
+// came before j.
+func quoteEnd(s string, j int, esc bool) (end int, _, ok bool) {
+	start := j
+	for {
+		q := strings.IndexByte(s[j:], '"')
+		if q < 0 {
+			return len(s), esc || strings.IndexByte(s[start:], '\\') >= 0, false
+		}
+		j += q
+		n := 0 // the backslashes before the quote
+		for n < j-start && s[j-1-n] == '\\' {
+			n++
+		}
+		if n%2 == 0 {
+			return j + 1, esc || n > 0 || strings.IndexByte(s[start:j], '\\') >= 0, true
+		}
+		j++
+	}
+}
+
+// nesting marks the bytes containerEnd stops at: 1 opens, 2 closes, 3 is
+// a string's quote.
+var nesting = [256]uint8{'{': 1, '[': 1, '(': 1, '}': 2, ']': 2, ')': 2, '"': 3}
 
 // containerEnd returns the end of the object or array whose opening byte
 // is s[i]: just past the byte that closes it, counting every '{', '[',
@@ -32,13 +60,19 @@ func stringEnd(s string, i int) (end int, esc, ok bool) {
 func containerEnd(s string, i int) int {
 	depth := 0
 	for ; i < len(s); i++ {
-		switch s[i] {
-		case '"':
+		for i < len(s) && nesting[s[i]] == 0 {
+			i++
+		}
+		if i == len(s) {
+			break
+		}
+		switch nesting[s[i]] {
+		case 3:
 			end, _, _ := stringEnd(s, i)
 			i = end - 1
-		case '{', '[', '(':
+		case 1:
 			depth++
-		case '}', ']', ')':
+		case 2:
 			if depth--; depth == 0 {
 				return i + 1
 			}
@@ -129,6 +163,24 @@ func token(s string, i int) (v Value, end int, ok bool) {
 		return number(s[i:end]), end, true
 	}
 	return Value{}, i, false
+}
+
+// valueEnd is token's end, without reading the value.
+func valueEnd(s string, i int) (end int, ok bool) {
+	switch c := s[i]; {
+	case c == '"':
+		end, _, ok = stringEnd(s, i)
+		return end, ok
+	case c == '{' || c == '[':
+		return containerEnd(s, i), true
+	case c == 'n' && i+1 < len(s) && s[i+1] != 'u': // nan
+		return numberEnd(s, i), true
+	case c == 'n' || c == 't' || c == 'f':
+		return wordEnd(s, i), true
+	case startsNumber(c):
+		return numberEnd(s, i), true
+	}
+	return i, false
 }
 
 // unescape is the text of a string's inside: the escapes decoded, and cut
