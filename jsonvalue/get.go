@@ -8,8 +8,8 @@ import (
 // Get returns the value at path in json, or a Value that does not exist.
 // The walk starts at the first '{' or '[' of json; at an object it takes
 // the first member named so whose value holds the rest of the path, at an
-// array the element a name of digits counts to. It reads json once,
-// keeping one level per name of the path.
+// array the element a name of digits counts to. It reads json from left
+// to right once, keeping one level per name of the path.
 func Get(json, path string) Value {
 	i := 0
 	for i < len(json) && json[i] != '{' && json[i] != '[' {

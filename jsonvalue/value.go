@@ -8,7 +8,7 @@
 // wildcards, queries, modifiers or pipes: every other byte is literal.
 //
 // Input is meant to be checked by package jsonbound first, but any bytes
-// are safe: every call reads its input at most once, without recursion,
+// are safe: every call takes time linear in its input, without recursion,
 // and never panics; invalid JSON gives what gjson gave where a caller could
 // tell.
 package jsonvalue
