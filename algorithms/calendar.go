@@ -1,10 +1,11 @@
 package algorithms
 
 import (
-	"fmt"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // CalendarUnit is the length of a Calendar limit's period.
@@ -23,7 +24,7 @@ func (u CalendarUnit) String() string {
 	if u >= Hour && u <= Month {
 		return unitNames[u]
 	}
-	return fmt.Sprintf("CalendarUnit(%d)", uint8(u))
+	return format.Sprintf("CalendarUnit(%d)", uint8(u))
 }
 
 // ParseCalendarUnit is the inverse of CalendarUnit.String.
@@ -33,7 +34,7 @@ func ParseCalendarUnit(s string) (CalendarUnit, error) {
 			return u, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown period %q (want hour, day, week or month)", s)
+	return 0, format.Errorf("unknown period %q (want hour, day, week or month)", s)
 }
 
 // nominal is a unit's usual length, which RateLimit-Policy advertises.
@@ -93,7 +94,7 @@ func location(name string) (*time.Location, error) {
 		return l.(*time.Location), nil
 	}
 	if name == "" || name == "Local" {
-		return nil, fmt.Errorf("no zone")
+		return nil, format.Errorf("no zone")
 	}
 	l, err := loadZone(name)
 	if err != nil {

@@ -1,10 +1,11 @@
 package algorithms
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // Choice is a rule key whose limits Redis picks in the call that decides
@@ -199,7 +200,7 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 		return d.FromInts(f, nb, n)
 	}
 	if len(f) != want {
-		return fmt.Errorf("%w: %d elements for %d limits and %d choices", ErrUnexpectedReply, len(f), n, len(choices))
+		return format.Errorf("%w: %d elements for %d limits and %d choices", ErrUnexpectedReply, len(f), n, len(choices))
 	}
 	if err := d.FromInts(f[:2+5*n], nb, n); err != nil {
 		return err
@@ -209,14 +210,14 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 		c := &choices[ci]
 		pick := int(f[at]) - 1
 		if pick < PickOverride || pick >= len(c.Tiers) || pick == PickOverride && c.OverrideKey == "" {
-			return fmt.Errorf("%w: choice %d picked %d", ErrUnexpectedReply, ci, f[at])
+			return format.Errorf("%w: choice %d picked %d", ErrUnexpectedReply, ci, f[at])
 		}
 		d.Picks = append(d.Picks, pick)
 		at++
 		granted := int64(0)
 		if c.Lease > 0 {
 			if granted = f[at]; granted != 0 && (granted < c.Cost || granted > c.Lease) {
-				return fmt.Errorf("%w: choice %d's lease took %d", ErrUnexpectedReply, ci, granted)
+				return format.Errorf("%w: choice %d's lease took %d", ErrUnexpectedReply, ci, granted)
 			}
 			at++
 		}
@@ -224,7 +225,7 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 		if c.Throttle > 0 {
 			delay := time.Duration(f[at]) * time.Microsecond
 			if delay < 0 || delay > longest {
-				return fmt.Errorf("%w: choice %d's throttle delays %v", ErrUnexpectedReply, ci, delay)
+				return format.Errorf("%w: choice %d's throttle delays %v", ErrUnexpectedReply, ci, delay)
 			}
 			d.Delay = max(d.Delay, delay)
 			at++
@@ -239,7 +240,7 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 			}
 			r, err := parseResult(v[:5])
 			if err != nil {
-				return fmt.Errorf("%w: choice %d position %d: %v", ErrUnexpectedReply, ci, p, err)
+				return format.Errorf("%w: choice %d position %d: %v", ErrUnexpectedReply, ci, p, err)
 			}
 			var l Limit
 			if pick >= 0 && p < len(c.Tiers[pick].Limits) {
@@ -247,10 +248,10 @@ func (d *Decision) FromIntsCall(f []int64, nb, n int, choices []Choice) error {
 			} else if v[5] == 5 {
 				var ok bool
 				if l, ok = withPeriodOf(Limit{Algorithm: CalendarWindow, Rate: v[1]}, c.Tiers[0].Limits, p); !ok {
-					return fmt.Errorf("%w: choice %d position %d: a calendar override without a calendar tier", ErrUnexpectedReply, ci, p)
+					return format.Errorf("%w: choice %d position %d: a calendar override without a calendar tier", ErrUnexpectedReply, ci, p)
 				}
 			} else if l, err = limitFromArgs(v[5], v[1], v[6]); err != nil {
-				return fmt.Errorf("%w: choice %d position %d: %v", ErrUnexpectedReply, ci, p, err)
+				return format.Errorf("%w: choice %d position %d: %v", ErrUnexpectedReply, ci, p, err)
 			}
 			d.Results = append(d.Results, r)
 			d.Picked = append(d.Picked, l)
@@ -285,7 +286,7 @@ func limitFromArgs(code, a, b int64) (Limit, error) {
 	case 5:
 		u := CalendarUnit(b)
 		if a < 1 || b < int64(Hour) || b > int64(Month) {
-			return l, fmt.Errorf("calendar limit %d per unit %d", a, b)
+			return l, format.Errorf("calendar limit %d per unit %d", a, b)
 		}
 		return Limit{Algorithm: CalendarWindow, Rate: a, Burst: a, Period: u.nominal(), Calendar: Calendar{Unit: u}}, nil
 	case 1:
@@ -297,7 +298,7 @@ func limitFromArgs(code, a, b int64) (Limit, error) {
 	case 4:
 		l = Limit{Algorithm: Concurrency, Rate: a, Burst: a, Period: time.Duration(b) * time.Microsecond}
 	default:
-		return l, fmt.Errorf("algorithm %d", code)
+		return l, format.Errorf("algorithm %d", code)
 	}
 	return l, l.Validate()
 }
@@ -306,12 +307,12 @@ func limitFromArgs(code, a, b int64) (Limit, error) {
 // limit, comma-separated, as the script reads it.
 func EncodeOverride(limits []Limit) (string, error) {
 	if len(limits) == 0 {
-		return "", fmt.Errorf("an override needs at least one limit")
+		return "", format.Errorf("an override needs at least one limit")
 	}
 	var b strings.Builder
 	for i, l := range limits {
 		if err := l.Validate(); err != nil {
-			return "", fmt.Errorf("limit %d: %w", i, err)
+			return "", format.Errorf("limit %d: %w", i, err)
 		}
 		if i > 0 {
 			b.WriteByte(',')
@@ -320,7 +321,7 @@ func EncodeOverride(limits []Limit) (string, error) {
 		if l.Algorithm == CalendarWindow {
 			y = int64(l.Calendar.Unit) // its period is the default tier's: withPeriodOf
 		}
-		fmt.Fprintf(&b, "%s:%d:%d", l.Algorithm.code(), x, y)
+		b.WriteString(l.Algorithm.code() + ":" + strconv.FormatInt(x, 10) + ":" + strconv.FormatInt(y, 10))
 	}
 	return b.String(), nil
 }
@@ -332,17 +333,17 @@ func DecodeOverride(s string) ([]Limit, error) {
 	for i, item := range strings.Split(s, ",") {
 		f := strings.Split(item, ":")
 		if len(f) != 3 {
-			return nil, fmt.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
+			return nil, format.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
 		}
 		code := int64(strings.Index("lcfkp", f[0]) + 1)
 		a, errA := strconv.ParseInt(f[1], 10, 64)
 		b, errB := strconv.ParseInt(f[2], 10, 64)
 		if len(f[0]) != 1 || code == 0 || errA != nil || errB != nil {
-			return nil, fmt.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
+			return nil, format.Errorf("override limit %d: %q is not algorithm:a:b", i, item)
 		}
 		l, err := limitFromArgs(code, a, b)
 		if err != nil {
-			return nil, fmt.Errorf("override limit %d: %w", i, err)
+			return nil, format.Errorf("override limit %d: %w", i, err)
 		}
 		out = append(out, l)
 	}

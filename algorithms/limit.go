@@ -1,8 +1,9 @@
 package algorithms
 
 import (
-	"fmt"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // Algorithm names one of the rate-limit algorithms.
@@ -53,7 +54,7 @@ func (a Algorithm) String() string {
 	case CalendarWindow:
 		return "calendar"
 	}
-	return fmt.Sprintf("Algorithm(%d)", uint8(a))
+	return format.Sprintf("Algorithm(%d)", uint8(a))
 }
 
 // ParseAlgorithm is the inverse of Algorithm.String.
@@ -63,7 +64,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return a, nil
 		}
 	}
-	return 0, fmt.Errorf("unknown algorithm %q (want sliding_log, sliding_counter, funnel, concurrency or calendar)", s)
+	return 0, format.Errorf("unknown algorithm %q (want sliding_log, sliding_counter, funnel, concurrency or calendar)", s)
 }
 
 // Limits on parameters keep every value the script computes an exact integer
@@ -161,7 +162,7 @@ func (l Limit) Validate() error {
 			return &ParamError{Param: ParamPeriod, Want: "must be >= 1us"}
 		}
 		if l.Rate > maxLogLimit {
-			return &ParamError{Param: ParamRate, Want: fmt.Sprintf("must be <= %d for sliding_log (use sliding_counter)", maxLogLimit)}
+			return &ParamError{Param: ParamRate, Want: format.Sprintf("must be <= %d for sliding_log (use sliding_counter)", maxLogLimit)}
 		}
 	case SlidingCounter:
 		if l.Period < time.Millisecond || l.Period%time.Millisecond != 0 {
@@ -193,7 +194,7 @@ func (l Limit) Validate() error {
 			return &ParamError{Param: ParamPeriod, Want: "must be >= 1ms and <= 24h"}
 		}
 		if l.Rate > maxLogLimit {
-			return &ParamError{Param: ParamRate, Want: fmt.Sprintf("must be <= %d", maxLogLimit)}
+			return &ParamError{Param: ParamRate, Want: format.Sprintf("must be <= %d", maxLogLimit)}
 		}
 	}
 	if l.Algorithm != CalendarWindow && l.Calendar != (Calendar{}) {
@@ -216,7 +217,7 @@ func (l Limit) CheckCost(n int64) error {
 		return &ParamError{Param: ParamCost, Want: "must be >= 0"}
 	}
 	if n > l.Burst && l.Algorithm != Concurrency {
-		return &ParamError{Param: ParamCost, Want: fmt.Sprintf("must be <= %d, the limit's capacity", l.Burst)}
+		return &ParamError{Param: ParamCost, Want: format.Sprintf("must be <= %d, the limit's capacity", l.Burst)}
 	}
 	return nil
 }

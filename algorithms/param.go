@@ -1,6 +1,6 @@
 package algorithms
 
-import "fmt"
+import "strings"
 
 // Param names a parameter of a Limit, or a request's cost, in the terms
 // of this package; a configuration may call it otherwise (a funnel's
@@ -42,5 +42,5 @@ func (e *ParamError) Message(name string) string {
 	if e.Expr == "" {
 		return e.Want
 	}
-	return fmt.Sprintf(e.Expr, name) + " " + e.Want
+	return strings.Replace(e.Expr, "%s", name, 1) + " " + e.Want
 }

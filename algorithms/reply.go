@@ -2,10 +2,10 @@ package algorithms
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -115,7 +115,7 @@ func (d *Decision) ParseCall(v redisproto.Value, nb, n int, choices []Choice) er
 		return err
 	}
 	if len(ints) < 2 {
-		return fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
+		return format.Errorf("%w: %s", ErrUnexpectedReply, v.String())
 	}
 	return d.FromIntsCall(ints, nb, n, choices)
 }
@@ -132,7 +132,7 @@ func replyInts(v redisproto.Value, buf []int64) ([]int64, error) {
 	}
 	elems, err := v.Array()
 	if err != nil || len(elems) < 1 {
-		return nil, fmt.Errorf("%w: %s", ErrUnexpectedReply, v.String())
+		return nil, format.Errorf("%w: %s", ErrUnexpectedReply, v.String())
 	}
 	ints := buf[:0]
 	if len(elems) > cap(buf) {
@@ -141,7 +141,7 @@ func replyInts(v redisproto.Value, buf []int64) ([]int64, error) {
 	ints = ints[:len(elems)]
 	for i, e := range elems {
 		if ints[i], err = Integer(e); err != nil {
-			return nil, fmt.Errorf("%w: element %d of %s: %v", ErrUnexpectedReply, i, v.String(), err)
+			return nil, format.Errorf("%w: element %d of %s: %v", ErrUnexpectedReply, i, v.String(), err)
 		}
 	}
 	return ints, nil
@@ -151,14 +151,14 @@ func replyInts(v redisproto.Value, buf []int64) ([]int64, error) {
 // order, to a call with nb block keys and n checks.
 func (d *Decision) FromInts(f []int64, nb, n int) error {
 	if len(f) < 2 || f[0] <= 0 || f[1] < -2 {
-		return fmt.Errorf("%w: header %s", ErrUnexpectedReply, intsString(f))
+		return format.Errorf("%w: header %s", ErrUnexpectedReply, intsString(f))
 	}
 	now, block := f[0], f[1]
 	d.Now, d.Results = now, d.Results[:0]
 	d.Blocked, d.BlockedBy, d.BlockedFor = block != -2, 0, 0
 	if d.Blocked {
 		if len(f) != 3 || f[2] < 1 || f[2] > int64(nb) {
-			return fmt.Errorf("%w: blocked reply %s", ErrUnexpectedReply, intsString(f))
+			return format.Errorf("%w: blocked reply %s", ErrUnexpectedReply, intsString(f))
 		}
 		d.BlockedBy = int(f[2] - 1)
 		d.BlockedFor = time.Duration(block) * time.Millisecond
@@ -168,12 +168,12 @@ func (d *Decision) FromInts(f []int64, nb, n int) error {
 		return nil
 	}
 	if len(f) != 2+5*n {
-		return fmt.Errorf("%w: %d elements for %d limits", ErrUnexpectedReply, len(f), n)
+		return format.Errorf("%w: %d elements for %d limits", ErrUnexpectedReply, len(f), n)
 	}
 	for i := 0; i < n; i++ {
 		r, err := parseResult(f[2+5*i : 7+5*i])
 		if err != nil {
-			return fmt.Errorf("%w: limit %d: %v", ErrUnexpectedReply, i, err)
+			return format.Errorf("%w: limit %d: %v", ErrUnexpectedReply, i, err)
 		}
 		d.Results = append(d.Results, r)
 	}
@@ -197,11 +197,11 @@ func parseResult(f []int64) (Result, error) {
 	allowed, limit, remaining, retry, reset := f[0], f[1], f[2], f[3], f[4]
 	switch {
 	case allowed != 0 && allowed != 1:
-		return Result{}, fmt.Errorf("allowed = %d", allowed)
+		return Result{}, format.Errorf("allowed = %d", allowed)
 	case limit < 1 || remaining < 0 || remaining > limit || reset < 0:
-		return Result{}, fmt.Errorf("limit %d, remaining %d, reset %d", limit, remaining, reset)
+		return Result{}, format.Errorf("limit %d, remaining %d, reset %d", limit, remaining, reset)
 	case allowed == 1 && retry != -1, allowed == 0 && retry < 0:
-		return Result{}, fmt.Errorf("allowed %d with retry_after %d", allowed, retry)
+		return Result{}, format.Errorf("allowed %d with retry_after %d", allowed, retry)
 	}
 	r := Result{Allowed: allowed == 1, Limit: limit, Remaining: remaining,
 		RetryAfter: -1, ResetAfter: time.Duration(reset) * time.Microsecond}
@@ -219,7 +219,7 @@ func Integer(v redisproto.Value) (int64, error) {
 	}
 	n, err := strconv.ParseInt(string(v.Str), 10, 64)
 	if err != nil || strconv.FormatInt(n, 10) != string(v.Str) {
-		return 0, fmt.Errorf("bulk string %q is not an integer", v.Str)
+		return 0, format.Errorf("bulk string %q is not an integer", v.Str)
 	}
 	return n, nil
 }

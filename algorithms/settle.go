@@ -1,8 +1,7 @@
 package algorithms
 
 import (
-	"fmt"
-
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -81,7 +80,7 @@ func (l Limit) CheckSettleCost(n int64) error {
 		scale = max(1, l.Period.Milliseconds())
 	}
 	if n > maxSettleScaled/scale {
-		return &ParamError{Param: ParamCost, Want: fmt.Sprintf("must be <= %d to settle", maxSettleScaled/scale)}
+		return &ParamError{Param: ParamCost, Want: format.Sprintf("must be <= %d to settle", maxSettleScaled/scale)}
 	}
 	return nil
 }
@@ -127,7 +126,7 @@ func appendSettle(dst []byte, f Framing, inv Invoke, op Op, settles []Settle) []
 // as its integers in order: now, then per settle applied and remaining.
 func (s *Settlement) FromInts(f []int64, n int) error {
 	if len(f) < 1 || f[0] <= 0 || len(f) != 1+2*n {
-		return fmt.Errorf("%w: settlement %s for %d settles", ErrUnexpectedReply, intsString(f), n)
+		return format.Errorf("%w: settlement %s for %d settles", ErrUnexpectedReply, intsString(f), n)
 	}
 	s.Now, s.Results = f[0], s.Results[:0]
 	for i := 1; i < len(f); i += 2 {

@@ -2,10 +2,10 @@ package filter
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // A script call's way out and back: dispatch registers it in the VM's
@@ -126,7 +126,7 @@ func (p *policy) fail(c *call, err error) {
 	if cfg.Failures > 0 && b.failures >= cfg.Failures {
 		b.openUntil = c.stream.clock().Add(cfg.Backoff)
 		p.metrics.opened.Increment(1)
-		p.errLog.log(LogWarn, fmt.Sprintf("ratelimit: circuit breaker open for %v after %d consecutive Redis failures", cfg.Backoff, b.failures))
+		p.errLog.log(LogWarn, format.Sprintf("ratelimit: circuit breaker open for %v after %d consecutive Redis failures", cfg.Backoff, b.failures))
 	}
 	c.stream.callDone(c, err)
 }

@@ -2,11 +2,11 @@ package filter
 
 import (
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -112,7 +112,7 @@ func (r *scriptReply) values(t *callouts) ([]int64, error) {
 	case err != nil:
 		return nil, err
 	case used != len(r.resp):
-		return nil, fmt.Errorf("%d trailing bytes after the reply", len(r.resp)-used)
+		return nil, format.Errorf("%d trailing bytes after the reply", len(r.resp)-used)
 	case v.Err() != nil:
 		return nil, v.Err()
 	case v.Kind == redisproto.KindInteger: // the epoch's
@@ -121,13 +121,13 @@ func (r *scriptReply) values(t *callouts) ([]int64, error) {
 	}
 	elems, err := v.Array()
 	if err != nil || len(elems) < 1 {
-		return nil, fmt.Errorf("%w: %s", algorithms.ErrUnexpectedReply, v.String())
+		return nil, format.Errorf("%w: %s", algorithms.ErrUnexpectedReply, v.String())
 	}
 	t.ints = t.ints[:0]
 	for i, e := range elems {
 		n, err := algorithms.Integer(e)
 		if err != nil {
-			return nil, fmt.Errorf("%w: element %d of %s: %v", algorithms.ErrUnexpectedReply, i, v.String(), err)
+			return nil, format.Errorf("%w: element %d of %s: %v", algorithms.ErrUnexpectedReply, i, v.String(), err)
 		}
 		t.ints = append(t.ints, n)
 	}

@@ -1,13 +1,13 @@
 package filter
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // epochPoll is the VM's Redis probe, and brings an operator's changes (an
@@ -137,7 +137,7 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 	}
 	ints, err := r.values(&p.callouts)
 	if err == nil && len(ints) != 1 {
-		err = fmt.Errorf("%w: %v", algorithms.ErrUnexpectedReply, ints)
+		err = format.Errorf("%w: %v", algorithms.ErrUnexpectedReply, ints)
 	}
 	if err != nil {
 		if noScript(&e.eval, err) { // the next read sends the script

@@ -1,10 +1,10 @@
 package filter
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // RootCaller is what a PluginHost offers when it can call the plugin back
@@ -99,7 +99,7 @@ func (p *policy) dispatchSettle(sc *settleCall) {
 	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.vm.tr.framing(), p.vm.invoke(sc.eval), sc.settles)
 	id, err := p.vm.tr.send(sc.buf)
 	if err != nil {
-		p.settleFailed(sc, fmt.Errorf("dispatch: %w", err))
+		p.settleFailed(sc, format.Errorf("dispatch: %w", err))
 		return
 	}
 	sc.id, sc.sentAt = id, now

@@ -16,7 +16,7 @@ import (
 func onRequestHeaders(s *filter.Stream) filter.Action {
 	pairs, err := proxywasm.GetHttpRequestHeaders()
 	if err != nil {
-		proxywasm.LogErrorf("ratelimit: reading request headers: %v", err)
+		proxywasm.LogError("ratelimit: reading request headers: " + err.Error())
 	}
 	return s.OnRequestHeaders(pairs)
 }

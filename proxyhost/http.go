@@ -1,6 +1,7 @@
 package proxyhost
 
 import (
+	"strconv"
 	"unsafe"
 
 	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
@@ -192,7 +193,7 @@ func (h *httpContext) Resume() {
 		return
 	}
 	if err := proxywasm.ResumeHttpRequest(); err != nil {
-		proxywasm.LogErrorf("ratelimit: resume: %v", err)
+		proxywasm.LogError("ratelimit: resume: " + err.Error())
 	}
 }
 
@@ -201,7 +202,7 @@ func (h *httpContext) SendLocalReply(status int, headers [][2]string, body []byt
 		return
 	}
 	if !sendLocalReply(status, headers, body) {
-		proxywasm.LogErrorf("ratelimit: local reply %d refused by the proxy", status)
+		proxywasm.LogError("ratelimit: local reply " + strconv.Itoa(status) + " refused by the proxy")
 	}
 }
 
@@ -258,7 +259,7 @@ func (h *httpContext) SetRequestHeader(name, value string) {
 		return
 	}
 	if err := proxywasm.ReplaceHttpRequestHeader(name, value); err != nil {
-		proxywasm.LogErrorf("ratelimit: set request header %s: %v", name, err)
+		proxywasm.LogError("ratelimit: set request header " + name + ": " + err.Error())
 	}
 }
 
@@ -268,7 +269,7 @@ func (h *httpContext) RemoveRequestHeader(name string) {
 		return
 	}
 	if err := proxywasm.RemoveHttpRequestHeader(name); err != nil {
-		proxywasm.LogErrorf("ratelimit: remove request header %s: %v", name, err)
+		proxywasm.LogError("ratelimit: remove request header " + name + ": " + err.Error())
 	}
 }
 
@@ -279,12 +280,12 @@ func (h *httpContext) ReplaceRequestBody(body []byte) {
 		return
 	}
 	if err := proxywasm.ReplaceHttpRequestBody(body); err != nil {
-		proxywasm.LogErrorf("ratelimit: replace request body: %v", err)
+		proxywasm.LogError("ratelimit: replace request body: " + err.Error())
 	}
 }
 
 func (h *httpContext) AddResponseHeader(name, value string) {
 	if err := proxywasm.AddHttpResponseHeader(name, value); err != nil {
-		proxywasm.LogErrorf("ratelimit: add response header %s: %v", name, err)
+		proxywasm.LogError("ratelimit: add response header " + name + ": " + err.Error())
 	}
 }

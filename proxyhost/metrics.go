@@ -1,10 +1,6 @@
 package proxyhost
 
-import (
-	"github.com/proxy-wasm/proxy-wasm-go-sdk/proxywasm"
-
-	"github.com/redisrate/envoy-redis-ratelimit/filter"
-)
+import "github.com/redisrate/envoy-redis-ratelimit/filter"
 
 // Counters and histograms collect in guest memory and go to the host on
 // flush: on the tick, once a second (filter.Plugin.OnTick reports when),
@@ -25,7 +21,7 @@ const maxBufferedValues = 1024
 
 // bufferedCounter is a counter's increments since the last flush.
 type bufferedCounter struct {
-	m   proxywasm.MetricCounter
+	m   counterMetric
 	n   uint64
 	buf *metricBuffer
 }
@@ -41,7 +37,7 @@ func (c *bufferedCounter) Increment(d uint64) {
 // bufferedHistogram is a histogram's values since the last flush; a full
 // buffer is flushed at once (0 <= len(values) < maxBufferedValues).
 type bufferedHistogram struct {
-	m      proxywasm.MetricHistogram
+	m      histogramMetric
 	values []uint64
 	buf    *metricBuffer
 }
@@ -63,7 +59,7 @@ func (h *bufferedHistogram) flush() {
 func (b *metricBuffer) counter(name string) *bufferedCounter {
 	c, ok := b.counters[name]
 	if !ok {
-		c = &bufferedCounter{m: proxywasm.DefineCounterMetric(name), buf: b}
+		c = &bufferedCounter{m: defineCounter(name), buf: b}
 		if b.counters == nil {
 			b.counters = map[string]*bufferedCounter{}
 		}
@@ -73,7 +69,7 @@ func (b *metricBuffer) counter(name string) *bufferedCounter {
 }
 
 func (b *metricBuffer) histogram(name string) *bufferedHistogram {
-	h := &bufferedHistogram{m: proxywasm.DefineHistogramMetric(name), buf: b}
+	h := &bufferedHistogram{m: defineHistogram(name), buf: b}
 	b.histograms = append(b.histograms, h)
 	return h
 }
@@ -107,9 +103,5 @@ func (p *pluginContext) Counter(name string) filter.Counter { return p.metrics.c
 func (p *pluginContext) Histogram(name string) filter.Histogram { return p.metrics.histogram(name) }
 
 func (p *pluginContext) Gauge(name string) filter.Gauge {
-	return gauge{proxywasm.DefineGaugeMetric(name)}
+	return defineGauge(name)
 }
-
-type gauge struct{ m proxywasm.MetricGauge }
-
-func (g gauge) Add(d int64) { g.m.Add(d) }

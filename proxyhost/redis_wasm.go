@@ -3,9 +3,10 @@
 package proxyhost
 
 import (
-	"fmt"
 	"time"
 	"unsafe"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // The Redis callout ABI of Higress's Envoy build (module env). Only the
@@ -42,14 +43,14 @@ func proxyOnRedisCallResponse(rootID, calloutID uint32, status, size int32) {
 func redisInit(cluster, user, pass string, timeout time.Duration) error {
 	if s := proxyRedisInit(ptr(cluster), int32(len(cluster)), ptr(user), int32(len(user)),
 		ptr(pass), int32(len(pass)), int32(timeout.Milliseconds())); s != 0 {
-		return fmt.Errorf("status %d", s)
+		return format.Errorf("status %d", s)
 	}
 	return nil
 }
 
 func redisCall(cluster string, cmd []byte) (uint32, error) {
 	if s := proxyRedisCall(ptr(cluster), int32(len(cluster)), &cmd[0], int32(len(cmd)), &out.id); s != 0 {
-		return 0, fmt.Errorf("proxy_redis_call: status %d", s)
+		return 0, format.Errorf("proxy_redis_call: status %d", s)
 	}
 	return out.id, nil
 }

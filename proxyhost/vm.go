@@ -51,12 +51,12 @@ type pluginContext struct {
 func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 	data, err := proxywasm.GetPluginConfiguration()
 	if err != nil && err != types.ErrorStatusNotFound {
-		proxywasm.LogCriticalf("ratelimit: reading the plugin configuration: %v", err)
+		proxywasm.LogCritical("ratelimit: reading the plugin configuration: " + err.Error())
 		return types.OnPluginStartStatusFailed
 	}
 	cfg, err := config.Parse(data)
 	if err != nil {
-		proxywasm.LogCriticalf("ratelimit: bad configuration: %v", err)
+		proxywasm.LogCritical("ratelimit: bad configuration: " + err.Error())
 		return types.OnPluginStartStatusFailed
 	}
 	if cfg.Redis.Transport == config.TransportRedisABI {
@@ -75,7 +75,7 @@ func (p *pluginContext) OnPluginStart(int) types.OnPluginStartStatus {
 	if err := proxywasm.SetTickPeriodMilliSeconds(1000); err != nil {
 		p.metrics.flush()
 		p.metrics.direct = true
-		proxywasm.LogWarnf("ratelimit: no tick, overdue calls rely on the host's timeout, and metrics go to the host one by one: %v", err)
+		proxywasm.LogWarn("ratelimit: no tick, overdue calls rely on the host's timeout, and metrics go to the host one by one: " + err.Error())
 	}
 	return types.OnPluginStartStatusOK
 }
@@ -99,7 +99,7 @@ func (p *pluginContext) registerQueue() {
 	name := "ratelimit.root." + strconv.FormatUint(rand.Uint64(), 36)
 	id, err := proxywasm.RegisterSharedQueue(name)
 	if err != nil {
-		proxywasm.LogWarnf("ratelimit: no shared queue (%v): settles through webdis are sent from the stream, and their replies may be lost", err)
+		proxywasm.LogWarn("ratelimit: no shared queue (" + err.Error() + "): settles through webdis are sent from the stream, and their replies may be lost")
 		return
 	}
 	p.queueID = id

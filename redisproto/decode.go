@@ -2,7 +2,8 @@ package redisproto
 
 import (
 	"errors"
-	"fmt"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 var (
@@ -17,8 +18,8 @@ var (
 )
 
 // malformed returns an error wrapping ErrMalformed for input offset off.
-func malformed(off int, format string, args ...any) error {
-	return fmt.Errorf("%w: %s at offset %d", ErrMalformed, fmt.Sprintf(format, args...), off)
+func malformed(off int, what string, args ...any) error {
+	return format.Errorf("%w: %s at offset %d", ErrMalformed, format.Sprintf(what, args...), off)
 }
 
 // Limits bounds what a Decoder accepts, so that hostile input can exhaust

@@ -1,9 +1,10 @@
 package config
 
 import (
-	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // MaxRequestLimits bounds the limits one request may carry, over every
@@ -28,7 +29,7 @@ func checkRequestLimits(rules []Rule, path string) error {
 			}
 		}
 		if n > MaxRequestLimits {
-			return errAt(fmt.Sprintf("%s[%d]", path, i), "one request may match this rule and %s, %d limits in all; at most %d, since each limit costs Redis about 10us: make rules exclusive (match.path, path_prefix, methods, hosts or headers that no request meets at once), or move them into _rules_ entries",
+			return errAt(format.Sprintf("%s[%d]", path, i), "one request may match this rule and %s, %d limits in all; at most %d, since each limit costs Redis about 10us: make rules exclusive (match.path, path_prefix, methods, hosts or headers that no request meets at once), or move them into _rules_ entries",
 				quoteNames(with), n, MaxRequestLimits)
 		}
 	}

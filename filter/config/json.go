@@ -2,12 +2,12 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
@@ -175,8 +175,11 @@ func (e *fieldError) Unwrap() error { return e.err }
 // are built without fmt, which V8 would compile at start-up only for them.
 func elem(path string, i int) string { return path + "[" + strconv.Itoa(i) + "]" }
 
-func errAt(path, format string, args ...any) error {
-	return &fieldError{path: path, err: fmt.Errorf(format, args...)}
+// errAt is not inlined: its many callers would each grow by its body.
+//
+//go:noinline
+func errAt(path, what string, args ...any) error {
+	return &fieldError{path: path, err: format.Errorf(what, args...)}
 }
 
 // notJSON is the error for field's JSON that jsonbound refused: invalid
@@ -190,5 +193,5 @@ func notJSON(field string, err error) error {
 	case errors.As(err, &se):
 		return errors.New(field + ": not valid JSON at " + se.Position() + ": " + se.What)
 	}
-	return fmt.Errorf("%s: %w", field, err)
+	return format.Errorf("%s: %w", field, err)
 }

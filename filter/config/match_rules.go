@@ -1,10 +1,10 @@
 package config
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
@@ -166,7 +166,7 @@ func parseMatchRule(e jsonvalue.Value, path string) (MatchRule, error) {
 	}
 	for i, d := range mr.Domains {
 		if strings.Contains(strings.Trim(d, "*"), "*") || d != "*" && strings.HasPrefix(d, "*") && strings.HasSuffix(d, "*") {
-			return mr, errAt(fmt.Sprintf("%s.%s[%d]", path, matchDomain, i), `"*" may only be the first or the last character`)
+			return mr, errAt(format.Sprintf("%s.%s[%d]", path, matchDomain, i), `"*" may only be the first or the last character`)
 		}
 		mr.Domains[i] = strings.ToLower(d)
 	}

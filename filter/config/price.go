@@ -1,10 +1,10 @@
 package config
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/price"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 )
 
@@ -42,7 +42,7 @@ func parsePrice(v jsonvalue.Value, path string) (*price.Table, error) {
 	}
 	models.ForEach(func(k, pv jsonvalue.Value) bool {
 		name := k.String()
-		at := fmt.Sprintf("%s.models[%q]", path, name)
+		at := format.Sprintf("%s.models[%q]", path, name)
 		switch {
 		case name == "" || len(name) > price.MaxModelLen:
 			err = errAt(at, "a model's name must have 1 to %d bytes", price.MaxModelLen)
@@ -100,7 +100,7 @@ func parseServiceTiers(v jsonvalue.Value, path string) (map[string]uint64, error
 	var err error
 	v.ForEach(func(k, mv jsonvalue.Value) bool {
 		name := k.String()
-		at := fmt.Sprintf("%s[%q]", path, name)
+		at := format.Sprintf("%s[%q]", path, name)
 		switch _, dup := tiers[name]; {
 		case name == "" || len(name) > price.MaxTierLen:
 			err = errAt(at, "a service tier's name must have 1 to %d bytes", price.MaxTierLen)

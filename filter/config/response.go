@@ -1,9 +1,8 @@
 package config
 
 import (
-	"fmt"
-
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"strconv"
 	"strings"
 
@@ -173,7 +172,7 @@ func parseUsage(preset, paths jsonvalue.Value, path string) (*usage.Fields, erro
 		}
 		for i, p := range list {
 			if p == "" || strings.ContainsAny(p, "#*?|@") {
-				return nil, errAt(fmt.Sprintf("%s.json[%d]", path, i), "must be a dotted field path such as usage.total_tokens")
+				return nil, errAt(format.Sprintf("%s.json[%d]", path, i), "must be a dotted field path such as usage.total_tokens")
 			}
 		}
 		return usage.Paths(list), nil

@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -10,6 +9,7 @@ import (
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 func parseRule(v jsonvalue.Value, path string) (Rule, error) {
@@ -225,7 +225,7 @@ func parseMatch(v jsonvalue.Value, path string) (Match, error) {
 	}
 	for i, meth := range m.Methods {
 		if meth == "" || strings.ToUpper(meth) != meth {
-			return m, errAt(fmt.Sprintf("%s.methods[%d]", path, i), "must be an upper-case method such as GET")
+			return m, errAt(format.Sprintf("%s.methods[%d]", path, i), "must be an upper-case method such as GET")
 		}
 	}
 	if m.Hosts, err = strList(o["hosts"], path+".hosts"); err != nil {
@@ -233,7 +233,7 @@ func parseMatch(v jsonvalue.Value, path string) (Match, error) {
 	}
 	for i, h := range m.Hosts {
 		if h == "" {
-			return m, errAt(fmt.Sprintf("%s.hosts[%d]", path, i), "must not be empty")
+			return m, errAt(format.Sprintf("%s.hosts[%d]", path, i), "must not be empty")
 		}
 		m.Hosts[i] = strings.ToLower(h)
 	}
@@ -381,5 +381,5 @@ func costError(path string, i int, err error) error {
 	if errors.As(err, &pe) {
 		msg = pe.Message(string(pe.Param)) // the path names the cost
 	}
-	return &fieldError{path: path, err: err, msg: fmt.Sprintf("%s of limits[%d]", msg, i)}
+	return &fieldError{path: path, err: err, msg: format.Sprintf("%s of limits[%d]", msg, i)}
 }

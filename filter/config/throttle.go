@@ -1,12 +1,12 @@
 package config
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // Throttle holds a request the rule's funnels deny now, for as long as it
@@ -73,7 +73,7 @@ func checkClusterThrottles(c *Config) error {
 			continue
 		}
 		if first >= 0 {
-			return errAt(fmt.Sprintf("rules[%d].throttle", i), "with redis.cluster_mode only one rule may have a throttle, and rules[%d] has one: each rule's call goes to its own shard and would time the request alone", first)
+			return errAt(format.Sprintf("rules[%d].throttle", i), "with redis.cluster_mode only one rule may have a throttle, and rules[%d] has one: each rule's call goes to its own shard and would time the request alone", first)
 		}
 		first = i
 	}

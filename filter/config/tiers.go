@@ -1,10 +1,10 @@
 package config
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
@@ -154,13 +154,13 @@ func compatible(base, limits []NamedLimit, path, baseName string) error {
 	for i := range min(len(base), len(limits)) {
 		a, b := base[i].Limit, limits[i].Limit
 		if a.Algorithm != b.Algorithm {
-			return errAt(fmt.Sprintf("%s[%d]", path, i), "must be a %s, as limit %d of %s: they share the key's state", a.Algorithm, i, baseName)
+			return errAt(format.Sprintf("%s[%d]", path, i), "must be a %s, as limit %d of %s: they share the key's state", a.Algorithm, i, baseName)
 		}
 		if a.Algorithm == algorithms.SlidingCounter && a.Period != b.Period {
-			return errAt(fmt.Sprintf("%s[%d].window", path, i), "must be %s, as limit %d of %s: a sliding counter's state counts windows", a.Period, i, baseName)
+			return errAt(format.Sprintf("%s[%d].window", path, i), "must be %s, as limit %d of %s: a sliding counter's state counts windows", a.Period, i, baseName)
 		}
 		if a.Algorithm == algorithms.CalendarWindow && a.Calendar != b.Calendar {
-			return errAt(fmt.Sprintf("%s[%d]", path, i), "must have the period, time_zone and week_starts of limit %d of %s: a calendar limit's state counts its periods", i, baseName)
+			return errAt(format.Sprintf("%s[%d]", path, i), "must have the period, time_zone and week_starts of limit %d of %s: a calendar limit's state counts its periods", i, baseName)
 		}
 	}
 	return nil
@@ -283,7 +283,7 @@ func (t *Tiers) TierIndex(name string) int {
 // the override key's value.
 func ParseOverride(r *Rule, limitsJSON []byte) (string, error) {
 	if !r.Overrides {
-		return "", fmt.Errorf("rule %s: overrides are off (set \"overrides\": true on the rule)", r.Name)
+		return "", format.Errorf("rule %s: overrides are off (set \"overrides\": true on the rule)", r.Name)
 	}
 	if err := jsonbound.Check(limitsJSON); err != nil {
 		return "", notJSON("limits", err)

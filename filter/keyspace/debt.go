@@ -1,9 +1,8 @@
 package keyspace
 
 import (
-	"fmt"
-
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // Debt is the read of how far past their limits a key's exhausted limits
@@ -62,11 +61,11 @@ func (d *Debt) DecideArgs(inv algorithms.Invoke) []any {
 func (d *Debt) Apply(ks *KeyState, settled, decided []int64) error {
 	var s algorithms.Settlement
 	if err := s.FromInts(settled, len(d.settles)); err != nil {
-		return fmt.Errorf("settle of cost 0: %w", err)
+		return format.Errorf("settle of cost 0: %w", err)
 	}
 	var dec algorithms.Decision
 	if err := dec.FromInts(decided, 0, len(d.checks)); err != nil {
-		return fmt.Errorf("decide of cost 0: %w", err)
+		return format.Errorf("decide of cost 0: %w", err)
 	}
 	for j, i := range d.limits {
 		l, rem := &ks.Limits[i], s.Results[j].Remaining

@@ -2,11 +2,11 @@ package keyspace
 
 import (
 	"encoding/base64"
-	"fmt"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/pathnorm"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // Redis keys are built from untrusted request data, so every part is
@@ -88,11 +88,11 @@ func Canonical(p *config.KeyPart, v string) (string, error) {
 			want = b.Bits
 		}
 		if bits < want {
-			return "", fmt.Errorf("%q is a network wider than the rule's /%d", v, want)
+			return "", format.Errorf("%q is a network wider than the rule's /%d", v, want)
 		}
 		return GroupIP(p, ip), nil
 	}
-	return "", fmt.Errorf("%q is not an IP address or network", v)
+	return "", format.Errorf("%q is not an IP address or network", v)
 }
 
 // GroupIP is a client address as a key holds it: the whole address, or

@@ -8,11 +8,11 @@
 package keyspace
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 )
 
 // The key space, as the filter writes it and ratelimitctl reads it. A rule
@@ -39,14 +39,14 @@ const (
 // on_missing_key: shared is the empty string.
 func RuleKey(c *config.Config, rule *config.Rule, parts []string) (string, error) {
 	if len(parts) != len(rule.Key) {
-		return "", fmt.Errorf("rule %s: %d key parts given, its key has %d", rule.Name, len(parts), len(rule.Key))
+		return "", format.Errorf("rule %s: %d key parts given, its key has %d", rule.Name, len(parts), len(rule.Key))
 	}
 	b := append([]byte(c.Redis.Prefix), '{')
 	b = append(b, rule.Name...)
 	for i, p := range rule.Key {
 		v, err := Canonical(&p, parts[i])
 		if err != nil {
-			return "", fmt.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
+			return "", format.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
 		}
 		b = append(b, '|')
 		b = AppendPart(b, v)

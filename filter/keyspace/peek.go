@@ -1,13 +1,13 @@
 package keyspace
 
 import (
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
 
@@ -64,13 +64,13 @@ func NewPeek(c *config.Config, rule *config.Rule, base, tier string) (*Peek, err
 	switch t := rule.Tiers; {
 	case tier == "":
 	case t == nil:
-		return nil, fmt.Errorf("rule %s has no tiers", rule.Name)
+		return nil, format.Errorf("rule %s has no tiers", rule.Name)
 	case t.From == config.TierFromRedis:
-		return nil, fmt.Errorf("rule %s takes its tier from Redis: set it with tier set", rule.Name)
+		return nil, format.Errorf("rule %s takes its tier from Redis: set it with tier set", rule.Name)
 	default:
 		at = t.TierIndex(tier)
 		if t.Levels[at].Name != tier {
-			return nil, fmt.Errorf("rule %s has no tier %q (tiers: %s)", rule.Name, tier, strings.Join(rule.TierNames(), ", "))
+			return nil, format.Errorf("rule %s has no tier %q (tiers: %s)", rule.Name, tier, strings.Join(rule.TierNames(), ", "))
 		}
 	}
 	pk := PeekAt(rule, base, at)

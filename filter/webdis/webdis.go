@@ -16,9 +16,9 @@ package webdis
 import (
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"strconv"
 
+	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonvalue"
 
@@ -68,7 +68,7 @@ func appendJSONValue(dst []byte, v jsonvalue.Value, depth int) ([]byte, error) {
 	case v.Type == jsonvalue.Number:
 		n, err := strconv.ParseInt(v.Raw, 10, 64)
 		if err != nil {
-			return dst, fmt.Errorf("webdis: number %s is not an integer", v.Raw)
+			return dst, format.Errorf("webdis: number %s is not an integer", v.Raw)
 		}
 		return redisproto.AppendInt(dst, n), nil
 	case v.Type == jsonvalue.String:
@@ -76,7 +76,7 @@ func appendJSONValue(dst []byte, v jsonvalue.Value, depth int) ([]byte, error) {
 	case v.Type == jsonvalue.Null:
 		return redisproto.AppendNullBulk(dst), nil
 	}
-	return dst, fmt.Errorf("webdis: unexpected JSON %s", v.Raw)
+	return dst, format.Errorf("webdis: unexpected JSON %s", v.Raw)
 }
 
 // Headers are the request headers of every call to Webdis: a POST of
