@@ -56,9 +56,13 @@ func appendf(b []byte, format string, args []any, wrap bool) ([]byte, []error) {
 	n := 0
 	for i := 0; i < len(format); i++ {
 		c := format[i]
-		if c != '%' || i+1 == len(format) {
+		if c != '%' {
 			b = append(b, c)
 			continue
+		}
+		if i+1 == len(format) {
+			b = append(b, "%!(NOVERB)"...)
+			break
 		}
 		i++
 		verb := format[i]
