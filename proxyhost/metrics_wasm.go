@@ -36,14 +36,16 @@ type (
 	gaugeMetric     uint32
 )
 
-func defineMetric(kind int32, name, what string) uint32 {
+// defineMetric defines a metric; prefix starts the SDK's panic message,
+// which differs by kind.
+func defineMetric(kind int32, name, prefix string) uint32 {
 	var id uint32
 	var p *byte
 	if name != "" {
 		p = unsafe.StringData(name)
 	}
 	if s := proxyDefineMetric(kind, p, int32(len(name)), &id); s != 0 {
-		panic(what + "define metric of name " + name + ": " + statusError(s).Error())
+		panic(prefix + "define metric of name " + name + ": " + statusError(s).Error())
 	}
 	return id
 }
