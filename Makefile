@@ -13,7 +13,7 @@ ALL      := github.com/redisrate/envoy-redis-ratelimit/...
 # in any folder and checkout, so the images' digests can be pinned.
 WASM     := GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -trimpath -buildvcs=false
 
-.PHONY: build image pin fixtures deps test bench baseline fuzz check demo soak clean diagrams
+.PHONY: build image pin fixtures deps test bench baseline peer fuzz check demo soak clean diagrams
 
 # The two filter modules users load, and the two commands: the wasm host
 # (dist/wasmhost) and the operator's tool (dist/ratelimitctl).
@@ -75,7 +75,8 @@ test: deps check build fixtures
 # side; throughput, latency and Redis calls through the host with a real
 # redis-server; and docs/burst.svg. BENCHMARKS.md records a run.
 bench: deps build fixtures baseline
-	V8_BENCH_BASELINE=$(CURDIR)/$(BASELINE) $(GO) test -run '^$$' -bench '^BenchmarkV8$$' -benchtime 1x -count=1 -timeout 45m ./e2e/v8
+	V8_BENCH_BASELINE=$(CURDIR)/$(BASELINE) V8_BENCH_PEER=$(if $(wildcard $(PEER)),$(CURDIR)/$(PEER)) \
+		$(GO) test -run '^$$' -bench '^BenchmarkV8$$' -benchtime 1x -count=1 -timeout 45m ./e2e/v8
 	$(GO) test -run '^$$' -bench . -benchmem -count=1 ./redisproto
 	$(GO) test -run '^$$' -bench RedisCost -benchtime 1x -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./filter
@@ -96,6 +97,18 @@ $(BASELINE)/ratelimit-higress.wasm:
 	trap 'git worktree remove --force '$$tmp/src'; rm -rf '$$tmp EXIT; \
 	git worktree add -q --detach $$tmp/src $(BASELINE_REV); \
 	cd $$tmp/src && $(WASM) -tags higress -o $$out/ratelimit-higress.wasm .
+
+# The peer the guard compares with: Higress's own Redis rate-limit plugin
+# (cluster-key-rate-limit, in alibaba/higress plugins/wasm-go/extensions),
+# built from a copy of its source outside this repository, PEER_SRC, into
+# dist/peer/; `make bench` measures it when it is there. Its modules come
+# through the Go module proxy; the checksum database lacks some of them,
+# hence GOSUMDB=off for this build only.
+PEER := $(DIST)/peer/cluster-key-rate-limit.wasm
+peer:
+	@test -n "$(PEER_SRC)" || { echo 'make peer: PEER_SRC=<the plugin source folder> (see BENCHMARKS.md, "The peer")'; exit 1; }
+	mkdir -p $(DIST)/peer
+	cd $(PEER_SRC) && GOWORK=off GOFLAGS=-mod=mod GOSUMDB=off $(WASM) -o $(CURDIR)/$(PEER) .
 
 # The explanatory pictures in docs/ (request-flow.svg, reserve-settle.svg);
 # a test fails while they differ from what the command draws.

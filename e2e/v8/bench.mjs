@@ -5,9 +5,11 @@
 //
 //   node --no-liftoff --wasm-max-mem-pages=16384 --stack-trace-limit=20 bench.mjs SPEC.json
 //
-// SPEC: { modules: [{ name, wasm, redis_abi, redis_clusters, http_clusters,
+// SPEC: { modules: [{ name, wasm, redis_abi, higress_wasi, redis_clusters, http_clusters,
 //   configs: { <scenario>: plugin config, llm_plain: plugin config } }],
-//   headers: [[name, value]], requests: per turn, rounds, warmup,
+//   headers: [[name, value]], requests: per module, scenario and round,
+//   rounds, slice: requests per turn (all of them if unset), headline:
+//   [scenario], headline_rounds: those scenarios' rounds, warmup,
 //   memory_requests, startup_vms,
 //   streams: { <scenario>: { events, chunk, prompt_tokens, completion_tokens } },
 //   scan: { bytes, chunks: [size], requests, rounds, warmup, prompt_tokens,
@@ -23,7 +25,9 @@
 // every call is answered at once with the recorded reply of its phase
 // (decision or settle), so the figures are the module's and the host's
 // work, not the network's. In each round, for each scenario, the modules
-// take turns of `requests` requests; the medians are reported. A module
+// take turns of `slice` requests until each has served `requests`; the
+// medians over rounds are reported, and each round's figure
+// (cpu_us_rounds), so that two builds compare round by round. A module
 // without configs (the no-op) runs its one VM in every scenario; one
 // without a config for a scenario skips it.
 //
@@ -137,7 +141,7 @@ class Transport {
 
 function newVM(module, m, transport, timing = false) {
   return new VM(module, {
-    env: Object.entries(m.env ?? {}), redisABI: !!m.redis_abi, httpClusters: m.http_clusters, redisClusters: transport.redisClusters,
+    env: Object.entries(m.env ?? {}), redisABI: !!m.redis_abi, higressWASI: !!m.higress_wasi, httpClusters: m.http_clusters, redisClusters: transport.redisClusters,
     httpCall: transport.httpCall, timing,
     onLog: (level, msg) => level >= 3 && say(`${m.name}: wasm log ${level}: ${msg}`),
     onOutput: (fd, line) => say(`${m.name}: wasm fd${fd}: ${line}`),
@@ -382,29 +386,44 @@ async function main() {
     }
   }
 
-  // Rounds: the modules take turns within each scenario.
+  // Rounds: within each scenario, the modules take turns in slices of
+  // `slice` requests (one turn of `requests` without it), the order
+  // reversed every other slice, until each has served `requests`. A change
+  // in the machine's load then falls on every module of the round alike,
+  // and a round's ratio between two builds compares like with like. The
+  // `headline` scenarios run `headline_rounds` rounds in all.
   const samples = new Map(); // run -> [{cpu_us, host, guest, statuses}]
-  for (let round = 0; round < spec.rounds; round++) {
+  const slice = Math.min(spec.slice || spec.requests, spec.requests);
+  const headline = new Set(spec.headline ?? []);
+  for (let round = 0; round < Math.max(spec.rounds, spec.headline_rounds ?? 0); round++) {
     for (const scenario of SCENARIOS) {
+      if (round >= spec.rounds && !headline.has(scenario)) continue;
       const response = RESPONSES[scenario] ?? null;
-      for (const run of runs.filter((x) => x.scenario === scenario)) {
+      const turns = runs.filter((x) => x.scenario === scenario).map((run) => {
         const { vm, transport } = run.shared ?? run;
-        const statuses = {};
-        const [h0, g0, c0] = [vm.hostCalls, vm.guestCalls, transport.calls];
-        const imports0 = Object.entries(vm.importCalls).map(([k, v]) => [k, v.n]);
-        const cpu0 = process.cpuUsage();
-        const wall0 = performance.now();
-        for (let i = 0; i < spec.requests; i++) {
-          const st = request(vm, transport, requestOf(scenario), response);
-          statuses[st] = (statuses[st] ?? 0) + 1;
+        return { run, vm, transport, cpu_us: 0, wall_ms: 0, statuses: {}, h0: vm.hostCalls, g0: vm.guestCalls, c0: transport.calls,
+          imports0: Object.entries(vm.importCalls).map(([k, v]) => [k, v.n]) };
+      });
+      for (let done = 0, k = 0; done < spec.requests; done += slice, k++) {
+        const n = Math.min(slice, spec.requests - done);
+        for (const t of k % 2 ? [...turns].reverse() : turns) {
+          const cpu0 = process.cpuUsage();
+          const wall0 = performance.now();
+          for (let i = 0; i < n; i++) {
+            const st = request(t.vm, t.transport, requestOf(scenario), response);
+            t.statuses[st] = (t.statuses[st] ?? 0) + 1;
+          }
+          t.wall_ms += performance.now() - wall0;
+          const cpu = process.cpuUsage(cpu0);
+          t.cpu_us += cpu.user + cpu.system;
         }
-        const wallMs = performance.now() - wall0;
-        const cpu = process.cpuUsage(cpu0);
+      }
+      for (const { run, vm, transport, cpu_us, wall_ms, statuses, h0, g0, c0, imports0 } of turns) {
         (run.shared ?? run).served += spec.requests;
         const n = spec.requests;
         if (!samples.has(run)) samples.set(run, []);
         samples.get(run).push({
-          cpu_us: (cpu.user + cpu.system) / n, wall_us: (wallMs * 1000) / n, host_calls: (vm.hostCalls - h0) / n,
+          cpu_us: cpu_us / n, wall_us: (wall_ms * 1000) / n, host_calls: (vm.hostCalls - h0) / n,
           guest_calls: (vm.guestCalls - g0) / n, redis_calls: (transport.calls - c0) / n, statuses,
           by_import: Object.fromEntries(imports0.map(([k, v]) => [k, (vm.importCalls[k].n - v) / n]).filter(([, v]) => v > 0)),
         });

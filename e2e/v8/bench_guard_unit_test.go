@@ -37,7 +37,7 @@ func guardResult(cpu, firstMs, memStart, memAfter float64, size int64) benchResu
 }
 
 // The guard judges each goal from the figures: met at the bound, not met
-// beyond it, and the peer's goals not measured (no peer in the harness).
+// beyond it, and the peer's goals not measured without the peer.
 func TestGuardGoals(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -79,7 +79,7 @@ func TestGuardGoals(t *testing.T) {
 // of the first and second VM, and the size.
 func TestPrintGuard(t *testing.T) {
 	var b strings.Builder
-	r := guardResult(8, 130, 3.5, 4.5, 4_500_000)
+	r := withPeer(guardResult(8, 130, 3.5, 4.5, 4_500_000), 80, 40, "200", "429")
 	r.Modules["stock"].Startup.FirstVMs = []float64{140, 130, 120}
 	printGuard(&b, r, "/tmp/base")
 	out := b.String()
@@ -92,9 +92,117 @@ func TestPrintGuard(t *testing.T) {
 		"| higress@base | 170 ms | 1.70× | 5.0 ms | 0 ms | 0 ms | 4.5 MiB | 6.3 MiB (N = 1000) | 5.41 MB |",
 		"| CPU per admitted request ≤ 0.8× 13bdab3's | **0.80×** (8.0 against 10.0 µs) | yes |",
 		"| module size ≤ 4.5 MB | **4.50 MB** (stock build 4.50 MB) | yes |",
+		"| peer | admitted | 80.0 | 80.0× | – | 0.00 | 0.0 |",
+		"| CPU per admitted request ≤ 0.15× the peer's | **0.10×** (8.0 against 80.0 µs) | yes |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("the guard's tables lack %q", want)
+		}
+	}
+}
+
+// A ratio between two builds is the median of the rounds' ratios, with
+// their range: a round whose load slowed one build's turn moves its own
+// ratio only.
+func TestRatioOf(t *testing.T) {
+	sc := func(cpu float64, rounds ...float64) *scenarioResult {
+		return &scenarioResult{CPUUs: cpu, CPUUsRounds: rounds}
+	}
+	for _, tc := range []struct {
+		name string
+		a, b *scenarioResult
+		want string
+		ok   bool
+	}{
+		{"round by round", sc(20, 10, 20, 30, 40), sc(10, 10, 10, 10, 10), "**2.50×** (1.00–4.00 over 4 rounds)", true},
+		// The medians alone would give 30 ÷ 20 = 1.50×.
+		{"a slow round on each side", sc(30, 10, 30, 31), sc(20, 10, 40, 20), "**1.00×** (0.75–1.55 over 3 rounds)", true},
+		{"no rounds: the medians", sc(8), sc(10), "**0.80×**", true},
+		{"no baseline", sc(8), nil, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, ok := ratioOf(tc.a, tc.b)
+			if ok != tc.ok || ok && r.String() != tc.want {
+				t.Errorf("ratioOf = %s, %v; want %s, %v", r, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
+
+// withPeer adds the peer to r: admitted at admitted µs, denied at denied
+// µs, 1000 requests each answered with the given statuses.
+func withPeer(r benchResults, admitted, denied float64, admittedStatus, deniedStatus string) benchResults {
+	r.Modules["peer"] = &benchResult{Scenarios: map[string]*scenarioResult{
+		"admitted": {CPUUs: admitted, Statuses: map[string]int{admittedStatus: 1000}},
+		"denied":   {CPUUs: denied, Statuses: map[string]int{deniedStatus: 1000}},
+	}}
+	return r
+}
+
+// With the peer in the run, its goals compare our admitted request with
+// its admitted one, and our deny-cache denial with its denial; a peer
+// that did not answer its scenario as it must is not a measure.
+func TestGuardPeerGoals(t *testing.T) {
+	admitted, denied := "CPU per admitted request ≤ 0.15× the peer's", "CPU per denied request (deny cache) ≤ 0.12× the peer's"
+	for _, tc := range []struct {
+		name     string
+		r        benchResults
+		want     map[string]string // goal -> met
+		contains map[string]string // goal -> in its figure
+	}{
+		{"no peer", guardResult(8, 130, 3.5, 4.5, 4_500_000),
+			map[string]string{admitted: "not measured", denied: "not measured"},
+			map[string]string{admitted: "8.0 µs; the peer is not in this run (V8_BENCH_PEER unset"}},
+		// Ours: 8 µs admitted, 4 µs from the deny cache.
+		{"both met", withPeer(guardResult(8, 130, 3.5, 4.5, 4_500_000), 80, 40, "200", "429"),
+			map[string]string{admitted: "yes", denied: "yes"},
+			map[string]string{admitted: "**0.10×** (8.0 against 80.0 µs)", denied: "**0.10×** (4.0 against 40.0 µs)"}},
+		{"neither met", withPeer(guardResult(8, 130, 3.5, 4.5, 4_500_000), 40, 20, "200", "429"),
+			map[string]string{admitted: "no", denied: "no"},
+			map[string]string{admitted: "**0.20×**", denied: "**0.20×**"}},
+		{"the peer admitted what it should deny", withPeer(guardResult(8, 130, 3.5, 4.5, 4_500_000), 80, 40, "200", "200"),
+			map[string]string{admitted: "yes", denied: "not measured"},
+			map[string]string{denied: "the peer's denied requests were answered 200×1000, not all 429"}},
+		{"the peer denied what it should admit", withPeer(guardResult(8, 130, 3.5, 4.5, 4_500_000), 80, 40, "429", "429"),
+			map[string]string{admitted: "not measured", denied: "yes"},
+			map[string]string{admitted: "answered 429×1000, not all 200"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			goals := map[string]goal{}
+			for _, g := range guardGoals(tc.r) {
+				goals[g.what] = g
+			}
+			for what, met := range tc.want {
+				if g, ok := goals[what]; !ok || g.met != met {
+					t.Errorf("%s: %+v, want met %q", what, g, met)
+				}
+			}
+			for what, s := range tc.contains {
+				if !strings.Contains(goals[what].figure, s) {
+					t.Errorf("%s: figure %q lacks %q", what, goals[what].figure, s)
+				}
+			}
+		})
+	}
+}
+
+// The goals against 13bdab3 and the peer take the rounds' median ratio:
+// one slow round of ours does not decide them.
+func TestGuardGoalsRoundByRound(t *testing.T) {
+	r := withPeer(guardResult(8, 130, 3.5, 4.5, 4_500_000), 80, 40, "200", "429")
+	r.Modules["higress"].Scenarios["admitted"].CPUUsRounds = []float64{8, 16, 8}
+	r.Modules["higress@base"].Scenarios["admitted"].CPUUsRounds = []float64{10, 10, 10}
+	r.Modules["peer"].Scenarios["admitted"].CPUUsRounds = []float64{80, 80, 80}
+	for _, g := range guardGoals(r) {
+		switch g.what {
+		case "CPU per admitted request ≤ 0.8× 13bdab3's":
+			if g.met != "yes" || !strings.HasPrefix(g.figure, "**0.80×** (0.80–1.60 over 3 rounds)") {
+				t.Errorf("%+v: want met at 0.80× (0.80–1.60 over 3 rounds)", g)
+			}
+		case "CPU per admitted request ≤ 0.15× the peer's":
+			if g.met != "yes" || !strings.HasPrefix(g.figure, "**0.10×** (0.10–0.20 over 3 rounds)") {
+				t.Errorf("%+v: want met at 0.10× (0.10–0.20 over 3 rounds)", g)
+			}
 		}
 	}
 }

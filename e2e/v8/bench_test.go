@@ -17,14 +17,20 @@ import (
 
 // benchSpec is bench.mjs's input (see its header comment).
 type benchSpec struct {
-	Modules        []benchModule `json:"modules"`
-	Headers        [][2]string   `json:"headers"`
-	Requests       int           `json:"requests"`
-	Rounds         int           `json:"rounds"`
-	Warmup         int           `json:"warmup"`
-	MemoryRequests int           `json:"memory_requests"`
-	StartupVMs     int           `json:"startup_vms"`
-	StartupOnly    string        `json:"startup_only,omitempty"`
+	Modules  []benchModule `json:"modules"`
+	Headers  [][2]string   `json:"headers"`
+	Requests int           `json:"requests"`
+	Rounds   int           `json:"rounds"`
+	// Slice: the requests of one module's turn (Requests if 0): the
+	// modules take turns in slices until each has served Requests.
+	Slice int `json:"slice,omitempty"`
+	// Headline scenarios run HeadlineRounds rounds (at least Rounds).
+	Headline       []string `json:"headline,omitempty"`
+	HeadlineRounds int      `json:"headline_rounds,omitempty"`
+	Warmup         int      `json:"warmup"`
+	MemoryRequests int      `json:"memory_requests"`
+	StartupVMs     int      `json:"startup_vms"`
+	StartupOnly    string   `json:"startup_only,omitempty"`
 	// StartupRuns: fresh processes timing each module's start-up, the
 	// modules taking turns; the run of the median first VM is kept.
 	StartupRuns int `json:"-"`
@@ -64,9 +70,12 @@ type scanSpec struct {
 }
 
 type benchModule struct {
-	Name          string            `json:"name"`
-	Wasm          string            `json:"wasm"`
-	RedisABI      bool              `json:"redis_abi"`
+	Name     string `json:"name"`
+	Wasm     string `json:"wasm"`
+	RedisABI bool   `json:"redis_abi"`
+	// HigressWASI: the WASI of Higress's host (wasi.mjs), for a module
+	// whose Go runtime polls (the peer).
+	HigressWASI   bool              `json:"higress_wasi,omitempty"`
 	RedisClusters map[string]string `json:"redis_clusters,omitempty"`
 	HTTPClusters  map[string]string `json:"http_clusters,omitempty"`
 	Configs       map[string]string `json:"configs,omitempty"`
@@ -282,6 +291,10 @@ func runStartup(t testing.TB, s benchSpec, timeout time.Duration) startupResult 
 	return r.Startup
 }
 
+// benchSlice is a module's turn in BenchmarkV8: some 10 ms of an admitted
+// request's work, short beside the machine's changes of load.
+const benchSlice = 500
+
 var benchHeaders = [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "api.example.com"},
 	{":scheme", "https"}, {"user-agent", "bench/1.0"}, {"accept", "*/*"}, {"x-user", "alice"}}
 
@@ -374,12 +387,13 @@ func TestV8BenchScenarios(t *testing.T) {
 }
 
 // BenchmarkV8 is `make bench`'s V8 table: the no-op module and both builds
-// taking turns in one node process with Envoy's V8 flags. Run it with
+// (with $V8_BENCH_BASELINE's and $V8_BENCH_PEER's modules) taking turns
+// of benchSlice requests in one node process with Envoy's V8 flags. Run it with
 // -benchtime 1x; one iteration is the whole comparison (several minutes).
 func BenchmarkV8(b *testing.B) {
 	for range b.N {
-		r := runBench(b, benchSpec{Modules: baselineModules(benchModules(b)), Headers: benchHeaders,
-			Requests: 20_000, Rounds: 7, Warmup: 20_000, MemoryRequests: memoryRequests(b), StartupVMs: 3, StartupRuns: 5,
+		r := runBench(b, benchSpec{Modules: peerModules(baselineModules(benchModules(b))), Headers: benchHeaders,
+			Requests: 20_000, Rounds: 7, Slice: benchSlice, Headline: headlineScenarios, HeadlineRounds: headlineRounds, Warmup: 20_000, MemoryRequests: memoryRequests(b), StartupVMs: 3, StartupRuns: 5,
 			Streams: benchStreams, Scan: benchScan(1<<20, 10, 7, 5), Bodies: benchBodies}, 30*time.Minute)
 		printBench(os.Stdout, r)
 		printGuard(os.Stdout, r, os.Getenv("V8_BENCH_BASELINE"))

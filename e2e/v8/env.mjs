@@ -24,6 +24,9 @@ export const ABI_FUNCTIONS = {
   "0_1_0": ["get_configuration", "continue_request", "continue_response", "clear_route_cache"].map((f) => "proxy_" + f),
   "0_2_0": ["proxy_continue_stream", "proxy_close_stream"],
   "0_2_1": ["proxy_continue_stream", "proxy_close_stream", "proxy_get_log_level"],
+  // Higress's own SDK (higress-group/proxy-wasm-go-sdk, the peer's)
+  // exports 0.2.100; this host serves it 0.2.1's functions.
+  "0_2_100": ["proxy_continue_stream", "proxy_close_stream", "proxy_get_log_level"],
 };
 
 // Higress's Envoy build adds the Redis callout (higress-group/envoy,

@@ -5,7 +5,7 @@
 // failing the load. Every trap, restricted call or host error is recorded
 // in failures, and the driver exits non-zero.
 
-import { WASI_FUNCTIONS, wasiImports } from "./wasi.mjs";
+import { WASI_FUNCTIONS, HIGRESS_WASI_FUNCTIONS, higressWASI, wasiImports } from "./wasi.mjs";
 import { envImports, HOST_FUNCTIONS, ABI_FUNCTIONS, REDIS_FUNCTIONS } from "./env.mjs";
 
 // What _initialize may call (WasmBase::startVm).
@@ -21,8 +21,13 @@ const ALLOCATE_ALLOWED = new Set([
   "env.proxy_log", "wasi_snapshot_preview1.fd_write", "wasi_snapshot_preview1.clock_time_get",
 ]);
 
+// Higress's host lets both also poll (as proxy-wasm-cpp-host does from
+// 94091cd on): a Go runtime's garbage collection may poll in either.
+const HIGRESS_POLL = ["wasi_snapshot_preview1.poll_oneoff"];
+
 export class VM {
   // opts: { env: [[k, v]], redisABI: bool (Higress's Envoy build),
+  //         higressWASI: bool (Higress's host's WASI, see wasi.mjs),
   //         onLog(level, msg), onOutput(fd, line),
   //         post(task): run task after the VM call in progress, as Envoy's
   //         dispatcher runs what is posted to it (proxy_on_queue_ready) }
@@ -63,9 +68,14 @@ export class VM {
     this.memory = this.exports.memory;
   }
 
+  // allowing is an allow-list as this VM's host has it.
+  allowing(set) {
+    return this.opts.higressWASI ? new Set([...set, ...HIGRESS_POLL]) : set;
+  }
+
   abiVersion() {
     const names = WebAssembly.Module.exports(this.module).map((e) => e.name);
-    const v = ["proxy_abi_version_0_1_0", "proxy_abi_version_0_2_0", "proxy_abi_version_0_2_1"].find((n) => names.includes(n));
+    const v = ["proxy_abi_version_0_1_0", "proxy_abi_version_0_2_0", "proxy_abi_version_0_2_1", "proxy_abi_version_0_2_100"].find((n) => names.includes(n));
     if (!v) throw new Error("Missing or unknown Proxy-Wasm ABI version");
     return v.slice("proxy_abi_version_".length);
   }
@@ -74,7 +84,9 @@ export class VM {
   // check, and fails like V8::link when the module needs anything else.
   imports() {
     const offered = {
-      wasi_snapshot_preview1: pick(wasiImports(this, this.opts.env), WASI_FUNCTIONS),
+      wasi_snapshot_preview1: this.opts.higressWASI
+        ? pick(higressWASI(this, wasiImports(this, this.opts.env)), [...WASI_FUNCTIONS, ...HIGRESS_WASI_FUNCTIONS])
+        : pick(wasiImports(this, this.opts.env), WASI_FUNCTIONS),
       env: pick(envImports(this), [...HOST_FUNCTIONS, ...ABI_FUNCTIONS[this.abi],
         "pthread_equal", "emscripten_notify_memory_growth",
         ...(this.opts.redisABI ? REDIS_FUNCTIONS : [])]),
@@ -153,7 +165,7 @@ export class VM {
   // startMs holds the milliseconds each phase took.
   start(pluginConfig, vmConfig = "") {
     const t0 = performance.now();
-    this.restricted(INITIALIZE_ALLOWED, () => this.call("_initialize", 0));
+    this.restricted(this.allowing(INITIALIZE_ALLOWED), () => this.call("_initialize", 0));
     const t1 = performance.now();
     this.call("proxy_on_context_create", this.rootID, this.rootID, 0);
     this.buffers.set(6, Buffer.from(vmConfig));
@@ -213,7 +225,7 @@ export class VM {
   copyOut(bytes, ptrPtr, sizePtr) {
     let addr = 0;
     if (bytes.length > 0) {
-      addr = this.restricted(ALLOCATE_ALLOWED, () => this.call("proxy_on_memory_allocate", this.current, bytes.length)) >>> 0;
+      addr = this.restricted(this.allowing(ALLOCATE_ALLOWED), () => this.call("proxy_on_memory_allocate", this.current, bytes.length)) >>> 0;
       if (addr === 0) return false;
       this.write(addr, bytes);
     }

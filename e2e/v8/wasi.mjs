@@ -17,6 +17,25 @@ export const WASI_FUNCTIONS = [
   "fd_prestat_get", "fd_prestat_dir_name",
 ];
 
+// HIGRESS_WASI_FUNCTIONS: Higress's host (2.1.1 on, alibaba/higress PR
+// #2054) runs Go 1.24 modules whose runtime polls, such as Higress's own
+// plugins: its poll_oneoff returns at once with no events, and it links
+// path_filestat_get (which Go's os imports) as a stub, refused if called.
+// Offered only to a module run as on Higress's host (opts.higressWASI).
+export const HIGRESS_WASI_FUNCTIONS = ["path_filestat_get"];
+
+// higressWASI changes imports to Higress's host's.
+export function higressWASI(vm, imports) {
+  return {
+    ...imports,
+    poll_oneoff(_in, _out, _n, neventsPtr) {
+      vm.pollOneoffCalls++;
+      vm.setU32(neventsPtr, 0);
+      return SUCCESS;
+    },
+  };
+}
+
 // wasiImports returns the functions for module wasi_snapshot_preview1,
 // working on vm's memory. env is the VM's environment (Envoy's
 // vm_config.environment_variables), a list of [name, value].
@@ -98,6 +117,10 @@ export function wasiImports(vm, env) {
       throw new Error(`wasi proc_exit(${code}): the module exited`);
     },
     path_open: () => NOENT,
+    path_filestat_get() {
+      vm.hostError("wasi_unstable path_filestat_get");
+      return SUCCESS;
+    },
     fd_prestat_get: () => BADF,
     fd_prestat_dir_name: () => NOSYS,
   };
