@@ -6,6 +6,10 @@ import (
 	"slices"
 )
 
+// benchSlice is a module's turn in BenchmarkV8: some 10 ms of an admitted
+// request's work, short beside the machine's changes of load.
+const benchSlice = 500
+
 // cpuRatio is a build's CPU per request against another's in the same
 // run: the median of the rounds' ratios, whose two figures bench.mjs
 // measured in interleaved slices, and their range. Taking the ratio

@@ -193,50 +193,6 @@ func benchModules(t testing.TB) []benchModule {
 	return []benchModule{{Name: "no-op", Wasm: filepath.Join(dir, dist.Noop)}, higress("higress", higressWasm), stock("stock", stockWasm)}
 }
 
-// loadBaselineLibrary loads dir's library.lua, the baseline's Redis
-// Functions library, when its Lua differs from this tree's (its name
-// carries a digest of its code, so both are loaded side by side).
-func loadBaselineLibrary(t testing.TB, srv *redistest.Server, dir string) {
-	src, err := os.ReadFile(filepath.Join(dir, "library.lua"))
-	if err != nil {
-		return // the baseline shares this tree's library, or has none
-	}
-	if _, err := srv.Do("FUNCTION", "LOAD", string(src)); err != nil && !strings.Contains(err.Error(), "already exists") {
-		t.Fatalf("the baseline's library.lua: %v", err)
-	}
-}
-
-// baselineModules are the builds in $V8_BENCH_BASELINE, if set, to
-// compare with this tree's in the same run: "higress@base", "stock@base",
-// each when its file is there (and library.lua, its Redis Functions
-// library, when it differs from this tree's) (a stock build from before the Functions
-// library sends EVALSHA, which the bench's Webdis refuses: leave it out).
-// With them, "higress GOGC=100" shows the GC setting's CPU cost.
-func baselineModules(mods []benchModule) []benchModule {
-	gc := mods[1]
-	gc.Name, gc.Env = "higress GOGC=100", map[string]string{"GOGC": "100"}
-	gc.Configs = map[string]string{"admitted": strings.Replace(gc.Configs["admitted"], `"key_prefix":"`, `"key_prefix":"gc`, 1)}
-	mods = append(mods, gc)
-	dir := os.Getenv("V8_BENCH_BASELINE")
-	if dir == "" {
-		return mods
-	}
-	for _, m := range mods[1:3] {
-		m.Name += "@base"
-		m.Wasm = filepath.Join(dir, filepath.Base(m.Wasm))
-		if _, err := os.Stat(m.Wasm); err != nil {
-			continue
-		}
-		configs := map[string]string{} // no price table or body key: 13bdab3 predates them
-		for _, k := range []string{"admitted", "denied", "cached", "llm", "llm_exact", "llm_plain"} {
-			configs[k] = strings.Replace(m.Configs[k], `"key_prefix":"`, `"key_prefix":"base`, 1)
-		}
-		m.Configs = configs
-		mods = append(mods, m)
-	}
-	return mods
-}
-
 // runBench runs bench.mjs in node with Envoy's V8 flags.
 func runBench(t testing.TB, s benchSpec, timeout time.Duration) benchResults {
 	t.Helper()
@@ -290,10 +246,6 @@ func runStartup(t testing.TB, s benchSpec, timeout time.Duration) startupResult 
 	}
 	return r.Startup
 }
-
-// benchSlice is a module's turn in BenchmarkV8: some 10 ms of an admitted
-// request's work, short beside the machine's changes of load.
-const benchSlice = 500
 
 var benchHeaders = [][2]string{{":method", "GET"}, {":path", "/api/orders"}, {":authority", "api.example.com"},
 	{":scheme", "https"}, {"user-agent", "bench/1.0"}, {"accept", "*/*"}, {"x-user", "alice"}}
