@@ -206,3 +206,25 @@ func TestGuardGoalsRoundByRound(t *testing.T) {
 		}
 	}
 }
+
+// Without $V8_BENCH_PEER the bench has no peer; with it, the peer runs as
+// on Higress (its Redis callout through its config's cluster, mapped to
+// our Redis, and Higress's WASI), admitted and denied only.
+func TestPeerModules(t *testing.T) {
+	mods := []benchModule{{Name: "no-op"}, {Name: "higress", RedisClusters: map[string]string{"redis": "127.0.0.1:6379"}}}
+	t.Setenv("V8_BENCH_PEER", "")
+	if got := peerModules(mods); len(got) != 2 {
+		t.Fatalf("V8_BENCH_PEER unset: %d modules, want 2", len(got))
+	}
+	t.Setenv("V8_BENCH_PEER", "/tmp/peer.wasm")
+	got := peerModules(mods)
+	if len(got) != 3 {
+		t.Fatalf("V8_BENCH_PEER set: %d modules, want 3", len(got))
+	}
+	p := got[2]
+	if p.Name != "peer" || p.Wasm != "/tmp/peer.wasm" || !p.RedisABI || !p.HigressWASI ||
+		p.RedisClusters["outbound|6379||redis.static"] != "127.0.0.1:6379" || len(p.Configs) != 2 ||
+		!strings.Contains(p.Configs["admitted"], `"query_per_hour":100000000`) || !strings.Contains(p.Configs["denied"], `"query_per_hour":1}`) {
+		t.Errorf("the peer: %+v", p)
+	}
+}
