@@ -74,8 +74,11 @@ func (w *argWriter) head(inv Invoke, op Op, args, numkeys int) {
 
 func (w *argWriter) start(n int) {
 	if w.f == RESP {
-		w.dst = append(w.dst, '$')
-		w.dst = strconv.AppendInt(w.dst, int64(n), 10)
+		if n < 100 { // most arguments: no strconv
+			w.dst = appendSmall(append(w.dst, '$'), n)
+		} else {
+			w.dst = strconv.AppendInt(append(w.dst, '$'), int64(n), 10)
+		}
 		w.dst = append(w.dst, '\r', '\n')
 	} else if w.count > 0 {
 		w.dst = append(w.dst, '/')
@@ -115,11 +118,29 @@ func (w *argWriter) limit(l *Limit) {
 
 // int writes a decimal, which needs no encoding in either framing.
 func (w *argWriter) int(v int64) {
+	if 0 <= v && v < 100 { // costs, counts: no strconv
+		digits := 1
+		if v >= 10 {
+			digits = 2
+		}
+		w.start(digits)
+		w.dst = appendSmall(w.dst, int(v))
+		w.end()
+		return
+	}
 	var buf [20]byte
 	digits := strconv.AppendInt(buf[:0], v, 10)
 	w.start(len(digits))
 	w.dst = append(w.dst, digits...)
 	w.end()
+}
+
+// appendSmall appends n, 0 <= n < 100, in decimal.
+func appendSmall(dst []byte, n int) []byte {
+	if n >= 10 {
+		dst = append(dst, byte('0'+n/10))
+	}
+	return append(dst, byte('0'+n%10))
 }
 
 func appendPercentEncoded(dst []byte, s string) []byte {

@@ -50,19 +50,29 @@ func (s *Stream) appendRateLimitHeaders(h [][2]string, v *verdict, policy string
 	if !r.Allowed {
 		t = r.RetryAfter
 	}
-	secs := strconv.FormatInt(headerparts.CeilSeconds(t), 10)
-	remaining := strconv.FormatInt(r.Remaining, 10)
-	if style == config.HeadersDraft10 || style == config.HeadersBoth {
-		if policy == "" {
-			policy = s.policyHeader(v)
-		}
-		h = append(h, [2]string{"ratelimit-policy", policy},
-			[2]string{"ratelimit", s.pol.limitName(v) + ";r=" + remaining + ";t=" + secs})
+	secs := headerparts.CeilSeconds(t)
+	if style == config.HeadersLegacy {
+		return append(h, [2]string{"x-ratelimit-limit", s.pol.limitQuota(v)},
+			[2]string{"x-ratelimit-remaining", strconv.FormatInt(r.Remaining, 10)},
+			[2]string{"x-ratelimit-reset", strconv.FormatInt(secs, 10)})
 	}
-	if style == config.HeadersLegacy || style == config.HeadersBoth {
+	// One string, "<name>;r=<remaining>;t=<seconds>", holds every value
+	// that changes per request.
+	name := s.pol.limitName(v)
+	var buf [96]byte
+	b := append(append(buf[:0], name...), ";r="...)
+	b = strconv.AppendInt(b, r.Remaining, 10)
+	atT := len(b)
+	b = strconv.AppendInt(append(b, ";t="...), secs, 10)
+	value := string(b)
+	if policy == "" {
+		policy = s.policyHeader(v)
+	}
+	h = append(h, [2]string{"ratelimit-policy", policy}, [2]string{"ratelimit", value})
+	if style == config.HeadersBoth {
 		h = append(h, [2]string{"x-ratelimit-limit", s.pol.limitQuota(v)},
-			[2]string{"x-ratelimit-remaining", remaining},
-			[2]string{"x-ratelimit-reset", secs})
+			[2]string{"x-ratelimit-remaining", value[len(name)+3 : atT]},
+			[2]string{"x-ratelimit-reset", value[atT+3:]})
 	}
 	return h
 }
