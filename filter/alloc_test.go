@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
@@ -29,7 +30,9 @@ func replyOf(ints ...int64) []byte {
 
 // A plain rule's admitted request allocates twice natively: the call's
 // keys as one string (call.seal) and the RateLimit header's value; a
-// request the deny cache answers allocates nothing. Every allocation costs
+// request the deny cache answers allocates nothing; one Redis denies,
+// with the deny cache off, five times: the keys, the reply's headers, the
+// RateLimit header's value, the Retry-After value and the body. Every allocation costs
 // far more in wasm than natively; these counts do not depend on the
 // machine.
 func TestPlainRequestAllocs(t *testing.T) {
@@ -64,6 +67,25 @@ func TestPlainRequestAllocs(t *testing.T) {
 	if s.replied-replied != 101 || h.id != calls {
 		t.Fatalf("%d local replies and %d calls for 101 cached denials", s.replied-replied, h.id-calls)
 	}
+	p, replied = deniedByRedis(t, h), s.replied
+	if got := testing.AllocsPerRun(100, func() { request(deniedLong) }); got > 5 {
+		t.Errorf("denied by Redis: %.1f allocations per request, want at most 5", got)
+	}
+	if s.replied-replied != 101 {
+		t.Fatalf("%d local replies for 101 denials", s.replied-replied)
+	}
+}
+
+// deniedLong denies allocConfig's hourly limit for most of an hour.
+var deniedLong = replyOf(1700000000000000, -2, 1, 1000000, 999999, -1, 0, 0, 1, 0, 3500000000, 3600000000)
+
+// deniedByRedis is a plugin of allocConfig with the deny cache off.
+func deniedByRedis(tb testing.TB, h *benchHost) *Plugin {
+	cfg, err := config.Parse([]byte(strings.Replace(allocConfig, `"rules"`, `"deny_cache":{"max_keys":0},"rules"`, 1)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return NewPlugin(cfg, h)
 }
 
 // BenchmarkRequestPlain is TestPlainRequestAllocs's admitted request: the
@@ -89,5 +111,23 @@ func BenchmarkRequestPlain(b *testing.B) {
 	}
 	if s.resumed == 0 || s.headers != 2*s.resumed {
 		b.Fatalf("%d resumed, %d response headers", s.resumed, s.headers)
+	}
+}
+
+// BenchmarkRequestDenied is a request of the plain rule that Redis denies,
+// with the deny cache off: the local reply is rendered each time.
+func BenchmarkRequestDenied(b *testing.B) {
+	h, s := &benchHost{}, &benchStream{}
+	p := deniedByRedis(b, h)
+	b.ReportAllocs()
+	for b.Loop() {
+		st := p.NewStream(s)
+		if st.OnRequestHeaderMap(allocHeaders) == Pause {
+			p.OnRedisReply(h.id, true, deniedLong)
+		}
+		st.OnDone()
+	}
+	if s.replied == 0 {
+		b.Fatal("no local reply")
 	}
 }

@@ -311,7 +311,9 @@ func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []by
 		status = refusalStatus(&cfg.Rules[v.rule])
 	}
 	limited := v.reason == reasonRateLimited
-	var headers [][2]string
+	// Retry-After, up to five rate-limit headers and Content-Type: one
+	// allocation, as for the body below.
+	headers := make([][2]string, 0, 7)
 	retry := time.Duration(-1)
 	switch {
 	case v.blocked:
@@ -326,15 +328,16 @@ func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []by
 		headers = s.appendRateLimitHeaders(headers, v, policy)
 	}
 	headers = append(headers, [2]string{"content-type", "application/json"})
-	body := []byte(`{"error":"` + v.reason.String() + `"`)
+	body := append(append(make([]byte, 0, 128), `{"error":"`...), v.reason.String()...)
+	body = append(body, '"')
 	if v.rule >= 0 {
-		body = append(body, `,"rule":"`+cfg.Rules[v.rule].Name+`"`...)
+		body = append(append(append(body, `,"rule":"`...), cfg.Rules[v.rule].Name...), '"')
 	}
 	if v.limit >= 0 && limited {
-		body = append(body, `,"limit":`+s.pol.limitName(v)...)
+		body = append(append(body, `,"limit":`...), s.pol.limitName(v)...)
 	}
 	if v.reason == reasonUnreadableBody {
-		body = append(body, `,"reason":"`+v.body.String()+`"`...)
+		body = append(append(append(body, `,"reason":"`...), v.body.String()...), '"')
 	}
 	if s.refusal(v) {
 		body = s.appendRefusal(body, v)
