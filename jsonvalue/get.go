@@ -41,11 +41,7 @@ func Get(json, path string) Value {
 			if !ok {
 				return Value{}
 			}
-			key := json[i+1 : end-1]
-			if esc {
-				key = unescape(key)
-			}
-			want = key == l.name
+			want = keyIs(json[i+1:end-1], esc, l.name)
 			for i = end; i < len(json) && !startsValue(json[i]); i++ {
 			}
 			if i == len(json) {
@@ -165,6 +161,18 @@ func Escape(name string) string {
 func plain(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' ||
 		c <= ' ' || c > '~' || c == '_' || c == '-' || c == ':'
+}
+
+// keyIs reports whether a key, its text between quotes raw (esc set when
+// it holds a '\'), is name: unescaped on the stack and only as far as
+// name's length, as escaped keys in a response are not worth an
+// allocation each (a name longer than 63 bytes may take one).
+func keyIs(raw string, esc bool, name string) bool {
+	if !esc || len(raw) < len(name) { // unescaping never lengthens
+		return raw == name
+	}
+	var buf [64]byte
+	return string(appendUnescaped(buf[:0], raw, len(name))) == name
 }
 
 // level is where Get's walk is: in an object or array, at one name of the

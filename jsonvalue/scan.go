@@ -185,20 +185,23 @@ func valueEnd(s string, i int) (end int, ok bool) {
 
 // unescape is the text of a string's inside: the escapes decoded, and cut
 // short at a control byte or a broken escape; a lone surrogate becomes
-// U+FFFD.
-func unescape(s string) string {
-	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
+// U+FFFD. It is never longer than s.
+func unescape(s string) string { return string(appendUnescaped(make([]byte, 0, len(s)), s, len(s))) }
+
+// appendUnescaped appends unescape's text of s to out, stopping once out
+// is longer than max.
+func appendUnescaped(out []byte, s string, max int) []byte {
+	for i := 0; i < len(s) && len(out) <= max; i++ {
 		c := s[i]
 		switch {
 		case c < ' ':
-			return string(out)
+			return out
 		case c != '\\':
 			out = append(out, c)
 			continue
 		}
 		if i++; i >= len(s) {
-			return string(out)
+			return out
 		}
 		switch s[i] {
 		case '"', '\\', '/':
@@ -215,7 +218,7 @@ func unescape(s string) string {
 			out = append(out, '\t')
 		case 'u':
 			if i+5 > len(s) {
-				return string(out)
+				return out
 			}
 			r := hex4(s[i+1 : i+5])
 			i += 4
@@ -225,17 +228,26 @@ func unescape(s string) string {
 			}
 			out = utf8.AppendRune(out, r)
 		default:
-			return string(out)
+			return out
 		}
 	}
-	return string(out)
+	return out
 }
 
 // hex4 reads four hex digits; anything else reads as 0, as gjson read it.
 func hex4(s string) rune {
-	n, err := strconv.ParseUint(s, 16, 64)
-	if err != nil {
-		return 0
+	var r rune
+	for i := 0; i < 4; i++ {
+		switch c := s[i]; {
+		case c >= '0' && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0
+		}
 	}
-	return rune(n)
+	return r
 }

@@ -2,6 +2,7 @@ package jsonvalue
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -148,6 +149,16 @@ func TestGetBounded(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { Get(doc, "usage.completion_tokens") }); n != 0 {
 		t.Errorf("Get allocates %v times", n)
 	}
+	// Escaped keys, passed over or matched, are compared on the stack.
+	esc := `{"\u0061b":1,"x\"y\n":2,"` + strings.Repeat(`\/`, 100) + `":3,"\uZZ12":5,"\u0075sage":{"n":4}}`
+	for path, want := range map[string]string{"usage.n": "4", `x"y` + "\n": "2", "ab": "1"} {
+		if v := Get(esc, path); v.Raw != want {
+			t.Errorf("Get(%s, %q) = %q, want %s", esc, path, v.Raw, want)
+		}
+		if n := testing.AllocsPerRun(100, func() { Get(esc, path) }); n != 0 {
+			t.Errorf("Get(%s, %q) allocates %v times", esc, path, n)
+		}
+	}
 }
 
 // BenchmarkGet reads a usage field past a choices array, as package usage
@@ -158,6 +169,25 @@ func BenchmarkGet(b *testing.B) {
 	for b.Loop() {
 		if Get(doc, "usage.completion_tokens").Num != 30 {
 			b.Fatal("misread")
+		}
+	}
+}
+
+// hex4 reads what strconv.ParseUint(s, 16, 64) reads, which gjson used,
+// without its error's allocation.
+func TestHex4(t *testing.T) {
+	const alphabet = "09afAFgG+-_x \x00\"\\"
+	s := make([]byte, 4)
+	for n := 0; n < len(alphabet)*len(alphabet)*len(alphabet)*len(alphabet); n++ {
+		for i, m := 0, n; i < 4; i, m = i+1, m/len(alphabet) {
+			s[i] = alphabet[m%len(alphabet)]
+		}
+		want, err := strconv.ParseUint(string(s), 16, 64)
+		if err != nil {
+			want = 0
+		}
+		if got := hex4(string(s)); got != rune(want) {
+			t.Fatalf("hex4(%q) = %d, want %d", s, got, want)
 		}
 	}
 }
