@@ -7,9 +7,10 @@ import (
 	"testing"
 )
 
-// genKeys are the names generated documents use, escapes and dots among
+// genKeys are the names generated documents use, escapes, dots and
+// gjson's operators (literal in a claim's escaped path) among
 // them, so that paths built from them find something.
-var genKeys = []string{"a", "b", "usage", "total_tokens", "0", "1", "a.b", `q"t`, `b\s`, "é", `\u0061`, "", " a"}
+var genKeys = []string{"a", "b", "usage", "total_tokens", "0", "1", "a.b", `q"t`, `b\s`, "é", `\u0061`, "", " a", "#", "a*", "@", "x|y", "!"}
 
 // genValue writes a random JSON value, at most depth deep, as an upstream
 // might: spaces, duplicate keys, escapes, numbers of every form.
