@@ -149,6 +149,14 @@ var seeds = []struct{ doc, path string }{
 	{`{"@this":{"#":[{"a":1}]},"x":[{"#":2}]}`, "@this.#.0.a"},
 	{`{"@this":{"#":[{"a":1}]},"x":[{"#":2}]}`, "x.#.#"},
 	{`{"https://example.com/roles":["admin"],"a":{"b*":1}}`, "https://example"},
+	{`{"a":"x\`, "a"},
+	{`{"a\`, "a"},
+	{`{"\u12":1,"\uZZZZ":2,"\u00e9\ud800":3,"\udc00\ud800\u0041":4}`, "\x00"},
+	{`{"a":"\ud83d\ude0","b":"\ud83d\u","c":"\ud83d\uDE00x","d":"\u+123\u_123"}`, "c"},
+	{`{"a":1e999999999999,"b":-1e-999999,"c":123456789012345678901234567890123456789,"d":0x10,"e":+1,"f":.5}`, "c"},
+	{`{"a":` + strings.Repeat(`{"a":`, 300) + `1` + strings.Repeat(`}`, 300) + `}`, strings.Repeat("a.", 300) + "a"},
+	{`{"a":"` + strings.Repeat(`\\`, 40) + `\"x","b":"` + strings.Repeat("y", 70) + `\\","c":1}`, "c"},
+	{strings.Repeat(`[`, 100) + `"` + strings.Repeat(`\"`, 50), "0.0.0"},
 }
 
 func TestAgainstGjson(t *testing.T) {

@@ -2,6 +2,7 @@ package gjsondiff
 
 import (
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,5 +86,41 @@ func TestAgainstGjsonGenerated(t *testing.T) {
 		for range 4 {
 			compare(t, doc, genPath(r))
 		}
+	}
+}
+
+// TestAgainstGjsonMutated compares the readers on generated documents cut,
+// changed and spliced with JSON's bytes and long runs of '\' and '"', as
+// an upstream's truncated or hostile reply might be.
+func TestAgainstGjsonMutated(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 9))
+	const bytesIn = "\"\\{}[](),:. nu01-+eEiIN\x00\x1fa\xff"
+	for range 50000 {
+		var b strings.Builder
+		genValue(r, &b, 4)
+		doc := []byte(b.String())
+		for range 1 + r.IntN(3) {
+			if len(doc) == 0 {
+				break
+			}
+			i := r.IntN(len(doc))
+			switch r.IntN(5) {
+			case 0:
+				doc = doc[:i]
+			case 1:
+				doc[i] = bytesIn[r.IntN(len(bytesIn))]
+			case 2:
+				doc = slices.Insert(doc, i, bytesIn[r.IntN(len(bytesIn))])
+			case 3:
+				doc = slices.Delete(doc, i, i+1)
+			case 4:
+				run := make([]byte, r.IntN(100))
+				for j := range run {
+					run[j] = `\\\"x{`[r.IntN(5)]
+				}
+				doc = slices.Insert(doc, i, run...)
+			}
+		}
+		compare(t, string(doc), genPath(r))
 	}
 }
