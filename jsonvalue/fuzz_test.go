@@ -17,6 +17,10 @@ func FuzzRead(f *testing.F) {
 		{`{"a":(]}`, "a"},
 		{`{"\"":nan}`, `"`},
 		{`  [1, -2e5 ,"s"] `, `2`},
+		{`{"a\`, `a\`},
+		{`{"\uZZ12":1,"\ud800\u12":"\udc00\ud800x"}`, "\x00"},
+		{`{"a":1e999999,"b":123456789012345678901234567890}`, "b"},
+		{`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[`, "0.0.0.0.0"},
 	} {
 		f.Add(s[0], s[1])
 	}
@@ -34,6 +38,24 @@ func FuzzRead(f *testing.F) {
 			})
 			_, _ = v.Array(), v.Map()
 			_ = v.Get(path)
+		}
+	})
+}
+
+// FuzzKeyIs checks that Get's comparison of an escaped key with a name,
+// which unescapes only as far as the name, says what unescape says.
+func FuzzKeyIs(f *testing.F) {
+	f.Add(`\u0061b`, "ab")
+	f.Add(`\ud83d\ude00`, "\U0001F600")
+	f.Add(`x\"y`, `x"y`)
+	f.Add(`\uZZZZ`, "\x00")
+	f.Add(`ab\`, "ab")
+	f.Fuzz(func(t *testing.T, raw, name string) {
+		if got, want := keyIs(raw, true, name), unescape(raw) == name; got != want {
+			t.Fatalf("keyIs(%q, %q) = %v, unescape gives %q", raw, name, got, unescape(raw))
+		}
+		if keyIs(raw, false, name) != (raw == name) {
+			t.Fatalf("keyIs(%q, %q) unescaped", raw, name)
 		}
 	})
 }
