@@ -4,9 +4,9 @@
 // usage or json setting names the fields (Preset, Paths); a Scanner, one
 // per rule and response and recycled, reads them with bounded memory and,
 // in steady state, no allocation. Untrusted bodies are checked by package
-// jsonbound, without recursion, before package jsonvalue reads them. A field whose
-// value is not a count (number.go) makes the whole usage missing; in a
-// stream, each field's largest value counts. A preset also reads the model
+// jsonbound, without recursion, before package jsonvalue reads them. A
+// field whose value is not a count (number.go) makes the whole usage
+// missing; in a stream, each field's largest value counts. A preset also reads the model
 // and the service tier the response names (presets.go).
 package usage
 
@@ -47,8 +47,9 @@ type Fields struct {
 	split bool
 }
 
-// Paths returns fields at the given paths (jsonvalue.Get's) (at most 16), the same in
-// a JSON body and in each event of a stream, all summed. It keeps paths.
+// Paths returns fields at the given paths (at most 16, as jsonvalue.Get
+// reads them), the same in a JSON body and in each event of a stream, all
+// summed. It keeps paths.
 func Paths(paths []string) *Fields {
 	return &Fields{json: paths, sse: paths, slots: len(paths), counted: 1<<len(paths) - 1}
 }
