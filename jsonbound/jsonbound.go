@@ -1,8 +1,9 @@
 // Package jsonbound checks that bytes are one JSON text (RFC 8259) that
 // is safe to read: nested at most MaxDepth deep and at most MaxSize long.
 // It reads the input once, without recursion and without allocating: the
-// containers open at any point fit in one 64-bit word. Check's refusal says where, by line and column, and
-// what was wrong: that is worked out only once the input is refused.
+// containers open at any point fit in one 64-bit word. Check's refusal
+// says where, by line and column, and what was wrong: that is worked out
+// only once the input is refused.
 //
 // ReadBody and Lookup (body.go, lookup.go) read a request body as the
 // upstream's parser will: the last of duplicate keys, a UTF-8 BOM
