@@ -34,6 +34,8 @@ func TestSprintfAsFmt(t *testing.T) {
 		{"%q %s", []any{[]byte("x\ny"), []byte("raw")}},
 		{"%v %d", []any{[]int64{1, -2, 3}, []int64{}}},
 		{"%v", []any{nil}},
+		{"%s %q %d %w", []any{error(nil), error(nil), nil, nil}},
+		{"%v %v %v", []any{math.Inf(1), math.NaN(), 1e6}},
 		{"trailing %", nil},
 	} {
 		if got, want := Sprintf(c.format, c.args...), fmt.Sprintf(c.format, c.args...); got != want {
@@ -69,6 +71,10 @@ func TestErrorfWraps(t *testing.T) {
 	two := Errorf("%w; %w", io.EOF, io.ErrClosedPipe)
 	if !errors.Is(two, io.EOF) || !errors.Is(two, io.ErrClosedPipe) || two.Error() != "EOF; io: read/write on closed pipe" {
 		t.Errorf("two wrapped: %q", two)
+	}
+	var none error
+	if got, want := Errorf("x: %w", none).Error(), fmt.Errorf("x: %w", none).Error(); got != want {
+		t.Errorf("a nil %%w: %q, fmt gives %q", got, want)
 	}
 	plain := Errorf("no %s", "wrap")
 	if errors.Unwrap(plain) != nil || plain.Error() != "no wrap" {

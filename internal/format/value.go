@@ -9,13 +9,15 @@ import (
 // package knows; an error or a Stringer prints as its text, as fmt's %v,
 // %s and %q do, but not its %d.
 func appendValue(b []byte, verb byte, arg any) []byte {
+	if arg == nil { // a nil error, say: fmt prints "<nil>", or "%!s(<nil>)"
+		if verb == 'v' {
+			return append(b, "<nil>"...)
+		}
+		return append(append(append(b, "%!"...), verb), "(<nil>)"...)
+	}
 	switch verb {
 	case 'v', 's', 'q', 'w':
 		switch v := arg.(type) {
-		case nil:
-			if verb == 'v' {
-				return append(b, "<nil>"...)
-			}
 		case string:
 			return appendText(b, verb, v)
 		case []byte:
