@@ -20,9 +20,9 @@ type cpuRatio struct {
 	rounds         int
 }
 
-// ratioOf is a's CPU ÷ b's, round by round; without rounds (or with
-// fewer in b), the ratio of the two medians. ok is false when b has no
-// figure.
+// ratioOf is a's CPU ÷ b's, round by round over the rounds both have;
+// without rounds on either side, the ratio of the two medians. ok is
+// false when b has no figure.
 func ratioOf(a, b *scenarioResult) (r cpuRatio, ok bool) {
 	if a == nil || b == nil || b.CPUUs <= 0 {
 		return cpuRatio{}, false
