@@ -15,13 +15,13 @@ import (
 // message. On a host error they panic as the SDK's do, with its message.
 
 //go:wasmimport env proxy_define_metric
-func proxyDefineMetric(metricType int32, name *byte, nameLen int32, id *uint32) int32
+func proxyDefineMetric(metricType uint32, name *byte, nameLen int32, id *uint32) uint32
 
 //go:wasmimport env proxy_increment_metric
-func proxyIncrementMetric(id uint32, offset int64) int32
+func proxyIncrementMetric(id uint32, offset int64) uint32
 
 //go:wasmimport env proxy_record_metric
-func proxyRecordMetric(id uint32, value uint64) int32
+func proxyRecordMetric(id uint32, value uint64) uint32
 
 // The metric types of the ABI (proxy_define_metric).
 const (
@@ -38,7 +38,7 @@ type (
 
 // defineMetric defines a metric; prefix starts the SDK's panic message,
 // which differs by kind.
-func defineMetric(kind int32, name, prefix string) uint32 {
+func defineMetric(kind uint32, name, prefix string) uint32 {
 	var id uint32
 	var p *byte
 	if name != "" {
@@ -80,8 +80,9 @@ func (m gaugeMetric) Add(offset int64) {
 	}
 }
 
-// statusError is the SDK's error for a host call's status.
-func statusError(s int32) error {
+// statusError is the SDK's error for a host call's status (an unsigned
+// number, as the SDK reads it).
+func statusError(s uint32) error {
 	switch s {
 	case 1:
 		return types.ErrorStatusNotFound
@@ -96,5 +97,5 @@ func statusError(s int32) error {
 	case 12:
 		return types.ErrorUnimplemented
 	}
-	return errors.New("unknown status code: " + strconv.Itoa(int(s)))
+	return errors.New("unknown status code: " + strconv.FormatUint(uint64(s), 10))
 }
