@@ -58,7 +58,9 @@
 
 import { readFileSync } from "node:fs";
 import { VM } from "./vm.mjs";
-import { RedisCluster, httpCallout, closeCallouts } from "./callouts.mjs";
+import { closeCallouts } from "./callouts.mjs";
+import { Transport } from "./transport.mjs";
+import { streamResponse } from "./sse.mjs";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "held", "llm", "llm_exact", "llm_priced", "body_key"];
@@ -73,71 +75,6 @@ const say = (line) => process.stderr.write(line + "\n");
 // requestOf is a scenario's request: { headers, body (a Buffer, or none) }.
 const BODIES = Object.fromEntries(Object.entries(spec.bodies ?? {}).map(([sc, r]) => [sc, { headers: r.headers, body: Buffer.from(r.body) }]));
 const requestOf = (scenario) => BODIES[scenario] ?? { headers: spec.headers };
-
-// Transport answers the module's calls: from the real servers while
-// recording, then from the recorded reply of the call's phase ("decide"
-// during the request, "settle" during the response), queued until the
-// callback in progress returns (as a real proxy answers in a later event).
-// What the VM posts (proxy_on_queue_ready) waits in the same queue.
-class Transport {
-  constructor(m) {
-    this.real = Object.fromEntries(Object.entries(m.redis_clusters ?? {}).map(([n, a]) => [n, new RedisCluster(a)]));
-    this.recording = true;
-    this.phase = "decide";
-    this.replies = {}; // phase -> the phase's last reply: { redis: Buffer } or { http: response }
-    this.queue = [];
-    this.inFlight = 0;
-    this.settled = null; // resolves when a recorded call completes
-    this.calls = 0;
-    const self = this;
-    const recorded = () => {
-      const r = self.replies[self.phase];
-      if (!r) throw new Error(`a ${self.phase} call, but no ${self.phase} reply was recorded`);
-      return r;
-    };
-    this.redisClusters = Object.fromEntries(Object.keys(this.real).map((name) => [name, {
-      init: (...a) => self.real[name].init(...a),
-      call(query, done) {
-        self.calls++;
-        if (!self.recording) {
-          const r = recorded();
-          return self.queue.push(() => done(null, r.redis));
-        }
-        const phase = self.phase;
-        self.inFlight++;
-        self.real[name].call(query, (err, reply) => {
-          self.inFlight--;
-          if (reply) self.replies[phase] = { redis: reply };
-          done(err, reply);
-          self.settled?.();
-        });
-      },
-    }]));
-    this.httpCall = (addr, headers, body, timeoutMs, done) => {
-      self.calls++;
-      if (!self.recording) {
-        const r = recorded();
-        return self.queue.push(() => done(r.http));
-      }
-      const phase = self.phase;
-      self.inFlight++;
-      httpCallout(addr, headers, body, timeoutMs, (res) => {
-        self.inFlight--;
-        if (res) self.replies[phase] = { http: res };
-        done(res);
-        self.settled?.();
-      });
-    };
-  }
-
-  drain() {
-    while (this.queue.length) this.queue.shift()();
-  }
-
-  close() {
-    for (const c of Object.values(this.real)) c.close();
-  }
-}
 
 function newVM(module, m, transport, timing = false) {
   return new VM(module, {
@@ -154,41 +91,6 @@ function newVM(module, m, transport, timing = false) {
 }
 
 const vm_call = (vm, name, ...args) => vm.call(name, vm.rootID, ...args);
-
-// sseStream is a chat completion streamed as OpenAI sends it with
-// stream_options.include_usage: a chunk event per token (~230 bytes), the
-// finish event, the usage event (choices empty) and [DONE]. It has `events`
-// token events, or as many as make it at least `bytes` long.
-function sseStream({ events = Infinity, bytes = 0, prompt_tokens, completion_tokens }) {
-  const head = '{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk","created":1741570283,' +
-    '"model":"gpt-4o-2024-08-06","service_tier":"default","system_fingerprint":"fp_eb9dce56a8","choices":[';
-  const words = [" The", " quick", " brown", " fox", " jumps", " over", " the", " lazy", " dog", ",", " and", " then", " it", " rests", "."];
-  const ev = (choices, usage = "null") => `data: ${head}${choices}],"usage":${usage}}\n\n`;
-  const usage = JSON.stringify({
-    prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens,
-    prompt_tokens_details: { cached_tokens: 0, audio_tokens: 0 },
-    completion_tokens_details: { reasoning_tokens: 0, audio_tokens: 0, accepted_prediction_tokens: 0, rejected_prediction_tokens: 0 },
-  });
-  const tail = ev('{"index":0,"delta":{},"logprobs":null,"finish_reason":"stop"}') + ev("", usage) + "data: [DONE]\n\n";
-  const parts = [ev('{"index":0,"delta":{"role":"assistant","content":"","refusal":null},"logprobs":null,"finish_reason":null}')];
-  let size = parts[0].length + tail.length;
-  for (let i = 0; bytes > 0 ? size < bytes : i < events; i++) {
-    const e = ev(`{"index":0,"delta":{"content":${JSON.stringify(words[i % words.length])}},"logprobs":null,"finish_reason":null}`);
-    parts.push(e);
-    size += e.length;
-  }
-  parts.push(tail);
-  return Buffer.from(parts.join(""));
-}
-
-// response is what an admitted request of a scenario gets: its headers
-// and body chunks (views of one buffer), or null for headers only.
-function streamResponse(def, chunk) {
-  const body = sseStream(def);
-  const chunks = [];
-  for (let i = 0; i < body.length; i += chunk) chunks.push(body.subarray(i, Math.min(body.length, i + chunk)));
-  return { headers: [[":status", "200"], ["content-type", "text/event-stream"]], chunks, bytes: body.length };
-}
 
 const RESPONSES = Object.fromEntries(Object.entries(STREAMS).map(([sc, def]) => [sc, streamResponse(def, def.chunk)]));
 

@@ -5,7 +5,8 @@
 // redis-server (Higress's Redis callout) or a real Webdis (HTTP callouts).
 // The tests fail on any trap, missing import, restricted call or Go runtime
 // throw. They need node on PATH (Debian's nodejs; .ci/run installs it).
-// BenchmarkV8 (bench.mjs) measures the builds beside a no-op module, the
-// baseline release and, when built (make peer), Higress's own rate-limit
-// plugin, and judges issue 31's goals (the guard).
+// BenchmarkV8 (bench.mjs, answering callouts from recorded replies in
+// transport.mjs and streaming responses from sse.mjs) measures the builds
+// beside a no-op module, the baseline release and, when built (make peer),
+// Higress's own rate-limit plugin, and judges issue 31's goals (the guard).
 package v8
