@@ -16,8 +16,9 @@ import (
 
 // The token phase: one API key sends chat requests, some streamed, until
 // the "tokens" rule of config.json denies. Each request reserves its
-// x-max-tokens (300 without it) at admission; when the response ends, the
-// filter charges what its usage says instead, in one more script call.
+// x-max-tokens (300 without it) and its input, the body's bytes over 4, at
+// admission; when the response ends, the filter charges what its usage
+// says instead, in one more script call.
 
 const (
 	apiKey      = "team-a"
@@ -52,6 +53,7 @@ type chatResult struct {
 	body      string     // of a response other than 200
 	err       string
 	header    http.Header
+	bodyBytes int // the request body's size
 }
 
 func tokenPhase(url, redisAddr string) (tokenSummary, error) {
@@ -65,29 +67,32 @@ func tokenPhase(url, redisAddr string) (tokenSummary, error) {
 
 	fmt.Printf("\ntokens: API key %s sends chat requests, JSON and streamed (SSE), until rule %q (%d tokens a\n", apiKey, tokenRule, tokenLimit)
 	fmt.Printf("minute per x-api-key, next to %q: 10 requests a second) denies. Each request reserves its\n", requestRule)
-	fmt.Printf("x-max-tokens, or 300; when the response ends, the filter charges the usage it reported instead.\n")
+	fmt.Printf("x-max-tokens, or 300, plus its input (its body's bytes over 4, rounded up); when the response\n")
+	fmt.Printf("ends, the filter charges the usage it reported instead.\n")
 	fmt.Printf("RateLimit is what was left after the reservation; the last column is the key's sliding log in\n")
 	fmt.Printf("Redis once the response has settled.\n\n")
 	fmt.Printf("%-3s %-5s %-7s %-6s %-18s %-28s %s\n", "#", "body", "reserve", "status", "tokens used", "RateLimit", "in the window (Redis)")
 
 	var sum tokenSummary
 	for i, t := range turns {
-		reserve := int64(300)
+		output := int64(300)
 		if t.maxTokens > 0 {
-			reserve = t.maxTokens
+			output = t.maxTokens
 		}
 		kind := "json"
 		if t.stream {
 			kind = "sse"
 		}
 		r := chat(url, t)
+		input := int64(r.bodyBytes+3) / 4
+		reserve := fmt.Sprintf("%d+%d", output, input)
 		used := "-"
 		switch {
 		case r.status == http.StatusOK && r.usage != nil:
 			u := r.usage
 			used = fmt.Sprintf("%d+%d = %d", u.PromptTokens, u.CompletionTokens, u.PromptTokens+u.CompletionTokens)
 			sum.admitted++
-			sum.reserved += reserve
+			sum.reserved += output + input
 			sum.used += u.PromptTokens + u.CompletionTokens
 		case r.status == http.StatusOK:
 			used = "no usage"
@@ -112,7 +117,7 @@ func tokenPhase(url, redisAddr string) (tokenSummary, error) {
 		if r.err != "" {
 			status = r.err
 		}
-		fmt.Printf("%-3d %-5s %-7d %-6s %-18s %-28s %s\n", i+1, kind, reserve, status, used, r.rateLimit, window)
+		fmt.Printf("%-3d %-5s %-7s %-6s %-18s %-28s %s\n", i+1, kind, reserve, status, used, r.rateLimit, window)
 		sum.window = inLog
 		if r.status == http.StatusTooManyRequests {
 			fmt.Printf("\nrequest %d is denied until enough of the minute's tokens have left the window: %s\n", i+1, r.body)
@@ -155,10 +160,10 @@ func postChat(url, model string, t chatTurn, headers map[string]string) chatResu
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return chatResult{status: -1, err: err.Error()}
+		return chatResult{status: -1, err: err.Error(), bodyBytes: len(b)}
 	}
 	defer resp.Body.Close()
-	r := chatResult{status: resp.StatusCode, rateLimit: resp.Header.Get("RateLimit"), header: resp.Header}
+	r := chatResult{status: resp.StatusCode, rateLimit: resp.Header.Get("RateLimit"), header: resp.Header, bodyBytes: len(b)}
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
 		r.body = strings.TrimSpace(string(b))
