@@ -98,7 +98,7 @@ func TestFilterModuleNeedsOnlyTheSDK(t *testing.T) {
 // it): netip's package init makes unique handles, about 45 ms of a VM's
 // start-up in V8. Package filter/ipaddr reads addresses instead.
 func TestShippedModuleLeavesOutNetip(t *testing.T) {
-	deps := shippedDeps(t, "github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr")
+	deps := shippedDeps(t, "", "github.com/redisrate/envoy-redis-ratelimit/filter/ipaddr")
 	for _, pkg := range []string{"net/netip", "unique", "net/url"} {
 		if slices.Contains(deps, pkg) {
 			t.Errorf("the shipped module depends on %s", pkg)
@@ -110,7 +110,7 @@ func TestShippedModuleLeavesOutNetip(t *testing.T) {
 // zone's current rule: 25 KB, not 376 KB) or crypto/sha256, whose FIPS
 // 140 module took 157 KB (filter/keyspace computes its SHA-256).
 func TestShippedModuleLeavesOutZonesAndCrypto(t *testing.T) {
-	deps := shippedDeps(t, "github.com/redisrate/envoy-redis-ratelimit/algorithms")
+	deps := shippedDeps(t, "", "github.com/redisrate/envoy-redis-ratelimit/algorithms")
 	for _, pkg := range deps {
 		if pkg == "time/tzdata" || pkg == "crypto" || strings.HasPrefix(pkg, "crypto/") {
 			t.Errorf("the shipped module depends on %s", pkg)
@@ -118,11 +118,12 @@ func TestShippedModuleLeavesOutZonesAndCrypto(t *testing.T) {
 	}
 }
 
-// shippedDeps lists the packages the wasm module links, checking that
-// the list holds pkg (else it was not read right).
-func shippedDeps(t *testing.T, pkg string) []string {
+// shippedDeps lists the packages a build of the wasm module links (tags:
+// "" or "higress"), checking that the list holds pkg (else it was not
+// read right).
+func shippedDeps(t *testing.T, tags, pkg string) []string {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", ".")
+	cmd := exec.Command("go", "list", "-deps", "-tags", tags, ".")
 	cmd.Dir = ".."
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
 	out, err := cmd.CombinedOutput()

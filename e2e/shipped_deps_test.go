@@ -1,9 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -19,7 +16,7 @@ var leftOut = []struct{ prefix, why string }{
 // package of leftOut (issue 31: the module's size).
 func TestShippedModuleLeavesOutPackages(t *testing.T) {
 	for _, tags := range []string{"", "higress"} {
-		deps := shippedDepsTagged(t, tags)
+		deps := shippedDeps(t, tags, "github.com/redisrate/envoy-redis-ratelimit/filter")
 		for _, l := range leftOut {
 			for _, pkg := range deps {
 				if pkg == l.prefix || strings.HasPrefix(pkg, l.prefix) {
@@ -28,23 +25,4 @@ func TestShippedModuleLeavesOutPackages(t *testing.T) {
 			}
 		}
 	}
-}
-
-// shippedDepsTagged lists the packages a build of the wasm module links,
-// checking that the list holds package filter (else it was not read
-// right).
-func shippedDepsTagged(t *testing.T, tags string) []string {
-	t.Helper()
-	cmd := exec.Command("go", "list", "-deps", "-tags", tags, ".")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go list -deps: %v\n%s", err, out)
-	}
-	deps := strings.Fields(string(out))
-	if !slices.Contains(deps, "github.com/redisrate/envoy-redis-ratelimit/filter") {
-		t.Fatalf("go list did not list package filter:\n%s", out)
-	}
-	return deps
 }
