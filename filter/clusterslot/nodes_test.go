@@ -59,6 +59,16 @@ func TestParseNodesReal(t *testing.T) {
 	owners(t, &m, [3]int{0, 5460, 0}, [3]int{5461, 10921, 1}, [3]int{10922, 16383, unlisted})
 }
 
+// A real node after slot 93's handover, still flagged migrating.
+func TestParseNodesAfterHandover(t *testing.T) {
+	var m Map
+	u, err := ParseNodes(&m, readNodes(t, "real-hostnames-after-handover.txt"), []string{"node-0.test:42881", "node-1.test:36611", "node-2.test:42721"})
+	if err != nil || u != "" {
+		t.Fatalf("%q %v", u, err)
+	}
+	owners(t, &m, [3]int{0, 92, 0}, [3]int{93, 93, 2}, [3]int{94, 5460, 0}, [3]int{5461, 10921, 1}, [3]int{10922, 16383, 2})
+}
+
 func TestParseNodesHostnames(t *testing.T) {
 	text := readNodes(t, "hostnames.txt")
 	var m Map

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
@@ -15,6 +16,50 @@ func TestRealCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3)
 	t.Run("KeySlot", func(t *testing.T) { keySlots(t, c.Nodes[0].Addr) })
 	t.Run("Nodes", func(t *testing.T) { clusterNodes(t, c) })
+	t.Run("Hostnames", func(t *testing.T) { hostnames(t, c) })
+}
+
+// hostnames: with cluster-announce-hostname and endpoint type hostname,
+// CLUSTER NODES and -MOVED name node-<i>.test, which ParseNodes and
+// ParseError read.
+func hostnames(t *testing.T, c *redistest.Cluster) {
+	var addrs []string
+	for i, s := range c.Nodes {
+		host := "node-" + strconv.Itoa(i) + ".test"
+		for _, kv := range [][2]string{{"cluster-announce-hostname", host}, {"cluster-preferred-endpoint-type", "hostname"}} {
+			if _, err := s.Do("CONFIG", "SET", kv[0], kv[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		addrs = append(addrs, host+s.Addr[strings.LastIndexByte(s.Addr, ':'):])
+	}
+	// Each node learns the others' hostnames by gossip: wait for node 0's
+	// view (a deadline against a hang only).
+	var text string
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if text, err = c.Nodes[0].Client.Text("CLUSTER", "NODES"); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Count(text, ".test ") == len(c.Nodes) || time.Now().After(deadline) {
+			break
+		}
+	}
+	var m Map
+	if u, err := ParseNodes(&m, text, addrs); err != nil || u != "" {
+		t.Fatalf("%q %v\n%s", u, err, text)
+	}
+	// Slot 93 moved to node 2 in clusterNodes.
+	owners(t, &m, [3]int{0, 92, 0}, [3]int{93, 93, 2}, [3]int{94, 5460, 0}, [3]int{5461, 10921, 1}, [3]int{10922, 16383, 2})
+	// "foo" (slot 12182) lives on node 2: node 0 answers -MOVED naming node 2's hostname.
+	_, err := c.Nodes[0].Do("GET", "foo")
+	if err == nil {
+		t.Fatal("GET foo on node 0: no redirection")
+	}
+	k, slot, addr := ParseError(err.Error())
+	if k != Moved || slot != Slot("foo") || addr != addrs[2] {
+		t.Fatalf("%q: %v %d %q, want MOVED %d %q", err, k, slot, addr, Slot("foo"), addrs[2])
+	}
 }
 
 // keySlots compares Slot with CLUSTER KEYSLOT for 10,000 random keys, many
