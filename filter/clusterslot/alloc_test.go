@@ -75,3 +75,15 @@ func BenchmarkParseNodes(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkParseNodesRanges(b *testing.B) {
+	text := readNodes(b, "hostnames.txt")
+	addrs := []string{"node-a.test:17001", "node-b.test:17002", "node-c.test:17003", "node-d.test:17004"}
+	var m Map
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ParseNodes(&m, text, addrs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
