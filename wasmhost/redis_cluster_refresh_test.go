@@ -180,3 +180,38 @@ func TestRedisProxyRefreshAndPassOn(t *testing.T) {
 		t.Errorf("GET of a slot its node dropped: %q, want -CLUSTERDOWN", got)
 	}
 }
+
+// Nodes that announce hostnames (nothing resolves node-<i>.test here):
+// the model dials the IP CLUSTER SLOTS gives beside the name, and follows
+// a -MOVED that names a host to that IP, as Envoy would after a DNS lookup.
+func TestRedisProxyHostnames(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3, Hostnames: true})
+	h := startProxyProbe(t, true, time.Hour, c.Nodes[0].Addr)
+	for _, k := range []string{"foo", "bar", "k0"} { // one key per master
+		if got := redisReply(t, h, " ", "SET "+k+" v"); got != "+OK\r\n" {
+			t.Fatalf("SET %s: %q", k, got)
+		}
+	}
+	slot, _ := c.KeySlot("foo")
+	src, _ := c.OwnerOf(slot)
+	dst := c.Nodes[0]
+	if err := c.BeginMigration(slot, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MoveKeys(slot, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.FinishMigration(slot); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Do("GET", "foo"); err == nil || !strings.Contains(err.Error(), c.Hostname(dst)) {
+		t.Fatalf("GET foo on the old owner: %v, want a -MOVED naming %s", err, c.Hostname(dst))
+	}
+	if got := redisReply(t, h, " ", "GET foo"); got != "$1\r\nv\r\n" {
+		t.Errorf("GET foo after its slot moved: %q", got)
+	}
+	if s := h.RedisClusterStats("redis"); s.Redirections != 1 || s.NodeCalls[dst.Addr] < 2 {
+		t.Errorf("stats %+v: want the -MOVED followed to %s", s, dst.Addr)
+	}
+}
