@@ -6,6 +6,9 @@ import (
 	"fmt"
 )
 
+// Crash and Restart change a node's process: run them from the test's
+// goroutine, not beside other Cluster methods.
+
 // Crash kills s with SIGKILL, as a crash would, keeping its directory
 // (nodes.conf) and its ports held, so that Restart brings back the same
 // node on the same ports. Its Client stays: commands fail until Restart.
