@@ -3,9 +3,12 @@
 //
 //   - Start runs a redis-server with persistence off (--save ""
 //     --appendonly no) and the filter's Functions library loaded
-//     (LoadLibrary), stopped by t.Cleanup; StartCluster a Redis Cluster;
-//     NewProc a server a test can kill and restart on one port; StartWebdis
-//     a Webdis in front of one.
+//     (LoadLibrary), stopped by t.Cleanup; StartCluster a Redis Cluster of
+//     masters, StartClusterWith one with replicas, an ACL, hostnames, and
+//     slot migration and failover in steps (cluster_ops.go,
+//     cluster_failover.go); NewProc a server a test can kill and restart on
+//     one port; StartWebdis a Webdis in front of one, StartWebdisPerNode
+//     one per cluster node.
 //   - Ports are never picked free and let go (another package's server,
 //     started at the same moment, could take them): a redis-server runs on
 //     a Port this process holds, Webdis binds port 0 itself and logs its
