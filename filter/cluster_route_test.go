@@ -61,7 +61,9 @@ func (h *clusterHost) has(substr string) bool {
 }
 
 // bulk is a bulk string reply.
-func bulk(s string) redisproto.Value { return redisproto.Value{Kind: redisproto.KindBulkString, Str: []byte(s)} }
+func bulk(s string) redisproto.Value {
+	return redisproto.Value{Kind: redisproto.KindBulkString, Str: []byte(s)}
+}
 
 var (
 	decideFn = algorithms.Library.Decide
