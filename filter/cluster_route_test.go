@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
 )
@@ -25,7 +26,7 @@ func newNodesHost(t *testing.T) *clusterHost {
 }
 
 // userSlot is the slot of rule u's keys for user.
-func userSlot(user string) uint16 { return csSlot("{u|" + user + "}") }
+func userSlot(user string) uint16 { return clusterslot.Slot("{u|" + user + "}") }
 
 // nodesText is CLUSTER NODES for masters 10.0.0.<i+1>:6379, master i
 // serving ranges[i] ("" for none).
