@@ -104,3 +104,55 @@ func FuzzClusterNodesText(f *testing.F) {
 		}
 	})
 }
+
+// A -MOVED to a node that failed lately asks for a map load within a
+// second, not 100 ms: a dead master's slots would else reload the map ten
+// times a second.
+func TestClusterMovedToFailedNode(t *testing.T) {
+	h := newNodesHost(t)
+	h.loadMap(nodesText("0-16383", "", ""))
+	fs, _ := h.stream("x-user=bob")
+	h.replyError(h.take(decideFn), fmt.Sprintf("MOVED %d 10.0.0.2:6379", userSlot("bob")))
+	h.reply(h.take(decideFn), 503, "") // node 1 is down
+	if fs.Status != 503 {
+		t.Fatalf("status %d", fs.Status)
+	}
+	h.tick(time.Second)
+	h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(nodesText("0-16383", "", ""))))
+	_, st := h.stream("x-user=alice")
+	h.replyError(h.take(decideFn), fmt.Sprintf("MOVED %d 10.0.0.2:6379", userSlot("alice")))
+	st.OnDone() // node 1's breaker is open: not sent
+	if h.has(decideFn) || h.Counters["ratelimit.circuit_breaker.skipped"] != 1 {
+		t.Fatalf("queued %v, counters %v", h.http, h.Counters)
+	}
+	h.tick(500 * time.Millisecond)
+	if h.has("CLUSTER/NODES") {
+		t.Fatal("a move to a failed node reloaded the map within a second")
+	}
+	h.tick(600 * time.Millisecond)
+	h.take("CLUSTER/NODES")
+}
+
+// The quota endpoint's reads follow -MOVED and wait out -TRYAGAIN.
+func TestClusterQuotaRouted(t *testing.T) {
+	conf := strings.Replace(nodesConf, `"failure_mode"`, `"quota_endpoint":{"path":"/v1/quota"},"failure_mode"`, 1)
+	h := newClusterHost(t, conf, map[string]string{"webdis-0": server.Addr, "webdis-1": server.Addr, "webdis-2": server.Addr})
+	h.loadMap(nodesText("0-16383", "", ""))
+	fs := filtertest.NewStream("192.0.2.7:40000", nil)
+	st := h.plugin.NewStream(fs)
+	st.OnRequestHeaders([][2]string{{":method", "GET"}, {":path", "/v1/quota"}, {":authority", "example.com"}, {"x-user", "alice"}})
+	h.forward(h.take(decideFn))
+	peek := algorithms.Library.Peek
+	h.replyError(h.take(peek), fmt.Sprintf("MOVED %d 10.0.0.3:6379", userSlot("alice")))
+	c := h.take(peek)
+	if c.cluster != "webdis-2" {
+		t.Fatalf("peek re-sent to %s", c.cluster)
+	}
+	h.replyError(c, "TRYAGAIN Multiple keys request during rehashing of slot")
+	h.tick(10 * time.Millisecond)
+	h.forward(h.take(peek))
+	st.OnDone()
+	if fs.Status != 200 || !strings.Contains(fs.Body, `"rule":"u"`) || h.Counters["ratelimit.redis.errors"] != 0 {
+		t.Fatalf("status %d, body %s, counters %v", fs.Status, fs.Body, h.Counters)
+	}
+}

@@ -210,16 +210,23 @@ func (p *Plugin) waitErr(rt *routing) error {
 }
 
 // learn sets slot's owner from a -MOVED to addr, and asks for a map load
-// (at most one per 100 ms): one move often comes with others.
+// (at most one per 100 ms): one move often comes with others. A move to
+// a node that failed lately (a dead master's slots, which a load leaves
+// unknown, move back to it) asks for one per second, as its failure did.
 func (r *router) learn(slot uint16, addr string, now time.Time) {
+	gap := 100 * time.Millisecond
 	node := r.index(addr)
-	if node < 0 {
+	switch {
+	case node < 0:
 		r.slots.Set(slot, clusterslot.Unlisted)
 		r.logUnlisted(addr)
-	} else {
+	default:
 		r.slots.Set(slot, uint8(node))
+		if f := r.failedAt[node]; !f.IsZero() && now.Sub(f) < nodeDownFor {
+			gap = time.Second
+		}
 	}
-	r.load.want(now, 100*time.Millisecond)
+	r.load.want(now, gap)
 }
 
 func (r *router) index(addr string) int {
