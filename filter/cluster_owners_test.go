@@ -156,3 +156,30 @@ func TestClusterQuotaRouted(t *testing.T) {
 		t.Fatalf("status %d, body %s, counters %v", fs.Status, fs.Body, h.Counters)
 	}
 }
+
+// A tick sends its retries before it fails the expired ones: a failure
+// resumes or answers its stream, whose context the proxy then holds
+// effective, and a retry sent after would belong to that stream.
+func TestClusterRetriesBeforeFailures(t *testing.T) {
+	h := newNodesHost(t)
+	h.loadMap(nodesText("0-16383", "", ""))
+	tryAgain := "TRYAGAIN Multiple keys request during rehashing of slot"
+	a, sa := h.stream("x-user=alice")
+	h.replyError(h.take(decideFn), tryAgain)
+	h.Clock = h.Clock.Add(150 * time.Millisecond)
+	_, sb := h.stream("x-user=bob")
+	h.replyError(h.take(decideFn), tryAgain)
+	sent := false
+	h.onDispatch = func() {
+		sent = true
+		if a.Status != 0 {
+			t.Error("a retry was sent after a failure answered its stream")
+		}
+	}
+	h.tick(50 * time.Millisecond) // alice's deadline, not bob's
+	if !sent || a.Status != 503 {
+		t.Fatalf("sent %v, alice's status %d", sent, a.Status)
+	}
+	sa.OnDone()
+	sb.OnDone()
+}
