@@ -27,7 +27,8 @@ type slotLoad struct {
 	next     time.Time // the next periodic load
 	rr       int       // the node the next load tries first
 	// noPerm: CLUSTER NODES was refused (HTTP 403, -NOPERM): the map is
-	// learnt from -MOVED, and a load is tried again only each refresh.
+	// learnt from -MOVED, and a load is tried again only each refresh,
+	// until one succeeds.
 	noPerm bool
 }
 
@@ -112,19 +113,18 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 	case refusal != "":
 		l.refused(refusal)
 		return
-	case err != nil:
+	case err != nil: // not sent again before the refresh: a reply's shape does not change
 		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+err.Error())
-		l.want(now, time.Second)
 		return
 	}
 	unlisted, err := clusterslot.ParseNodes(r.scratch, text, r.addrs)
 	if err != nil {
 		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+err.Error())
-		l.want(now, time.Second)
 		return
 	}
 	r.slots, r.scratch = r.scratch, r.slots
 	r.loads.Increment(1)
+	l.noPerm = false // granted since
 	if unlisted != "" {
 		r.logUnlisted(unlisted)
 	}

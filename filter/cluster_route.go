@@ -56,6 +56,9 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 	}
 	r.slots.Reset()
 	r.load.r, r.load.refresh = r, cfg.Redis.SlotMapRefresh
+	if r.load.refresh <= 0 { // config.Parse sets it; a Config built otherwise may not
+		r.load.refresh = 30 * time.Second
+	}
 	return r
 }
 

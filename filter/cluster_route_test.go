@@ -323,6 +323,11 @@ func TestClusterNodesRefused(t *testing.T) {
 		if n := strings.Count(strings.Join(h.logs, "\n"), "grant +cluster|nodes to the filter's Redis user and enable CLUSTER in Webdis's acl"); n != 1 {
 			t.Fatalf("logged %d times: %q", n, h.logs)
 		}
+		h.tick(11 * time.Second) // the refresh tries again; granted now
+		h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(nodesText("0-16383", "", ""))))
+		if h.Counters["ratelimit.redis.slot_map_loads"] != 1 {
+			t.Fatalf("counters %v", h.Counters)
+		}
 	}
 }
 
