@@ -2,6 +2,7 @@ package filter
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
@@ -124,12 +125,13 @@ func (r *router) healthyNode(start int, now time.Time) int {
 	return start % len(r.nodes)
 }
 
-// unlistedName is the last endpoint logged as missing from redis.nodes.
+// unlistedName names the endpoints logged as missing from redis.nodes:
+// the slot's owner is one of them.
 func (r *router) unlistedName() string {
 	if len(r.told) == 0 {
 		return "(unknown)"
 	}
-	return r.told[len(r.told)-1]
+	return strings.Join(r.told, " or ")
 }
 
 // nodeFailed notes that node did not answer (a timeout, a callout failure,
