@@ -197,6 +197,9 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 		return giveUp, p.waitErr(rt)
 	}
 	rt.pinned = kind == clusterslot.Ask
+	if kind == clusterslot.ClusterDown && r != nil {
+		r.load.want(now, time.Second) // a master failed: learn its replica's promotion
+	}
 	p.retry.add(p, rt, owner)
 	return queuedRetry, nil
 }

@@ -215,6 +215,11 @@ func TestClusterRetryUntilDeadline(t *testing.T) {
 		if !logged(h.fakeHost, want) || !logged(h.fakeHost, tc.log) {
 			t.Fatalf("%s: logs %q", tc.reply, h.logs)
 		}
+		// -CLUSTERDOWN (a master failed) reloads the map within a second.
+		h.tick(time.Second)
+		if down := strings.HasPrefix(tc.reply, "CLUSTERDOWN"); h.has("CLUSTER/NODES") != down {
+			t.Fatalf("%s: map load sent %v", tc.reply, !down)
+		}
 	}
 }
 
