@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
@@ -126,10 +128,17 @@ func TestShippedACLOnCluster(t *testing.T) {
 			t.Fatalf("install on master %s as the operator: %v", m.Addr, err)
 		}
 	}
-	for _, s := range c.Nodes { // the library reached the replicas
+	for _, s := range c.Nodes { // the library reaches the replicas (asynchronously)
 		op := redistest.NewClient(s.Addr, operator)
 		defer op.Close()
-		if libs, err := op.Do("FUNCTION", "LIST", "LIBRARYNAME", lua.Library.Name); err != nil || !strings.Contains(fmt.Sprint(libs), lua.Library.Name) {
+		var libs any
+		deadline := time.Now().Add(time.Minute) // against a hang only
+		for err = errors.New("not yet"); err != nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if libs, err = op.Do("FUNCTION", "LIST", "LIBRARYNAME", lua.Library.Name); err == nil && !strings.Contains(fmt.Sprint(libs), lua.Library.Name) {
+				err = errors.New("not listed")
+			}
+		}
+		if err != nil {
 			t.Errorf("node %s: FUNCTION LIST %q (%v), want %s", s.Addr, libs, err, lua.Library.Name)
 		}
 	}
