@@ -2,6 +2,7 @@ package filter
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
@@ -56,6 +57,9 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 	}
 	r.slots.Reset()
 	r.load.r, r.load.refresh = r, cfg.Redis.SlotMapRefresh
+	if r.load.refresh <= 0 { // config.Parse sets it; a Config built otherwise may not
+		r.load.refresh = 30 * time.Second
+	}
 	return r
 }
 
@@ -63,7 +67,7 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 // the redirections it followed. Without a router the node is 0 and the
 // slot is not computed.
 type routing struct {
-	slot      uint16
+	slot      uint16 // computed by a router only
 	node      int
 	redirects uint8
 	// pinned: an -ASK named the slot's source, where the callout waits;
@@ -100,7 +104,7 @@ func (p *Plugin) nodeFor(rt *routing, now time.Time) (int, error) {
 	switch o := r.slots.Owner(rt.slot); o {
 	case clusterslot.Unlisted:
 		r.unknown.Increment(1)
-		return 0, &redisfail.SlotError{Slot: rt.slot, Kind: redisfail.SlotUnlisted, Reply: r.unlistedName()}
+		return 0, &redisfail.SlotError{Slot: int(rt.slot), Kind: redisfail.SlotUnlisted, Reply: r.unlistedName()}
 	case clusterslot.Unknown:
 		rt.node = r.healthyNode(0, now)
 	default:
@@ -121,12 +125,13 @@ func (r *router) healthyNode(start int, now time.Time) int {
 	return start % len(r.nodes)
 }
 
-// unlistedName is the last endpoint logged as missing from redis.nodes.
+// unlistedName names the endpoints logged as missing from redis.nodes:
+// the slot's owner is one of them.
 func (r *router) unlistedName() string {
 	if len(r.told) == 0 {
 		return "(unknown)"
 	}
-	return r.told[len(r.told)-1]
+	return strings.Join(r.told, " or ")
 }
 
 // nodeFailed notes that node did not answer (a timeout, a callout failure,
@@ -181,7 +186,7 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 		r.moved.Increment(1)
 		r.learn(slot, addr, now)
 		if rt.redirects >= maxRedirects {
-			return giveUp, &redisfail.SlotError{Slot: slot, Kind: redisfail.SlotRedirects, Reply: rerr.Msg}
+			return giveUp, &redisfail.SlotError{Slot: int(slot), Kind: redisfail.SlotRedirects, Reply: rerr.Msg}
 		}
 		rt.redirects++
 		rt.pinned = false
@@ -189,17 +194,23 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 	}
 	rt.wait, rt.reply = kind, rerr.Msg
 	if !now.Before(rt.sentAt.Add(p.cfg.Redis.Timeout)) {
-		return giveUp, rt.waitErr()
+		return giveUp, p.waitErr(rt)
 	}
 	rt.pinned = kind == clusterslot.Ask
+	if kind == clusterslot.ClusterDown && r != nil {
+		r.load.want(now, time.Second) // a master failed: learn its replica's promotion
+	}
 	p.retry.add(p, rt, owner)
 	return queuedRetry, nil
 }
 
 // waitErr is the error of a callout whose slot stayed migrating or down
 // until its deadline.
-func (rt *routing) waitErr() error {
-	e := &redisfail.SlotError{Slot: rt.slot, Kind: redisfail.SlotMigrating, Reply: rt.reply}
+func (p *Plugin) waitErr(rt *routing) error {
+	e := &redisfail.SlotError{Slot: -1, Kind: redisfail.SlotMigrating, Reply: rt.reply}
+	if p.router != nil {
+		e.Slot = int(rt.slot)
+	}
 	if rt.wait == clusterslot.ClusterDown {
 		e.Kind = redisfail.SlotDown
 	}
@@ -207,16 +218,23 @@ func (rt *routing) waitErr() error {
 }
 
 // learn sets slot's owner from a -MOVED to addr, and asks for a map load
-// (at most one per 100 ms): one move often comes with others.
+// (at most one per 100 ms): one move often comes with others. A move to
+// a node that failed lately (a dead master's slots, which a load leaves
+// unknown, move back to it) asks for one per second, as its failure did.
 func (r *router) learn(slot uint16, addr string, now time.Time) {
+	gap := 100 * time.Millisecond
 	node := r.index(addr)
-	if node < 0 {
+	switch {
+	case node < 0:
 		r.slots.Set(slot, clusterslot.Unlisted)
 		r.logUnlisted(addr)
-	} else {
+	default:
 		r.slots.Set(slot, uint8(node))
+		if f := r.failedAt[node]; !f.IsZero() && now.Sub(f) < nodeDownFor {
+			gap = time.Second
+		}
 	}
-	r.load.want(now, 100*time.Millisecond)
+	r.load.want(now, gap)
 }
 
 func (r *router) index(addr string) int {

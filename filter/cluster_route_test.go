@@ -111,6 +111,9 @@ func TestClusterMovedRedispatch(t *testing.T) {
 	if fs.Resumed != 1 || fs.Status != 0 || h.Counters["ratelimit.redis.moved"] != 1 || h.Counters["ratelimit.redis.errors"] != 0 {
 		t.Fatalf("resumed %d, status %d, counters %v", fs.Resumed, fs.Status, h.Counters)
 	}
+	if logged(h.fakeHost, "raw Redis Cluster") {
+		t.Fatalf("the filter routes, yet the log says otherwise: %q", h.logs)
+	}
 	_, st = h.stream("x-user=alice")
 	if c = h.take(decideFn); c.cluster != "webdis-1" {
 		t.Fatalf("the map kept the old owner: %+v", c)
@@ -211,6 +214,11 @@ func TestClusterRetryUntilDeadline(t *testing.T) {
 		}
 		if !logged(h.fakeHost, want) || !logged(h.fakeHost, tc.log) {
 			t.Fatalf("%s: logs %q", tc.reply, h.logs)
+		}
+		// -CLUSTERDOWN (a master failed) reloads the map within a second.
+		h.tick(time.Second)
+		if down := strings.HasPrefix(tc.reply, "CLUSTERDOWN"); h.has("CLUSTER/NODES") != down {
+			t.Fatalf("%s: map load sent %v", tc.reply, !down)
 		}
 	}
 }
@@ -319,6 +327,11 @@ func TestClusterNodesRefused(t *testing.T) {
 		}
 		if n := strings.Count(strings.Join(h.logs, "\n"), "grant +cluster|nodes to the filter's Redis user and enable CLUSTER in Webdis's acl"); n != 1 {
 			t.Fatalf("logged %d times: %q", n, h.logs)
+		}
+		h.tick(11 * time.Second) // the refresh tries again; granted now
+		h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(nodesText("0-16383", "", ""))))
+		if h.Counters["ratelimit.redis.slot_map_loads"] != 1 {
+			t.Fatalf("counters %v", h.Counters)
 		}
 	}
 }
