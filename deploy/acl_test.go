@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,9 +21,18 @@ import (
 // given passwords and returns the ACL file it writes.
 func renderUsers(t *testing.T, template, filterPW, operatorPW, webdisPW string) string {
 	t.Helper()
+	return renderTemplate(t, template, map[string]string{"FILTER": filterPW, "OPERATOR": operatorPW, "WEBDIS": webdisPW})
+}
+
+// renderTemplate runs redis/render.sh with $RATELIMIT_<NAME>_PASSWORD set
+// for each name of passwords.
+func renderTemplate(t *testing.T, template string, passwords map[string]string) string {
+	t.Helper()
 	cmd := exec.Command("sh", repoPath("deploy/redis/render.sh"), repoPath("deploy/redis/"+template))
-	cmd.Env = append(os.Environ(), "RATELIMIT_FILTER_PASSWORD="+filterPW,
-		"RATELIMIT_OPERATOR_PASSWORD="+operatorPW, "RATELIMIT_WEBDIS_PASSWORD="+webdisPW)
+	cmd.Env = os.Environ()
+	for name, pw := range passwords {
+		cmd.Env = append(cmd.Env, "RATELIMIT_"+name+"_PASSWORD="+pw)
+	}
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("render.sh %s: %v", template, err)
@@ -55,8 +65,8 @@ func sha256hex(s string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// The two templates: the same filter and operator users; default is off,
-// or, for Webdis, has exactly the filter's rights. Unrendered, Redis
+// The templates: the same filter and operator users; default is off, or,
+// for Webdis, has exactly the filter's rights. Unrendered, Redis
 // refuses them; render.sh refuses to run without the passwords.
 func TestShippedACLTemplates(t *testing.T) {
 	t.Parallel()
@@ -86,6 +96,34 @@ func TestShippedACLTemplates(t *testing.T) {
 	for _, rights := range []string{plain["ratelimit-filter"], plain["ratelimit-operator"]} {
 		if !strings.HasPrefix(rights, "on #HASH resetchannels -@all ") || strings.Count(rights, "@") != 1 {
 			t.Errorf("rights %q: want on, a hashed password, no channels, -@all, then single commands (no categories)", rights)
+		}
+	}
+
+	// The cluster's template: users-webdis.acl's users, a replica's login
+	// (PSYNC and REPLCONF: a replica's PING goes before its AUTH) and the
+	// admin that forms and reshards the cluster, on rl:* keys only. The
+	// filter may read the topology (CLUSTER NODES) and nothing else of
+	// CLUSTER; the operator CLUSTER SLOTS (go-redis) and NODES.
+	cluster, _ := aclUsers(t, read("users-cluster.acl"))
+	if want := []string{"default", "ratelimit-admin", "ratelimit-filter", "ratelimit-operator", "ratelimit-replication"}; !slices.Equal(names(cluster), want) {
+		t.Fatalf("users-cluster.acl: users %v, want %v", names(cluster), want)
+	}
+	for _, u := range []string{"default", "ratelimit-filter", "ratelimit-operator"} {
+		if cluster[u] != webdis[u] {
+			t.Errorf("users-cluster.acl's %s differs from users-webdis.acl's:\n%s\n%s", u, cluster[u], webdis[u])
+		}
+	}
+	if want := "on #HASH resetchannels -@all +psync +replconf"; cluster["ratelimit-replication"] != want {
+		t.Errorf("users-cluster.acl: ratelimit-replication %q, want %q", cluster["ratelimit-replication"], want)
+	}
+	if admin := cluster["ratelimit-admin"]; !strings.HasPrefix(admin, "on #HASH resetchannels -@all ") || strings.Count(admin, "@") != 1 ||
+		!strings.HasSuffix(admin, " ~rl:*") || strings.Contains(admin, "&") {
+		t.Errorf("users-cluster.acl: ratelimit-admin %q: want single commands on rl:* keys, no channels", admin)
+	}
+	clusterRights := regexp.MustCompile(`\+cluster\S*`)
+	for user, want := range map[string][]string{"ratelimit-filter": {"+cluster|nodes"}, "ratelimit-operator": {"+cluster|slots", "+cluster|nodes"}} {
+		if got := clusterRights.FindAllString(plain[user], -1); !slices.Equal(got, want) {
+			t.Errorf("%s: CLUSTER rights %v, want %v", user, got, want)
 		}
 	}
 

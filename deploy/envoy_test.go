@@ -85,13 +85,19 @@ func checkMessage(m protoreflect.Message) error {
 
 func envoyBootstrap(t *testing.T) (*bootstrapv3.Bootstrap, Document) {
 	t.Helper()
-	doc, err := ReadYAMLOne(repoPath(EnvoyBootstrap))
+	return envoyBootstrapFile(t, EnvoyBootstrap)
+}
+
+// envoyBootstrapFile decodes a bootstrap file under the repository root.
+func envoyBootstrapFile(t *testing.T, file string) (*bootstrapv3.Bootstrap, Document) {
+	t.Helper()
+	doc, err := ReadYAMLOne(repoPath(file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, err := loadBootstrap(t, doc.JSON)
 	if err != nil {
-		t.Fatalf("envoy.yaml is not a valid Envoy v3 bootstrap: %v", err)
+		t.Fatalf("%s is not a valid Envoy v3 bootstrap: %v", file, err)
 	}
 	return b, doc
 }

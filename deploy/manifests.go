@@ -17,7 +17,9 @@ import (
 // Files that embed a plugin configuration, relative to the repository root.
 const (
 	EnvoyBootstrap           = "envoy.yaml"
+	EnvoyClusterBootstrap    = "deploy/envoy-cluster.yaml"
 	IstioWasmPlugin          = "deploy/istio/wasmplugin.yaml"
+	IstioClusterWasmPlugin   = "deploy/istio/cluster/wasmplugin.yaml"
 	HigressWasmPlugin        = "deploy/higress/wasmplugin.yaml"
 	ComposeHigressWasmPlugin = "deploy/compose/higress/wasmplugins/ratelimit.yaml"
 )
@@ -97,19 +99,22 @@ type PluginConfig struct {
 // above, under the repository root. A file that embeds none is an error.
 func PluginConfigs(root string) ([]PluginConfig, error) {
 	var out []PluginConfig
-	envoy, err := ReadYAMLOne(filepath.Join(root, EnvoyBootstrap))
-	if err != nil {
-		return nil, err
-	}
-	cfgs, err := EnvoyPluginConfigs(envoy.JSON)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", EnvoyBootstrap, err)
-	}
-	for i, c := range cfgs {
-		out = append(out, PluginConfig{File: EnvoyBootstrap, Where: fmt.Sprintf("wasm filter %d: config.configuration", i), JSON: c})
+	for _, file := range []string{EnvoyBootstrap, EnvoyClusterBootstrap} {
+		envoy, err := ReadYAMLOne(filepath.Join(root, file))
+		if err != nil {
+			return nil, err
+		}
+		cfgs, err := EnvoyPluginConfigs(envoy.JSON)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
+		for i, c := range cfgs {
+			out = append(out, PluginConfig{File: file, Where: fmt.Sprintf("wasm filter %d: config.configuration", i), JSON: c})
+		}
 	}
 	for _, f := range []struct{ file, field string }{
 		{IstioWasmPlugin, "pluginConfig"},
+		{IstioClusterWasmPlugin, "pluginConfig"},
 		{HigressWasmPlugin, "defaultConfig"},
 		{ComposeHigressWasmPlugin, "defaultConfig"},
 		{HigressMatchRulesWasmPlugin, "matchRules"}, // as Higress converts it

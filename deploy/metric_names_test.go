@@ -1,7 +1,10 @@
 package deploy
 
 import (
+	"io"
 	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,7 +43,19 @@ const everyFeature = `{
   ]
 }`
 
-var everyFeatureRules = []string{"llm-slots", "leased", "throttled"}
+// everyNode is the stock build's configuration with redis.nodes, whose
+// metrics (ratelimit.redis.moved, .slot_map_loads, .unknown_node, and
+// .retried once a call waits) exist only there: redis_abi has no nodes.
+const everyNode = `{
+  "redis": {"transport": "webdis", "cluster_mode": true, "timeout": "200ms",
+            "nodes": [{"address": "node-0:6379", "cluster": "webdis-0"}]},
+  "rules": [
+    {"name": "per-node", "key": [{"source": "header", "name": "x-user"}],
+     "limits": [{"algorithm": "sliding_counter", "limit": 100, "window": "1m"}]}
+  ]
+}`
+
+var everyFeatureRules = []string{"llm-slots", "leased", "throttled", "per-node"}
 
 // promName is a metric's name as Envoy's /stats/prometheus writes it: the
 // "wasmcustom." namespace stripped, no "envoy_" added, every byte outside
@@ -87,11 +102,14 @@ func promMetrics(t *testing.T) map[string]wasmhost.StatKind {
 	return promMetricsOnce.names
 }
 
-// definedStats starts the Higress build with everyFeature and returns the
-// names of the metrics it defined, with their kinds.
+// definedStats starts the Higress build with everyFeature, and the stock
+// build with everyNode behind a Webdis that answers every call -TRYAGAIN
+// (so that one waits, and ratelimit.redis.retried is defined), and returns
+// the names of the metrics they defined, with their kinds.
 func definedStats(t *testing.T) map[string]wasmhost.StatKind {
 	t.Helper()
 	parsePluginConfig(t, "everyFeature", []byte(everyFeature))
+	parsePluginConfig(t, "everyNode", []byte(everyNode))
 	h := startHost(t, wasmhost.Config{
 		Module:        filterModule(t, "higress"),
 		PluginConfig:  []byte(everyFeature),
@@ -101,6 +119,32 @@ func definedStats(t *testing.T) map[string]wasmhost.StatKind {
 	})
 	out := map[string]wasmhost.StatKind{}
 	for _, s := range h.Stats() {
+		out[s.Name] = s.Kind
+	}
+	webdis := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.HasPrefix(string(body), "CLUSTER/NODES") {
+			io.WriteString(w, `{"CLUSTER":"0123456789012345678901234567890123456789 127.0.0.1:6379@16379,node-0 myself,master - 0 0 1 connected 0-16383\n"}`)
+			return
+		}
+		io.WriteString(w, `{"FCALL":[false,"TRYAGAIN Multiple keys request during rehashing of slot"]}`)
+	}))
+	t.Cleanup(webdis.Close)
+	stock := startHost(t, wasmhost.Config{
+		Module:       filterModule(t, ""),
+		PluginConfig: []byte(everyNode),
+		Upstream:     upstream(t),
+		Workers:      1,
+		HTTPClusters: map[string]string{"webdis-0": strings.TrimPrefix(webdis.URL, "http://")},
+	})
+	req, _ := http.NewRequest("GET", stock.URL()+"/", nil)
+	req.Header.Set("x-user", "u")
+	resp, err := http.DefaultClient.Do(req) // failure_mode allow, once redis.timeout has passed
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	for _, s := range stock.Stats() {
 		out[s.Name] = s.Kind
 	}
 	return out

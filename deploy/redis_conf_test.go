@@ -41,6 +41,7 @@ type confServer struct {
 	t         *testing.T
 	addr, dir string
 	acl       string
+	conf      string   // the file under the repository root; "" for deploy/redis/redis.conf
 	args      []string // more overrides, such as a test's maxmemory
 	proc      *redistest.Process
 }
@@ -57,10 +58,14 @@ func (s *confServer) start() {
 		t.Fatal(err)
 	}
 	_, port, _ := strings.Cut(s.addr, ":")
-	args := append([]string{repoPath("deploy/redis/redis.conf"),
+	conf := s.conf
+	if conf == "" {
+		conf = "deploy/redis/redis.conf"
+	}
+	args := append([]string{repoPath(conf),
 		"--port", port, "--bind", "127.0.0.1", "--dir", s.dir, "--aclfile", s.acl}, s.args...)
 	if s.proc, _, err = redistest.StartProcess(exec.Command(bin, args...), redistest.ServerReady); err != nil {
-		t.Fatalf("redis.conf: %v", err)
+		t.Fatalf("%s: %v", conf, err)
 	}
 }
 

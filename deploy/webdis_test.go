@@ -57,6 +57,15 @@ type webdisACL struct {
 // else through.)
 func checkWebdisConfig(t *testing.T, where string, data []byte, cfg *config.Config) webdisConfig {
 	t.Helper()
+	return checkWebdisEnables(t, where, data, cfg, "FCALL")
+}
+
+// checkWebdisEnables is checkWebdisConfig for a Webdis that enables
+// exactly the commands enabled (sorted): with redis.nodes, FCALL and
+// CLUSTER, whose prefix match lets every CLUSTER subcommand through to
+// Redis, where the ACL allows only CLUSTER NODES (acl_cluster_test.go).
+func checkWebdisEnables(t *testing.T, where string, data []byte, cfg *config.Config, enabled ...string) webdisConfig {
+	t.Helper()
 	w := decodeWebdis(t, data)
 	if w.Daemonize {
 		t.Errorf("%s: daemonize must be false in a container", where)
@@ -69,9 +78,8 @@ func checkWebdisConfig(t *testing.T, where string, data []byte, cfg *config.Conf
 		t.Fatalf("%s: acl %+v: want first {\"disabled\": [\"*\"]}, then one entry for the filter", where, w.ACL)
 	}
 	allow := w.ACL[1]
-	enabled := slices.Sorted(slices.Values(allow.Enabled))
-	if !slices.Equal(enabled, []string{"FCALL"}) || len(allow.Disabled) != 0 {
-		t.Errorf("%s: acl enables %v, want exactly FCALL", where, allow.Enabled)
+	if got := slices.Sorted(slices.Values(allow.Enabled)); !slices.Equal(got, enabled) || len(allow.Disabled) != 0 {
+		t.Errorf("%s: acl enables %v, want exactly %v", where, allow.Enabled, enabled)
 	}
 	if want := cfg.Redis.Username + ":" + cfg.Redis.Password; allow.HTTPBasicAuth != want || cfg.Redis.Password == "" {
 		t.Errorf("%s: http_basic_auth %q, but the filter sends %q", where, allow.HTTPBasicAuth, want)

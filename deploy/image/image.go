@@ -53,7 +53,7 @@ type Module struct {
 
 // Modules are the two modules `make build` writes.
 var Modules = []Module{
-	{Wasm: "ratelimit.wasm", Name: "ratelimit", Manifests: []string{"deploy/istio/wasmplugin.yaml"}},
+	{Wasm: "ratelimit.wasm", Name: "ratelimit", Manifests: []string{"deploy/istio/wasmplugin.yaml", "deploy/istio/cluster/wasmplugin.yaml"}},
 	{Wasm: "ratelimit-higress.wasm", Name: "ratelimit-higress", TagSuffix: "-higress",
 		Manifests: []string{"deploy/higress/wasmplugin.yaml", "deploy/higress/wasmplugin-matchrules.yaml"}},
 }
