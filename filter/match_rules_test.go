@@ -39,7 +39,7 @@ func TestParseMatchRules(t *testing.T) {
 		t.Fatalf("route prefix entry: %+v", consumers)
 	}
 	for _, mr := range c.MatchRules {
-		if mr.Config.Redis != c.Redis {
+		if !mr.Config.Redis.Equal(&c.Redis) {
 			t.Fatalf("redis %+v, top level %+v", mr.Config.Redis, c.Redis)
 		}
 	}

@@ -89,6 +89,16 @@ type Config struct {
 	// -ASK itself (see RedisClusterStats). A name may not be in both
 	// RedisClusters and RedisClusterProxy.
 	RedisClusterProxy map[string][]string
+	// RedisProxyFaithful makes the RedisClusterProxy model refuse what the
+	// real redis_proxy does not support, FCALL among them, with its error
+	// reply ("unsupported command 'fcall'"), so a guest behind it must use
+	// EVALSHA. Off, the model forwards every command (the default, which
+	// older tests rely on).
+	RedisProxyFaithful bool
+	// RedisClusterRefresh is how often the RedisClusterProxy model reloads
+	// its slot map besides after -MOVED and a node's failure, as
+	// envoy.clusters.redis's cluster_refresh_rate; 0 means 5 s.
+	RedisClusterRefresh time.Duration
 	// RedisFallback, if set, is the Redis address ("host:port") of any
 	// cluster name the guest passes to proxy_redis_init or
 	// proxy_redis_call that the names above do not know: the name is

@@ -101,7 +101,7 @@ func (t Transport) String() string {
 type RedisConfig struct {
 	Transport Transport // default TransportRedisABI
 	// Cluster is the proxy's cluster for Redis (redis_abi) or for Webdis
-	// (webdis); required.
+	// (webdis); required, except with Nodes, which refuses it.
 	Cluster string
 	// Username and Password are sent as AUTH (redis_abi) or as HTTP basic
 	// authentication to Webdis (webdis).
@@ -126,6 +126,20 @@ type RedisConfig struct {
 	// EVAL after -NOSCRIPT) for a path that cannot carry FCALL, such as
 	// Envoy's redis_proxy in front of Redis Cluster.
 	Command algorithms.Invoke
+	// Nodes are a Redis Cluster's nodes, each behind a Webdis of its own
+	// (webdis with ClusterMode only): a call goes to its slot's node.
+	// nil without redis.nodes.
+	Nodes []RedisNode
+	// SlotMapRefresh is how often a VM reloads the slot map (CLUSTER
+	// NODES): 30s by default with Nodes, else 0.
+	SlotMapRefresh time.Duration
+}
+
+// RedisNode is a Redis Cluster node and the Webdis in front of it.
+type RedisNode struct {
+	Address   string // "host:port" as the node announces itself (CLUSTER NODES, -MOVED)
+	Cluster   string // the proxy's cluster (Envoy) that reaches this node's Webdis
+	Authority string // :authority for that Webdis; defaults to Cluster
 }
 
 // HeaderStyle chooses the rate-limit response headers.

@@ -24,7 +24,7 @@ func FuzzParseConfig(f *testing.F) {
 			}
 			return
 		}
-		if len(c.Rules)+len(c.MatchRules) == 0 || c.Redis.Cluster == "" || strings.ContainsAny(c.Redis.Prefix, "{}") {
+		if len(c.Rules)+len(c.MatchRules) == 0 || (c.Redis.Cluster == "") == (c.Redis.Nodes == nil) || strings.ContainsAny(c.Redis.Prefix, "{}") {
 			t.Fatalf("accepted a config that limits nothing or breaks keys: %+v", c)
 		}
 		if f := c.Local; f != nil && (f.Share < 1 || f.Share > shareUnit || f.MaxKeys < 1 || c.FailOpen) {
@@ -32,7 +32,7 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		rules := c.Rules
 		for _, mr := range c.MatchRules {
-			if len(mr.Config.Rules) == 0 || mr.Config.Redis != c.Redis || len(mr.Routes)+len(mr.Domains)+len(mr.Services)+len(mr.RoutePrefixes) == 0 {
+			if len(mr.Config.Rules) == 0 || !mr.Config.Redis.Equal(&c.Redis) || len(mr.Routes)+len(mr.Domains)+len(mr.Services)+len(mr.RoutePrefixes) == 0 {
 				t.Fatalf("bad _rules_ entry accepted: %+v", mr)
 			}
 			rules = append(rules, mr.Config.Rules...)

@@ -257,7 +257,7 @@ func checkSharedParts(top *Config) error {
 	for i := range top.MatchRules {
 		at := elem(rulesKey, i) + "."
 		c := top.MatchRules[i].Config
-		if c.Redis != top.Redis {
+		if !c.Redis.Equal(&top.Redis) {
 			return errAt(at+"redis", "must be the same in every configuration of the plugin, which has one Redis client")
 		}
 		if err := check(c, at); err != nil {

@@ -14,7 +14,7 @@ func parseRedis(v jsonvalue.Value, path string) (RedisConfig, error) {
 		return r, errAt(path, "required")
 	}
 	o, err := fields(v, path, "transport", "cluster", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path",
-		"buffer_flush_timeout", "command")
+		"buffer_flush_timeout", "command", "nodes", "slot_map_refresh")
 	if err != nil {
 		return r, err
 	}
@@ -28,7 +28,7 @@ func parseRedis(v jsonvalue.Value, path string) (RedisConfig, error) {
 	if r.Cluster, err = str(o["cluster"], path+".cluster", ""); err != nil {
 		return r, err
 	}
-	if r.Cluster == "" {
+	if r.Cluster == "" && !o["nodes"].Exists() {
 		return r, errAt(path+".cluster", "required")
 	}
 	if r.Username, err = str(o["username"], path+".username", ""); err != nil {
@@ -71,6 +71,9 @@ func parseRedis(v jsonvalue.Value, path string) (RedisConfig, error) {
 	}
 	if command == "evalsha" {
 		r.Command = algorithms.EvalSHA
+	}
+	if err := parseNodes(&r, o, path); err != nil {
+		return r, err
 	}
 	if r.Transport == TransportRedisABI && !o["buffer_flush_timeout"].Exists() && !o["authority"].Exists() && !o["path"].Exists() {
 		return r, nil // a plain redis_abi: nothing more to read or refuse
