@@ -34,16 +34,19 @@ const clusterRules = `[
 	{"name":"route","match":{"path_prefix":"/api/"},"key":[{"source":"header","name":"x-user"},{"source":"path"}],
 	 "limits":[{"algorithm":"funnel","capacity":2,"rate":1,"period":"1h"}]}]`
 
+// clusterConfig sends EVALSHA (redis.command), as the Higress build must
+// behind the real redis_proxy, which has no FCALL.
 func clusterConfig(prefix string, clusterMode bool, failureMode string) string {
-	return fmt.Sprintf(`{"failure_mode":%q,"headers":"both","redis":{"cluster":"redis","timeout":"2s","key_prefix":%q,"cluster_mode":%t},"rules":%s}`,
+	return fmt.Sprintf(`{"failure_mode":%q,"headers":"both","redis":{"cluster":"redis","command":"evalsha","timeout":"2s","key_prefix":%q,"cluster_mode":%t},"rules":%s}`,
 		failureMode, prefix, clusterMode, clusterRules)
 }
 
 // startCluster runs the Higress build with Redis cluster "redis" routed by
-// the host over the cluster's nodes.
+// the host's model of redis_proxy over the cluster's nodes, refusing FCALL
+// as the real one does.
 func startCluster(t *testing.T, config string, c *redistest.Cluster) *wasmTarget {
 	return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
-		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}})
+		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}, RedisProxyFaithful: true})
 }
 
 // portableOutcome is what of an outcome must not depend on where Redis runs: all
@@ -166,6 +169,26 @@ func TestCluster(t *testing.T) {
 			t.Errorf("the filter's log does not name CROSSSLOT: %q", logs)
 		}
 	})
+}
+
+// Slots migrate under load behind the redis_proxy model (the Higress
+// build's documented path): the model follows -ASK with ASKING, the target
+// answers the filter's multi-key calls -TRYAGAIN until the handover, and
+// the filter retries them; nothing fails and every charge is on the new
+// owner (reshardUnderLoad).
+func TestClusterProxyReshard(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3})
+	prefix := redistest.Prefix(t)
+	config := fmt.Sprintf(`{"failure_mode":"deny","redis":{"cluster":"redis","command":"evalsha","timeout":"2s","key_prefix":%q,"cluster_mode":true},"rules":%s}`,
+		prefix, reshardRules)
+	tg := startCluster(t, config, c)
+	reshardUnderLoad(t, c, tg, prefix)
+	m, s := metricsOf(tg), tg.h.RedisClusterStats("redis")
+	if m["redis.retried"] == 0 || s.Redirections == 0 {
+		t.Errorf("metrics %v, redis_proxy stats %+v; want calls retried by the filter and redirections followed by the proxy", m, s)
+	}
+	t.Logf("metrics %v; redis_proxy stats %+v", m, s)
 }
 
 // keysPerMaster counts the keys under prefix on each master, by address.
