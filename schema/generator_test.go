@@ -30,6 +30,8 @@ func kindOf(path []string) string {
 		return entryKind(path[2:])
 	case n == 1 && path[0] == "redis":
 		return "redis"
+	case n == 3 && path[0] == "redis" && path[1] == "nodes":
+		return "redisNode"
 	case n == 1 && path[0] == "circuit_breaker":
 		return "breaker"
 	case path[0] != "rules":
@@ -64,7 +66,8 @@ func kindOf(path []string) string {
 var optionalFields = map[string][]string{
 	"root":         {"failure_mode", "failure_status", "rejected_status", "headers", "xff_trusted_hops", "circuit_breaker", "local_fallback", "near_limit_ratio", "decision_filter_state", "body_while_headers_paused"},
 	"breaker":      {"failures", "backoff"},
-	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path"},
+	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path", "nodes", "slot_map_refresh"},
+	"redisNode":    {"authority"},
 	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status"},
 	"match":        {"path", "path_prefix", "methods", "hosts", "headers", "body"},
 	"headerMatch":  {"exact", "prefix", "present", "absent"},
@@ -104,7 +107,7 @@ var pools = map[string][]string{
 	"root.xff_trusted_hops": {`0`, `1`, `16`, `17`, `-1`, `2.5`},
 	"root.near_limit_ratio": {`0.8`, `0.5`, `0.000001`, `0.999999`, `0.0000009`, `0`, `1`, `-0.5`, `"0.8"`, `null`},
 	"root.circuit_breaker":  {`{}`, `{"failures":0}`, `{"failures":3,"backoff":"2s"}`, `{"backoff":"0s"}`, `{"failures":1001}`, `{"failures":5,"x":1}`, `[]`},
-	"root.redis":            {`{"cluster":"redis"}`, `{"transport":"webdis","cluster":"webdis","path":"/r/"}`, `{}`, `{"cluster":""}`},
+	"root.redis":            {`{"cluster":"redis"}`, `{"transport":"webdis","cluster_mode":true,"nodes":[{"address":"a:1","cluster":"w"}]}`, `{"transport":"webdis","cluster":"webdis","path":"/r/"}`, `{}`, `{"cluster":""}`},
 	"root.rules": {`[]`, `[{"name":"r","key":[{"source":"client_ip"}],"limits":[{"algorithm":"funnel","capacity":5,"rate":1,"period":"1s"}]}]`,
 		`[{"name":"r","key":[{"source":"client_ip"}]}]`},
 	"breaker.failures":   {`0`, `5`, `1000`, `1001`, `-1`, `1.5`, `"5"`},
@@ -119,6 +122,13 @@ var pools = map[string][]string{
 	"redis.cluster_mode": {`true`, `false`, `"true"`, `0`},
 	"redis.authority":    {`"webdis"`, `""`, `"webdis.ns.svc"`},
 	"redis.path":         {`"/"`, `"/redis/"`, `"/redis"`, `"redis/"`, `""`, `"//"`},
+	"redis.nodes": {`[{"address":"redis-0.redis:6379","cluster":"webdis-0"},{"address":"10.0.0.2:6379","cluster":"webdis-1"}]`,
+		`[{"address":"a:1","cluster":"w","authority":"w.ns"}]`, `[]`, `{}`, `[{"address":"a:1"}]`,
+		`[{"address":"a:1","cluster":"w"},{"address":"a:1","cluster":"v"}]`, `[{"address":"a:1","cluster":"w"},{"address":"b:1","cluster":"w"}]`},
+	"redis.slot_map_refresh": {`"30s"`, `"1s"`, `"10m"`, `"1m"`, `"999ms"`, `"11m"`, `"0s"`, `""`, `30`},
+	"redisNode.address":      {`"redis-0.redis:6379"`, `"::1:7000"`, `"10.0.0.1:65535"`, `"a:65536"`, `"a:0"`, `"a:01"`, `"a"`, `":1"`, `"[::1]:1"`, `"a b:1"`, `""`, `6379`},
+	"redisNode.cluster":      {`"webdis-7"`, `"outbound|7379||webdis-7.ns.svc.cluster.local"`, `""`, `1`},
+	"redisNode.authority":    {`"webdis-7"`, `""`, `null`},
 	"rule.name": {`"r1"`, `"per-user"`, `"a.b_c-D"`, `""`, `"per user"`, `"` + strings.Repeat("n", 64) + `"`,
 		`"` + strings.Repeat("n", 65) + `"`, "\"\u00fcn\u00ef\"", `3`},
 	"rule.match": {`{}`, `{"path":"/x"}`, `{"path":"/x","path_prefix":"/y"}`, `{"hosts":["a.example"]}`, `[]`},

@@ -107,7 +107,7 @@ func hostPort(s string) bool {
 			break
 		}
 	}
-	if c <= 0 || c > 255 || c == len(s)-1 || len(s)-c-1 > 5 {
+	if c <= 0 || c > 255 || c == len(s)-1 || len(s)-c-1 > 5 || s[c+1] == '0' {
 		return false
 	}
 	for i := 0; i < c; i++ {

@@ -61,7 +61,7 @@ func itoa(i int) string { return string(rune('0'+i/10)) + string(rune('0'+i%10))
 func TestHostPort(t *testing.T) {
 	for s, ok := range map[string]bool{
 		"redis-0.redis:6379": true, "127.0.0.1:7000": true, "::1:6379": true, "node_b.test:1": true, "h:65535": true,
-		"h": false, ":6379": false, "h:": false, "h:0": false, "h:65536": false, "h:+1": false, "h:123456": false,
+		"h": false, ":6379": false, "h:": false, "h:0": false, "h:65536": false, "h:+1": false, "h:01": false, "h:123456": false,
 		"[::1]:6379": false, "h@1:2": false, "a,b:1": false, "h :1": false, "": false, strings.Repeat("h", 256) + ":1": false,
 	} {
 		if hostPort(s) != ok {

@@ -4,20 +4,33 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
 
-// Cluster is a running Redis Cluster of masters only, owned by one test.
+// Cluster is a running Redis Cluster owned by one test.
 type Cluster struct {
-	// Nodes are the masters. Node i serves slots i*16384/n to
-	// (i+1)*16384/n-1: with 3 masters, 0-5460, 5461-10921 and 10922-16383.
+	// Nodes are every node, in start order. StartCluster starts masters
+	// only: node i serves slots i*16384/n to (i+1)*16384/n-1, with 3
+	// masters 0-5460, 5461-10921 and 10922-16383. StartClusterWith starts
+	// its Masters first, in that slot order, then the replicas of master
+	// 0, of master 1, and so on. Roles change on failover; Masters and
+	// ReplicaOf read them live.
 	Nodes []*Server
 
-	busPorts []int // cluster bus port of each node
+	busPorts []int          // cluster bus port of each node
+	opts     ClusterOptions // as started; zero for StartCluster
+	ids      []string       // each node's cluster id, which a restart keeps
+	args     [][]string     // each node's extra redis-server arguments, for Restart
+	admin    Options        // how each node's Client logs in
+	load     bool           // load the filter's library on a node that starts as a master
+
+	mu         sync.Mutex
+	migrations map[int]migration // slots BeginMigration started, until FinishMigration
 }
 
 // clusterReadyTimeout bounds the wait for cluster_state:ok, against a
@@ -38,14 +51,12 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	if n < 1 {
 		t.Fatalf("redistest: a cluster needs at least one master, not %d", n)
 	}
-	c := &Cluster{}
+	c := &Cluster{opts: ClusterOptions{Masters: n}, load: true}
 	t.Cleanup(c.stop)
 	for i := 0; i < n; i++ {
-		s, bus, err := startClusterNode()
-		if err != nil {
+		if err := c.startNode(nil); err != nil {
 			t.Fatal(err)
 		}
-		c.Nodes, c.busPorts = append(c.Nodes, s), append(c.busPorts, bus)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
 	defer cancel()
@@ -55,31 +66,54 @@ func StartCluster(t testing.TB, n int) *Cluster {
 	return c
 }
 
-// startClusterNode starts one cluster-enabled redis-server. Its node table
-// (nodes.conf) lives in the server's own temporary --dir, removed by Stop.
-// Its bus port is held, as its client port is, while it runs.
-func startClusterNode() (s *Server, busPort int, err error) {
+// startNode starts one more cluster-enabled redis-server, with extra
+// arguments after the common ones. Its node table (nodes.conf) lives in
+// its own temporary --dir, removed by Stop, kept by Crash. Its bus port
+// is held, as its client port is, while it runs.
+func (c *Cluster) startNode(extra []string) error {
+	bin, err := ServerBinary()
+	if err != nil {
+		return err
+	}
 	bus, err := ReservePort()
 	if err != nil {
-		return nil, 0, err
+		return err
 	}
-	s, err = StartServer("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
-		"--cluster-port", strconv.Itoa(bus.Number), "--cluster-announce-ip", "127.0.0.1")
+	dir, err := os.MkdirTemp("", "redistest")
 	if err != nil {
 		bus.Release()
-		return nil, 0, err
+		return err
+	}
+	args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+		"--cluster-port", strconv.Itoa(bus.Number), "--cluster-announce-ip", "127.0.0.1"}, extra...)
+	admin := c.admin
+	if admin == (Options{}) {
+		admin = Options{Password: passwordOf(args)}
+	}
+	s, err := launchHeld(bin, dir, args, admin, c.load)
+	if err != nil {
+		bus.Release()
+		os.RemoveAll(dir)
+		return err
 	}
 	s.busPort = bus
-	return s, bus.Number, nil
+	id, err := s.Client.Text("CLUSTER", "MYID")
+	if err != nil {
+		s.Stop()
+		return fmt.Errorf("redistest: node %s: CLUSTER MYID: %w", s.Addr, err)
+	}
+	c.Nodes, c.busPorts = append(c.Nodes, s), append(c.busPorts, bus.Number)
+	c.ids, c.args = append(c.ids, id), append(c.args, args)
+	return nil
 }
 
-// create assigns each node its slot range, gives each a distinct config
-// epoch, introduces node 0 to the others, and waits until every node
-// sees the whole cluster as ok.
+// create assigns each master its slot range, gives each node a distinct
+// config epoch, introduces node 0 to the others, and waits until every
+// node sees the whole cluster as ok.
 func (c *Cluster) create(ctx context.Context) error {
-	n := len(c.Nodes)
-	for i, s := range c.Nodes {
-		lo, hi := i*16384/n, (i+1)*16384/n-1
+	m := c.opts.Masters
+	for i, s := range c.Nodes[:m] {
+		lo, hi := i*16384/m, (i+1)*16384/m-1
 		args := []any{"CLUSTER", "ADDSLOTS"}
 		for slot := lo; slot <= hi; slot++ {
 			args = append(args, slot)
@@ -87,6 +121,8 @@ func (c *Cluster) create(ctx context.Context) error {
 		if _, err := s.Do(args...); err != nil {
 			return fmt.Errorf("redistest: node %s: ADDSLOTS %d-%d: %w", s.Addr, lo, hi, err)
 		}
+	}
+	for i, s := range c.Nodes {
 		if _, err := s.Do("CLUSTER", "SET-CONFIG-EPOCH", i+1); err != nil {
 			return fmt.Errorf("redistest: node %s: SET-CONFIG-EPOCH: %w", s.Addr, err)
 		}
@@ -96,8 +132,11 @@ func (c *Cluster) create(ctx context.Context) error {
 			return fmt.Errorf("redistest: CLUSTER MEET %s: %w", s.Addr, err)
 		}
 	}
+	if err := c.linkReplicas(ctx); err != nil {
+		return err
+	}
 	for _, s := range c.Nodes {
-		if err := waitClusterOK(ctx, s, n); err != nil {
+		if err := waitClusterOK(ctx, s, len(c.Nodes), m); err != nil {
 			return err
 		}
 	}
@@ -105,9 +144,10 @@ func (c *Cluster) create(ctx context.Context) error {
 }
 
 // waitClusterOK polls a node's CLUSTER INFO until it reports state ok with
-// n known nodes. Redis has no event to wait on; the poll is every 20 ms.
-func waitClusterOK(ctx context.Context, s *Server, n int) error {
-	want := []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(n), "cluster_size:" + strconv.Itoa(n)}
+// n known nodes, of which size masters serve slots. Redis has no event to
+// wait on; the poll is every 20 ms.
+func waitClusterOK(ctx context.Context, s *Server, n, size int) error {
+	want := []string{"cluster_state:ok", "cluster_known_nodes:" + strconv.Itoa(n), "cluster_size:" + strconv.Itoa(size)}
 	var info string
 	for {
 		var err error
@@ -132,7 +172,8 @@ func containsAll(info string, lines []string) bool {
 	return true
 }
 
-// Addrs returns the masters' addresses ("127.0.0.1:port"), in slot order.
+// Addrs returns the nodes' addresses ("127.0.0.1:port"), in the order of
+// Nodes: the masters' in slot order first.
 func (c *Cluster) Addrs() []string {
 	addrs := make([]string, len(c.Nodes))
 	for i, s := range c.Nodes {
@@ -141,43 +182,24 @@ func (c *Cluster) Addrs() []string {
 	return addrs
 }
 
-// KeySlot returns key's hash slot, as Redis computes it (CLUSTER KEYSLOT).
+// KeySlot returns key's hash slot, as Redis computes it (CLUSTER KEYSLOT
+// on a running node).
 func (c *Cluster) KeySlot(key string) (int, error) {
-	slot, err := c.Nodes[0].Client.Int("CLUSTER", "KEYSLOT", key)
+	var slot int64
+	err := c.anyNode(func(s *Server) (err error) {
+		slot, err = s.Client.Int("CLUSTER", "KEYSLOT", key)
+		return err
+	})
 	return int(slot), err
 }
 
-// MasterFor returns the master that owns key's slot, from node 0's slot
-// map (CLUSTER SLOTS).
+// MasterFor returns the master that owns key's slot now (OwnerOf).
 func (c *Cluster) MasterFor(key string) (*Server, error) {
 	slot, err := c.KeySlot(key)
 	if err != nil {
 		return nil, err
 	}
-	var owner string
-	err = c.Nodes[0].Client.With(func(conn *Conn) error {
-		v, err := conn.Do("CLUSTER", "SLOTS")
-		if err != nil {
-			return err
-		}
-		for _, r := range v.Elems {
-			// [start, end, [ip, port, id], replicas...]
-			if len(r.Elems) > 2 && r.Elems[0].Int <= int64(slot) && int64(slot) <= r.Elems[1].Int && len(r.Elems[2].Elems) > 1 {
-				m := r.Elems[2].Elems
-				owner = net.JoinHostPort(string(m[0].Str), strconv.FormatInt(m[1].Int, 10))
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	for _, s := range c.Nodes {
-		if s.Addr == owner {
-			return s, nil
-		}
-	}
-	return nil, fmt.Errorf("redistest: slot %d of %q: owner %q is not a node of this cluster", slot, key, owner)
+	return c.OwnerOf(slot)
 }
 
 // Do runs one command on the master that owns key's slot.
@@ -189,9 +211,24 @@ func (c *Cluster) Do(key string, args ...any) (any, error) {
 	return m.Do(args...)
 }
 
-// NodeID returns a node's cluster id (CLUSTER MYID).
+// NodeID returns a node's cluster id (CLUSTER MYID, as it answered at
+// start: a restart keeps it, and a crashed node still has it).
 func (c *Cluster) NodeID(s *Server) (string, error) {
-	return s.Client.Text("CLUSTER", "MYID")
+	i := c.index(s)
+	if i < 0 {
+		return "", fmt.Errorf("redistest: %s is not a node of this cluster", s.Addr)
+	}
+	return c.ids[i], nil
+}
+
+// index is s's index in Nodes, or -1.
+func (c *Cluster) index(s *Server) int {
+	for i, n := range c.Nodes {
+		if n == s {
+			return i
+		}
+	}
+	return -1
 }
 
 func (c *Cluster) stop() {
