@@ -33,9 +33,10 @@ func startClusterWebdis(t *testing.T, c *redistest.Cluster, enabled ...string) *
 }
 
 // nodes is redis.nodes for every node but those in skip (by address), in
-// address order, each node named as it announces itself, with the
-// wasmhost HTTPClusters of their Webdis ("webdis-<i>").
-func (w *clusterWebdis) nodes(t *testing.T, skip ...string) (string, map[string]string) {
+// address order but first first (the seed of a VM that has not loaded the
+// slot map yet), each node named as it announces itself, with the wasmhost
+// HTTPClusters of their Webdis ("webdis-<i>").
+func (w *clusterWebdis) nodes(t *testing.T, first string, skip ...string) (string, map[string]string) {
 	t.Helper()
 	addrs := make([]string, 0, len(w.webdis))
 	for a := range w.webdis {
@@ -43,7 +44,15 @@ func (w *clusterWebdis) nodes(t *testing.T, skip ...string) (string, map[string]
 			addrs = append(addrs, a)
 		}
 	}
-	slices.Sort(addrs)
+	slices.SortFunc(addrs, func(a, b string) int {
+		if (a == first) != (b == first) {
+			if a == first {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a, b)
+	})
 	var entries []string
 	clusters := map[string]string{}
 	for i, a := range addrs {

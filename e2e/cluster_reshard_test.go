@@ -23,7 +23,7 @@ import (
 const reshardRules = `[
 	{"name":"api","match":{"path_prefix":"/api/"},"key":[{"source":"header","name":"x-user"}],
 	 "limits":[{"name":"log","algorithm":"sliding_log","limit":1000000,"window":"1h"},
-	           {"name":"funnel","algorithm":"funnel","capacity":1000000,"rate":1,"period":"1h"}]},
+	           {"name":"funnel","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1h"}]},
 	{"name":"one","match":{"path_prefix":"/api/"},"key":[{"source":"header","name":"x-user"}],"manual_block":false,
 	 "limits":[{"algorithm":"sliding_log","limit":1000000,"window":"1h"}]}]`
 
@@ -36,7 +36,7 @@ func TestClusterReshard(t *testing.T) {
 	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3, Hostnames: true})
 	w := startClusterWebdis(t, c, "FCALL", "CLUSTER")
 	prefix := redistest.Prefix(t)
-	nodes, clusters := w.nodes(t)
+	nodes, clusters := w.nodes(t, "")
 	tg := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", nodes, "", reshardRules), clusters)
 	warmUp(t, tg)
 	errs0 := errorStats(t, c)
@@ -161,14 +161,15 @@ func reshardUnderLoad(t *testing.T, c *redistest.Cluster, tg *wasmTarget, prefix
 	}
 }
 
-// errorStats sums the masters' error replies by kind (INFO errorstats).
+// errorStats sums the running nodes' error replies by kind (INFO
+// errorstats); a node down is left out.
 func errorStats(t *testing.T, c *redistest.Cluster) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
 	for _, s := range c.Nodes {
 		info, err := s.Client.Text("INFO", "errorstats")
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
 		for _, line := range strings.Split(info, "\n") {
 			// errorstat_TRYAGAIN:count=3

@@ -52,7 +52,7 @@ func TestClusterWebdis(t *testing.T) {
 	}{{"stock", &stockModule}, {"higress", &module}} {
 		t.Run(b.name+" through a Webdis per node", func(t *testing.T) {
 			prefix := redistest.Prefix(t)
-			nodes, clusters := w.nodes(t)
+			nodes, clusters := w.nodes(t, "")
 			tg := startNodesHost(t, *b.mod, nodesConfig(prefix, "deny", nodes, "", exactClusterRules), clusters)
 			warmUp(t, tg)
 			before := metricsOf(tg)
@@ -82,7 +82,7 @@ func TestClusterWebdis(t *testing.T) {
 	t.Run("a master not in redis.nodes", func(t *testing.T) {
 		prefix := redistest.Prefix(t)
 		missing := masters[2]
-		nodes, clusters := w.nodes(t, missing.Addr)
+		nodes, clusters := w.nodes(t, "", missing.Addr)
 		tg := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", nodes, "", exactClusterRules), clusters)
 		warmUp(t, tg)
 		var on, off []string
@@ -118,7 +118,7 @@ func TestClusterWebdis(t *testing.T) {
 	t.Run("without CLUSTER NODES, from -MOVED alone", func(t *testing.T) {
 		prefix := redistest.Prefix(t)
 		w := startClusterWebdis(t, c, "FCALL")
-		nodes, clusters := w.nodes(t)
+		nodes, clusters := w.nodes(t, "")
 		tg := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", nodes, "", exactClusterRules), clusters)
 		exactRun(t, c, tg, prefix)
 		m := metricsOf(tg)
