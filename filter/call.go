@@ -34,9 +34,10 @@ type call struct {
 
 	calloutID uint32
 	inFlight  bool
-	replied   bool // decision holds Redis's reply
+	rt        routing // where it went (cluster_route.go)
+	replied   bool    // decision holds Redis's reply
 	sentAt    time.Time
-	epoch     uint64 // the breaker's epoch when sent
+	epoch     uint64 // its node's breaker's epoch when sent
 	decision  algorithms.Decision
 	err       error
 
@@ -105,7 +106,7 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 		s.addChoice(c, ri, tier, cost, checkOnly)
 		return
 	}
-	if rule.Throttle != nil && cost > 0 && s.vm.throttle.throttling() {
+	if rule.Throttle != nil && cost > 0 && s.vm.throttling() {
 		s.addChoice(c, ri, tier, cost, false)
 		c.choices[len(c.choices)-1].Throttle = rule.Throttle.MaxDelay
 		return

@@ -15,19 +15,32 @@ import (
 // once, so no stream waits for a reply that will never come.
 func (p *policy) dispatch(c *call) {
 	c.sentAt, c.inVM = c.stream.clock(), false
-	if c.sentAt.Before(p.breaker.openUntil) {
+	p.vm.startRouting(&c.rt, c.firstKey(), c.sentAt)
+	p.send(c, c.sentAt, 0)
+}
+
+// send sends c at now to its node, to be answered within timeout (0:
+// redis.timeout).
+func (p *policy) send(c *call, now time.Time, timeout time.Duration) {
+	node, err := p.vm.nodeFor(&c.rt, now)
+	if err != nil {
+		p.failUncounted(c, err)
+		return
+	}
+	b := &p.breakers[node]
+	if now.Before(b.openUntil) {
 		p.metrics.skipped.Increment(1)
 		c.stream.callDone(c, errBreakerOpen)
 		return
 	}
-	if !p.vm.link.usable(c.sentAt) {
+	if !p.vm.link.usable(now) {
 		p.vm.link.uninitialized.Increment(1)
-		p.vm.health.fail(c.sentAt, p.vm.link.why(), p.failureMode)
+		p.vm.health.fail(now, p.vm.link.why(), p.failureMode)
 		c.stream.callDone(c, redisfail.ErrUninitialized)
 		return
 	}
-	c.epoch = p.breaker.epoch
-	id, err := p.vm.sendCall(c)
+	c.epoch = b.epoch
+	id, err := p.vm.sendCall(c, node, timeout)
 	if err != nil {
 		p.fail(c, &redisfail.DispatchError{Err: err})
 		return
@@ -35,6 +48,33 @@ func (p *policy) dispatch(c *call) {
 	c.calloutID, c.inFlight = id, true
 	p.vm.callouts.add(id, c)
 	p.vm.callouts.calls++
+}
+
+// resend sends c again from the retry queue, with what is left of its
+// deadline; past it, c fails with why its slot could not serve it.
+func (c *call) resend(vm *Plugin, now time.Time) {
+	p := c.stream.pol
+	c.stream.now = now
+	left := vm.deadlineLeft(c.rt.sentAt, now)
+	if left <= 0 {
+		p.failUncounted(c, c.rt.waitErr())
+		return
+	}
+	p.send(c, now, left)
+}
+
+// firstKey is the call's first key: every key of a call hashes to its
+// slot.
+func (c *call) firstKey() string {
+	switch {
+	case len(c.blocks) > 0:
+		return c.blocks[0]
+	case len(c.checks) > 0:
+		return c.checks[0].Key
+	case len(c.choices) > 0:
+		return c.choices[0].TierKey
+	}
+	return ""
 }
 
 var errBreakerOpen = errors.New("circuit breaker open")
@@ -73,6 +113,7 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 		if err == nil {
 			err = errCallFailed
 		}
+		p.vm.nodeFailed(c.rt.node, c.stream.clock())
 		p.fail(c, err)
 		return
 	}
@@ -82,12 +123,15 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 		p.dispatch(c)
 		return
 	}
+	if err != nil && p.onCallClusterError(c, err) {
+		return
+	}
 	if err != nil {
 		p.vm.link.onErrorReply(err, c.stream.clock())
 		p.fail(c, err)
 		return
 	}
-	p.breaker.failures = 0
+	p.breakers[c.rt.node].failures = 0
 	p.vm.epoch.heard = true
 	if !p.vm.link.identity.wrong { // sent before WHOAMI named the wrong user
 		p.vm.health.ok()
@@ -115,8 +159,8 @@ func (p *policy) parseReply(c *call, r scriptReply) error {
 func (p *policy) fail(c *call, err error) {
 	p.metrics.redisErrors.Increment(1)
 	p.vm.epoch.heard = true
-	p.vm.health.fail(c.stream.clock(), err, p.failureMode)
-	b, cfg := &p.breaker, p.cfg.Breaker
+	p.vm.health.fail(c.stream.clock(), p.vm.nodeErr(&c.rt, err), p.failureMode)
+	b, cfg := &p.breakers[c.rt.node], p.cfg.Breaker
 	if c.epoch != b.epoch {
 		c.stream.callDone(c, err) // failed with calls already counted
 		return
@@ -129,6 +173,31 @@ func (p *policy) fail(c *call, err error) {
 		p.errLog.log(LogWarn, format.Sprintf("ratelimit: circuit breaker open for %v after %d consecutive Redis failures", cfg.Backoff, b.failures))
 	}
 	c.stream.callDone(c, err)
+}
+
+// failUncounted fails a call that Redis Cluster did not run (its slot
+// stayed migrating or down, moved too often, or has a node not listed):
+// not a failure of the node, so not counted by its breaker.
+func (p *policy) failUncounted(c *call, err error) {
+	p.metrics.redisErrors.Increment(1)
+	p.vm.epoch.heard = true
+	p.vm.health.fail(c.stream.clock(), p.vm.nodeErr(&c.rt, err), p.failureMode)
+	c.stream.callDone(c, err)
+}
+
+// onCallClusterError follows a -MOVED at once, or queues the call on
+// -ASK, -TRYAGAIN or -CLUSTERDOWN; it reports whether err was that.
+func (p *policy) onCallClusterError(c *call, err error) bool {
+	now := c.stream.clock()
+	act, failErr := p.vm.onClusterError(&c.rt, c, err, now)
+	switch act {
+	case sendAgain:
+		p.vm.speedUp() // for the map load the move asked for
+		p.send(c, now, max(p.vm.deadlineLeft(c.rt.sentAt, now), time.Millisecond))
+	case giveUp:
+		p.failUncounted(c, failErr)
+	}
+	return act != notCluster
 }
 
 // untrack drops a call from the callout table; a reply for it is ignored.

@@ -216,7 +216,7 @@ func (s *Stream) noteResults(c *call) {
 		// denial: a slot may be released long before its RetryAfter.
 		// A throttle admits, held, what comes within its max delay of it.
 		retry := r.RetryAfter
-		if t := s.pol.cfg.Rules[o.rule].Throttle; t != nil && s.vm.throttle.throttling() {
+		if t := s.pol.cfg.Rules[o.rule].Throttle; t != nil && s.vm.throttling() {
 			retry -= t.MaxDelay
 		}
 		if !r.Allowed && retry > 0 && !c.inVM && !c.isSlot(i) {

@@ -36,6 +36,7 @@ type epochPoll struct {
 	id       uint32
 	inFlight bool
 	sentAt   time.Time
+	rt       routing // the epoch key's slot and node
 	seen     int64
 	known    bool // seen holds a value read; the first read clears
 	// heard: a decision's call was answered, or failed, since the last
@@ -51,12 +52,14 @@ func newEpochPoll(cfg *config.Config, host PluginHost) epochPoll {
 		changes: host.Counter("ratelimit.epoch.changes"), failed: host.Counter("ratelimit.epoch.failed")}
 }
 
-// breakerOpen reports whether the circuit breaker of any policy is open
-// at now.
-func (p *Plugin) breakerOpen(now time.Time) bool {
+// breakerOpen reports whether a circuit breaker of any policy is open at
+// now: for node, or with node -1 for any node.
+func (p *Plugin) breakerOpen(now time.Time, node int) bool {
 	for _, pol := range p.policies {
-		if now.Before(pol.breaker.openUntil) {
-			return true
+		for i := range pol.breakers {
+			if (node < 0 || i == node) && now.Before(pol.breakers[i].openUntil) {
+				return true
+			}
 		}
 	}
 	return false
@@ -81,7 +84,24 @@ func (p *Plugin) pollEpoch(now time.Time) {
 	e := &p.epoch
 	heard := e.heard
 	e.heard = false
-	if e.overdue(p, now); e.inFlight || p.breakerOpen(now) || heard && !p.cached() {
+	if e.overdue(p, now); e.inFlight || e.rt.queued || heard && !p.cached() {
+		return
+	}
+	p.startRouting(&e.rt, e.key, now)
+	p.sendEpoch(now, 0)
+}
+
+// sendEpoch sends the read at now to the epoch key's node, to be
+// answered within timeout (0: redis.timeout), unless that node's breaker
+// is open or the link is unusable.
+func (p *Plugin) sendEpoch(now time.Time, timeout time.Duration) {
+	e := &p.epoch
+	node, err := p.nodeFor(&e.rt, now)
+	if err != nil {
+		p.probeFailed(now, err)
+		return
+	}
+	if p.breakerOpen(now, node) {
 		return
 	}
 	if !p.link.usable(now) {
@@ -91,7 +111,7 @@ func (p *Plugin) pollEpoch(now time.Time) {
 		return
 	}
 	e.buf = algorithms.AppendEpoch(e.buf[:0], p.tr.framing(), p.invoke(e.eval), e.key)
-	id, err := p.tr.send(e.buf)
+	id, err := p.tr.send(node, e.buf, timeout)
 	e.polls.Increment(1)
 	if err != nil {
 		p.probeFailed(now, &redisfail.DispatchError{Err: err})
@@ -104,12 +124,24 @@ func (p *Plugin) pollEpoch(now time.Time) {
 // onReply takes the epoch read's reply.
 func (e *epochPoll) onReply(vm *Plugin, r scriptReply) { vm.onEpochReply(r) }
 
+// resend sends the read again from the retry queue; past its deadline it
+// fails.
+func (e *epochPoll) resend(vm *Plugin, now time.Time) {
+	left := vm.deadlineLeft(e.rt.sentAt, now)
+	if left <= 0 {
+		vm.probeFailed(now, e.rt.waitErr())
+		return
+	}
+	vm.sendEpoch(now, left)
+}
+
 // overdue fails the read in flight when it is overdue at now: the next
 // poll sends another.
 func (e *epochPoll) overdue(vm *Plugin, now time.Time) {
 	if e.inFlight && vm.late(e.sentAt, now) {
 		vm.callouts.remove(e.id)
 		e.inFlight = false
+		vm.nodeFailed(e.rt.node, now)
 		vm.probeFailed(now, errNoReply)
 	}
 }
@@ -118,7 +150,7 @@ func (e *epochPoll) overdue(vm *Plugin, now time.Time) {
 func (p *Plugin) probeFailed(now time.Time, err error) {
 	p.epoch.failed.Increment(1)
 	p.top().metrics.redisErrors.Increment(1)
-	p.health.fail(now, err, p.top().failureMode)
+	p.health.fail(now, p.nodeErr(&p.epoch.rt, err), p.top().failureMode)
 }
 
 // onEpochReply reads the epoch, and clears the deny caches when it moved.
@@ -132,6 +164,7 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 		if err == nil {
 			err = errCallFailed
 		}
+		p.nodeFailed(e.rt.node, now)
 		p.probeFailed(now, err)
 		return
 	}
@@ -143,6 +176,16 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 		if noScript(&e.eval, err) { // the next read sends the script
 			return
 		}
+		switch act, ferr := p.onClusterError(&e.rt, e, err, now); act {
+		case sendAgain:
+			p.sendEpoch(now, max(p.deadlineLeft(e.rt.sentAt, now), time.Millisecond))
+			return
+		case queuedRetry:
+			return
+		case giveUp:
+			p.probeFailed(now, ferr)
+			return
+		}
 		p.link.onErrorReply(err, now)
 		p.probeFailed(now, err)
 		return
@@ -151,7 +194,7 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 	switch {
 	case p.link.identity.wrong: // answered, but as the wrong user
 		p.health.fail(now, p.link.why(), p.top().failureMode)
-	case !p.breakerOpen(now): // a read sent before a breaker opened says nothing
+	case !p.breakerOpen(now, -1): // a read sent before a breaker opened says nothing
 		p.health.okRead()
 	}
 	v := ints[0]

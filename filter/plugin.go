@@ -43,6 +43,12 @@ type Plugin struct {
 	// OnTick last ran.
 	throttle *throttleState
 	lastWork time.Time
+	// tick is the tick period's state (cluster_retry.go); retry holds
+	// the callouts Redis Cluster asked to send again; router routes each
+	// call to its slot's node, nil without redis.nodes (cluster_route.go).
+	tick   tickState
+	retry  retryQueue
+	router *router
 }
 
 // NewPlugin returns a Plugin for a parsed configuration.
@@ -51,12 +57,14 @@ func NewPlugin(cfg *config.Config, host PluginHost) *Plugin {
 	p.callouts.init()
 	p.settles.errors = host.Counter("ratelimit.settle.errors")
 	p.health = newRedisHealth(&cfg.Redis, host)
+	p.router = newRouter(cfg, host)
 	p.policies = append(p.policies, newPolicy(p, cfg, nil))
 	p.tr = newTransport(cfg, host)
+	p.tick.ticker, _ = host.(Ticker)
 	// The link sends AUTH and ACL WHOAMI only over the Redis ABI: it has
 	// an initializer only with that transport.
 	p.link = newRedisLink(cfg, host, host.DispatchRedis, &p.callouts)
-	p.link.health, p.link.mode = &p.health, p.top().failureMode
+	p.link.health, p.link.mode, p.link.routed = &p.health, p.top().failureMode, p.router != nil
 	p.epoch = newEpochPoll(cfg, host)
 	for i := range cfg.MatchRules {
 		mr := &cfg.MatchRules[i]
@@ -104,6 +112,10 @@ func (p *Plugin) Pending() int { return p.callouts.calls }
 func (p *Plugin) OnTick() bool {
 	now := p.host.Now()
 	defer p.releaseDelayed(now) // last: a resumed stream's context is then the effective one
+	p.runRetries(now)
+	if p.router != nil {
+		p.router.load.onTick(p, now)
+	}
 	if !p.workDue(now) {
 		return false
 	}

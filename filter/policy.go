@@ -27,7 +27,9 @@ type policy struct {
 	failureMode string
 	// nearLimit is near_limit_ratio in millionths (see countNear).
 	nearLimit int64
-	breaker   breaker
+	// breakers are one circuit breaker per Redis node (redis.nodes),
+	// one without: a dead master opens only its own slots'.
+	breakers []breaker
 	// denyCache answers keys Redis denied until their Retry-After; nil
 	// when disabled.
 	denyCache *denyCache
@@ -75,6 +77,7 @@ func newPolicy(vm *Plugin, cfg *config.Config, route *config.MatchRule) *policy 
 	p.errLog = quietLog{host: host, every: 10 * time.Second}
 	p.modelLog = quietLog{host: host, every: time.Minute}
 	p.failureMode, p.nearLimit = failureModeText(cfg), cfg.NearLimitRatio
+	p.breakers = make([]breaker, max(1, len(vm.cfg.Redis.Nodes)))
 	p.denyCache = newDenyCache(cfg.DenyCacheKeys)
 	p.fallback = newLocalLimiter(cfg, host)
 	p.leases = newLeaseTables(cfg)

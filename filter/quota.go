@@ -51,6 +51,8 @@ type quotaCall struct {
 	id       uint32
 	inFlight bool
 	sentAt   time.Time
+	key      string  // the first rule's key: its slot is the call's
+	rt       routing // where it went
 }
 
 // quotaDebt is one limit a settle of cost 0 reads: limit of rules[rule].
@@ -88,12 +90,13 @@ func (s *Stream) answerQuota() {
 		if !ok {
 			continue
 		}
+		k := string(key)
 		if c == nil || cfg.Redis.ClusterMode {
-			c = &quotaCall{s: s}
+			c = &quotaCall{s: s, key: k}
 			q.calls = append(q.calls, c)
 		}
 		c.rules = append(c.rules, len(q.rules)-1)
-		c.peeks = append(c.peeks, keyspace.PeekAt(rule, string(key), max(s.localTier(rule, cfg.TrustedHops), 0)))
+		c.peeks = append(c.peeks, keyspace.PeekAt(rule, k, max(s.localTier(rule, cfg.TrustedHops), 0)))
 	}
 	q.outstanding = len(q.calls)
 	if q.outstanding == 0 {
@@ -108,10 +111,21 @@ func (s *Stream) answerQuota() {
 // send sends the call's peek, or its settle once debt is set; a call that
 // cannot be sent fails at once.
 func (c *quotaCall) send() {
+	now := c.s.vm.host.Now()
+	c.s.vm.startRouting(&c.rt, c.key, now)
+	c.sendAt(now, 0)
+}
+
+// sendAt sends the call at now to its node, to be answered within timeout
+// (0: redis.timeout).
+func (c *quotaCall) sendAt(now time.Time, timeout time.Duration) {
 	p := c.s.pol
-	now := p.vm.host.Now()
+	node, err := p.vm.nodeFor(&c.rt, now)
 	switch {
-	case now.Before(p.breaker.openUntil):
+	case err != nil:
+		c.done(err)
+		return
+	case now.Before(p.breakers[node].openUntil):
 		p.metrics.skipped.Increment(1)
 		c.done(errBreakerOpen)
 		return
@@ -129,7 +143,7 @@ func (c *quotaCall) send() {
 		}
 		c.buf = algorithms.AppendPeekSettle(c.buf[:0], f, inv, settles)
 	}
-	id, err := p.vm.tr.send(c.buf)
+	id, err := p.vm.tr.send(node, c.buf, timeout)
 	if err != nil {
 		c.done(&redisfail.DispatchError{Err: err})
 		return
@@ -141,6 +155,10 @@ func (c *quotaCall) send() {
 // onReply takes the peek's or the settle's reply.
 func (c *quotaCall) onReply(vm *Plugin, r scriptReply) {
 	c.untrack(vm)
+	now := vm.host.Now()
+	if !r.ok {
+		vm.nodeFailed(c.rt.node, now)
+	}
 	ints, err := r.values(&vm.callouts)
 	if err == nil && c.debt == nil {
 		err = c.readPeek(ints)
@@ -151,6 +169,17 @@ func (c *quotaCall) onReply(vm *Plugin, r scriptReply) {
 		c.s.pol.metrics.noscript.Increment(1)
 		c.send()
 		return
+	}
+	if err != nil {
+		switch act, ferr := vm.onClusterError(&c.rt, c, err, now); act {
+		case sendAgain:
+			c.sendAt(now, max(vm.deadlineLeft(c.rt.sentAt, now), time.Millisecond))
+			return
+		case queuedRetry:
+			return
+		case giveUp:
+			err = ferr
+		}
 	}
 	if err == nil && c.debt == nil && c.owing() {
 		c.send()
@@ -163,8 +192,23 @@ func (c *quotaCall) onReply(vm *Plugin, r scriptReply) {
 func (c *quotaCall) overdue(vm *Plugin, now time.Time) {
 	if vm.late(c.sentAt, now) {
 		c.untrack(vm)
+		vm.nodeFailed(c.rt.node, now)
 		c.done(errNoReply)
 	}
+}
+
+// resend sends the call again from the retry queue; past its deadline it
+// fails.
+func (c *quotaCall) resend(vm *Plugin, now time.Time) {
+	if c.s == nil {
+		return
+	}
+	left := vm.deadlineLeft(c.rt.sentAt, now)
+	if left <= 0 {
+		c.done(c.rt.waitErr())
+		return
+	}
+	c.sendAt(now, left)
 }
 
 func (c *quotaCall) untrack(vm *Plugin) {
@@ -233,7 +277,7 @@ func (c *quotaCall) done(err error) {
 	if err != nil {
 		p := s.pol
 		p.metrics.redisErrors.Increment(1)
-		p.vm.health.fail(p.vm.host.Now(), err, p.failureMode)
+		p.vm.health.fail(p.vm.host.Now(), p.vm.nodeErr(&c.rt, err), p.failureMode)
 		if q.err == nil {
 			q.err = err
 		}
@@ -254,6 +298,7 @@ func (s *Stream) endQuota() {
 	}
 	for _, c := range s.quota.calls {
 		c.untrack(s.vm)
+		s.vm.retry.drop(&c.rt)
 		c.s = nil
 	}
 	s.quota = nil

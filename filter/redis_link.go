@@ -53,6 +53,9 @@ type redisLink struct {
 	// level's failure mode, as its lines say it.
 	health *redisHealth
 	mode   string
+	// routed: the filter routes by slot itself (redis.nodes), so -MOVED
+	// and -ASK are followed, not explained.
+	routed bool
 	log    PluginHost
 	// Each kind of news has its own throttled log, so that one cannot
 	// hide another.
@@ -169,6 +172,9 @@ func (l *redisLink) onErrorReply(err error, now time.Time) {
 		l.relink(now)
 	case "MOVED", "ASK":
 		l.redirected.Increment(1)
+		if l.routed {
+			return
+		}
 		l.clusterLog.log(LogWarn, "ratelimit: redis: "+rerr.Msg+": the cluster is a raw Redis Cluster, and the proxy's Redis client neither routes by slot nor follows MOVED or ASK; "+
 			"put a cluster-aware proxy between them (Envoy's redis_proxy on loopback: see the README, Redis Cluster)")
 	}

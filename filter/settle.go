@@ -29,6 +29,7 @@ type settleCall struct {
 	buf     []byte
 	id      uint32
 	sentAt  time.Time
+	rt      routing
 	result  algorithms.Settlement
 }
 
@@ -91,13 +92,28 @@ func (p *Plugin) OnRootCallback() {
 }
 
 func (p *policy) dispatchSettle(sc *settleCall) {
-	now := p.vm.host.Now()
-	if now.Before(p.breaker.openUntil) || !p.vm.link.usable(now) {
+	now, key := p.vm.host.Now(), ""
+	if len(sc.settles) > 0 {
+		key = sc.settles[0].Key
+	}
+	p.vm.startRouting(&sc.rt, key, now)
+	p.sendSettle(sc, now, 0)
+}
+
+// sendSettle sends sc at now to its node, to be answered within timeout
+// (0: redis.timeout).
+func (p *policy) sendSettle(sc *settleCall, now time.Time, timeout time.Duration) {
+	node, err := p.vm.nodeFor(&sc.rt, now)
+	if err != nil {
+		p.settleFailed(sc, err)
+		return
+	}
+	if now.Before(p.breakers[node].openUntil) || !p.vm.link.usable(now) {
 		p.settleFailed(sc, errBreakerOpen)
 		return
 	}
 	sc.buf = algorithms.AppendSettle(sc.buf[:0], p.vm.tr.framing(), p.vm.invoke(sc.eval), sc.settles)
-	id, err := p.vm.tr.send(sc.buf)
+	id, err := p.vm.tr.send(node, sc.buf, timeout)
 	if err != nil {
 		p.settleFailed(sc, format.Errorf("dispatch: %w", err))
 		return
@@ -108,6 +124,17 @@ func (p *policy) dispatchSettle(sc *settleCall) {
 
 // onReply takes a settle's reply.
 func (sc *settleCall) onReply(_ *Plugin, r scriptReply) { sc.p.onSettleReply(sc, r) }
+
+// resend sends the settle again from the retry queue, with what is left
+// of its deadline; past it, the settle fails.
+func (sc *settleCall) resend(vm *Plugin, now time.Time) {
+	left := vm.deadlineLeft(sc.rt.sentAt, now)
+	if left <= 0 {
+		sc.p.settleFailed(sc, sc.rt.waitErr())
+		return
+	}
+	sc.p.sendSettle(sc, now, left)
+}
 
 // overdue drops a settle overdue at now.
 func (sc *settleCall) overdue(vm *Plugin, now time.Time) {
@@ -120,7 +147,9 @@ func (sc *settleCall) overdue(vm *Plugin, now time.Time) {
 // onSettleReply reads a settle's reply and counts what it charged.
 func (p *policy) onSettleReply(sc *settleCall, r scriptReply) {
 	p.vm.callouts.remove(sc.id)
+	now := p.vm.host.Now()
 	if !r.ok {
+		p.vm.nodeFailed(sc.rt.node, now)
 		p.settleFailed(sc, errCallFailed)
 		return
 	}
@@ -134,6 +163,15 @@ func (p *policy) onSettleReply(sc *settleCall, r scriptReply) {
 		return
 	}
 	if err != nil {
+		switch act, ferr := p.vm.onClusterError(&sc.rt, sc, err, now); act {
+		case sendAgain:
+			p.sendSettle(sc, now, max(p.vm.deadlineLeft(sc.rt.sentAt, now), time.Millisecond))
+			return
+		case queuedRetry:
+			return
+		case giveUp:
+			err = ferr
+		}
 		p.settleFailed(sc, err)
 		return
 	}
@@ -163,7 +201,7 @@ func (p *policy) settleFailed(sc *settleCall, err error) {
 			p.metrics.rules[sc.rules[i]].slots.releasesFailed.Increment(1)
 		}
 	}
-	p.errLog.log(LogWarn, "ratelimit: redis: settle: "+err.Error())
+	p.errLog.log(LogWarn, "ratelimit: redis: settle: "+p.vm.nodeErr(&sc.rt, err).Error())
 	p.freeSettle(sc)
 }
 

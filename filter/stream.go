@@ -181,6 +181,7 @@ func (s *Stream) OnDone() {
 	s.endQuota()
 	s.clearStates()
 	for _, c := range s.calls {
+		s.vm.retry.drop(&c.rt) // sent to Redis it was not: nothing to release
 		if c.inFlight && (c.slot != 0 || len(c.leases) > 0) {
 			s.pol.detach(c) // its reply releases what it acquired, and fills its leases
 			continue

@@ -22,13 +22,7 @@ const slowTick = time.Second
 // (Plugin.throttle): a heap by release time, and the tick kept fast while
 // any waits.
 type throttleState struct {
-	queue delayQueue
-	fast  bool
-	// broken: the host refused the fast tick once; from then on nothing
-	// more is held (a held request would wait for the slow tick).
-	broken     bool
-	host       PluginHost
-	ticker     Ticker
+	queue      delayQueue
 	delayed    Counter   // ratelimit.throttle.delayed: requests held
 	delayedNow Gauge     // ratelimit.throttle.held: requests held now
 	delayMS    Histogram // ratelimit.throttle.delay_ms: each hold's delay
@@ -40,7 +34,7 @@ func newThrottleState(host PluginHost) *throttleState {
 	if !ok || !t.SetTickPeriod(slowTick) {
 		return nil
 	}
-	return &throttleState{host: host, ticker: t, delayed: host.Counter("ratelimit.throttle.delayed"),
+	return &throttleState{delayed: host.Counter("ratelimit.throttle.delayed"),
 		delayedNow: host.Gauge("ratelimit.throttle.held"), delayMS: host.Histogram("ratelimit.throttle.delay_ms")}
 }
 
@@ -82,17 +76,11 @@ func (s *Stream) delay(delay time.Duration) {
 	t.delayed.Increment(1)
 	t.delayedNow.Add(1)
 	t.delayMS.Record(uint64(delay.Milliseconds()))
-	if !t.fast && !t.broken {
-		t.fast = t.ticker.SetTickPeriod(config.ThrottleTick)
-		if !t.fast {
-			t.broken = true
-			t.host.Log(LogWarn, "ratelimit: the host refused a 10ms tick: throttled rules deny from now on instead of holding")
-		}
-	}
+	s.vm.speedUp()
 }
 
 // throttling reports whether a throttle may be sent to Redis.
-func (t *throttleState) throttling() bool { return t != nil && !t.broken }
+func (p *Plugin) throttling() bool { return p.throttle != nil && !p.tick.refused }
 
 // undelay drops a stream that ends while delayed (the client went away): its
 // charge stays, as for any admitted request.
@@ -103,26 +91,22 @@ func (s *Stream) undelay() {
 }
 
 // releaseDelayed lets through the delayed requests whose time has come, and
-// slows the tick again once none waits.
+// slows the tick again once nothing wants it fast.
 func (p *Plugin) releaseDelayed(now time.Time) {
-	t := p.throttle
-	if t == nil {
-		return
+	if t := p.throttle; t != nil {
+		for len(t.queue) > 0 && !t.queue[0].delayed.releaseAt.After(now) {
+			s := heap.Pop(&t.queue).(*Stream)
+			t.delayedNow.Add(-1)
+			s.resume()
+		}
 	}
-	for len(t.queue) > 0 && !t.queue[0].delayed.releaseAt.After(now) {
-		s := heap.Pop(&t.queue).(*Stream)
-		t.delayedNow.Add(-1)
-		s.resume()
-	}
-	if t.fast && len(t.queue) == 0 && t.ticker.SetTickPeriod(slowTick) {
-		t.fast = false
-	}
+	p.slowDown()
 }
 
 // workDue reports whether OnTick's periodic work is due: on every tick,
 // but at most once per slowTick while the tick is fast.
 func (p *Plugin) workDue(now time.Time) bool {
-	if p.throttle == nil || !p.throttle.fast && now.Sub(p.lastWork) >= slowTick/2 {
+	if !p.tick.fast && (p.throttle == nil || now.Sub(p.lastWork) >= slowTick/2) {
 		p.lastWork = now
 		return true
 	}
@@ -133,9 +117,12 @@ func (p *Plugin) workDue(now time.Time) bool {
 	return true
 }
 
-// Throttles reports whether the plugin may hold requests: the proxy then
-// makes the root context effective again after each tick.
-func (p *Plugin) Throttles() bool { return p.throttle != nil }
+// Throttles reports whether the plugin may hold requests, or resume them
+// from the tick (the retry queue): the proxy then makes the root context
+// effective again after each tick.
+func (p *Plugin) Throttles() bool {
+	return p.throttle != nil || p.router != nil || p.retry.retried != nil
+}
 
 // Delayed is how many requests a throttle delays: it returns to zero when
 // traffic stops.

@@ -17,9 +17,10 @@ import (
 type transport interface {
 	// framing is how a script call is framed for this transport.
 	framing() algorithms.Framing
-	// send dispatches a command framed as framing says, returning its
-	// callout id.
-	send(cmd []byte) (uint32, error)
+	// send dispatches a command framed as framing says to node (an index
+	// into redis.nodes, 0 without them), returning its callout id; a
+	// Webdis callout waits at most timeout for its reply (0: redis.timeout).
+	send(node int, cmd []byte, timeout time.Duration) (uint32, error)
 	// streamBound reports whether a reply reaches only a stream context
 	// that still exists: the SDK drops the reply to an HTTP callout made
 	// by a stream whose context has gone. Settles, sent as a stream ends,
@@ -30,8 +31,16 @@ type transport interface {
 func newTransport(cfg *config.Config, host PluginHost) transport {
 	r := &cfg.Redis
 	if r.Transport == config.TransportWebdis {
-		return &webdisTransport{host: host, cluster: r.Cluster, timeout: r.Timeout,
-			headers: webdis.Headers(r.Path, r.Authority, r.Username, r.Password)}
+		t := &webdisTransport{host: host, timeout: r.Timeout}
+		if len(r.Nodes) == 0 {
+			t.clusters = []string{r.Cluster}
+			t.headers = [][][2]string{webdis.Headers(r.Path, r.Authority, r.Username, r.Password)}
+		}
+		for _, n := range r.Nodes {
+			t.clusters = append(t.clusters, n.Cluster)
+			t.headers = append(t.headers, webdis.Headers(r.Path, n.Authority, r.Username, r.Password))
+		}
+		return t
 	}
 	return &abiTransport{host: host}
 }
@@ -39,31 +48,37 @@ func newTransport(cfg *config.Config, host PluginHost) transport {
 // abiTransport sends RESP through the proxy's Redis callout.
 type abiTransport struct{ host PluginHost }
 
-func (*abiTransport) framing() algorithms.Framing       { return algorithms.RESP }
-func (t *abiTransport) send(cmd []byte) (uint32, error) { return t.host.DispatchRedis(cmd) }
-func (*abiTransport) streamBound() bool                 { return false }
+func (*abiTransport) framing() algorithms.Framing { return algorithms.RESP }
+func (t *abiTransport) send(_ int, cmd []byte, _ time.Duration) (uint32, error) {
+	return t.host.DispatchRedis(cmd)
+}
+func (*abiTransport) streamBound() bool { return false }
 
 // webdisTransport sends a command as a Webdis path over an HTTP callout;
-// it keeps the request headers, and buffers for the replies.
+// it keeps the cluster and request headers of each node's Webdis (one
+// without redis.nodes), and buffers for the replies.
 type webdisTransport struct {
-	host    PluginHost
-	cluster string
-	timeout time.Duration
-	headers [][2]string
-	resp    []byte // the JSON reply turned back into RESP
-	ints    []int64
+	host     PluginHost
+	clusters []string
+	timeout  time.Duration
+	headers  [][][2]string
+	resp     []byte // the JSON reply turned back into RESP
+	ints     []int64
 }
 
 func (*webdisTransport) framing() algorithms.Framing { return algorithms.WebdisPath }
-func (t *webdisTransport) send(cmd []byte) (uint32, error) {
-	return t.host.DispatchHTTP(t.cluster, t.headers, cmd, t.timeout)
+func (t *webdisTransport) send(node int, cmd []byte, timeout time.Duration) (uint32, error) {
+	if timeout <= 0 {
+		timeout = t.timeout
+	}
+	return t.host.DispatchHTTP(t.clusters[node], t.headers[node], cmd, timeout)
 }
 func (*webdisTransport) streamBound() bool { return true }
 
-// sendCall dispatches a call's command over the configured transport,
-// framed for it.
-func (p *Plugin) sendCall(c *call) (uint32, error) {
-	return p.tr.send(c.command(p.tr.framing(), p.invoke(c.eval)))
+// sendCall dispatches a call's command to node over the configured
+// transport, framed for it, to be answered within timeout (0: redis.timeout).
+func (p *Plugin) sendCall(c *call, node int, timeout time.Duration) (uint32, error) {
+	return p.tr.send(node, c.command(p.tr.framing(), p.invoke(c.eval)), timeout)
 }
 
 // invoke is how a command names the library's code: FCALL, or with
@@ -83,10 +98,15 @@ func (p *Plugin) invoke(eval bool) algorithms.Invoke {
 // ABI there are none.
 func (p *Plugin) OnHTTPReply(calloutID uint32, status int, body []byte) {
 	w, isWebdis := p.tr.(*webdisTransport)
-	if !isWebdis || p.callouts.byID[calloutID] == nil {
+	a := p.callouts.byID[calloutID]
+	if !isWebdis || a == nil {
 		return
 	}
-	p.onReply(calloutID, w.reply(status, body))
+	if l, isLoad := a.(*slotLoad); isLoad {
+		l.onHTTP(p, status, body)
+		return
+	}
+	a.onReply(p, w.reply(status, body))
 }
 
 var errWebdisFailed = errors.New("webdis call failed or timed out")

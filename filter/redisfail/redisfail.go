@@ -104,6 +104,7 @@ func Describe(err error) string {
 		de    *DispatchError
 		ie    *InitError
 		wu    *WrongUserError
+		se    *SlotError
 		ws    WebdisStatus
 		unav  *WebdisUnavailable
 		rerr  *redisproto.Error
@@ -122,6 +123,8 @@ func Describe(err error) string {
 		return "refused the call at Webdis" + cause + ": check redis.path and redis.authority"
 	case errors.As(err, &unav) && unav.noRedis():
 		return "unreachable" + cause + ": check that Redis runs where Webdis's redis_host and redis_port say, and redis_auth"
+	case errors.As(err, &se):
+		return describeSlot(se, cause)
 	case errors.As(err, &rerr):
 		return describeRedisError(rerr, cause)
 	case errors.Is(err, ErrUninitialized):
@@ -157,6 +160,10 @@ func describeRedisError(e *redisproto.Error, cause string) string {
 		return "refused AUTH" + cause + ": check redis.username/redis.password"
 	case "MOVED", "ASK":
 		return "redirected the call" + cause + ": it is a raw Redis Cluster"
+	case "TRYAGAIN":
+		return "is migrating the call's slot" + cause + ": the call was retried until redis.timeout"
+	case "CLUSTERDOWN":
+		return "is down" + cause + ": the cluster lost a master with no replica promoted yet; ship cluster-require-full-coverage no"
 	case "READONLY":
 		return "is a replica" + cause + ": point redis.cluster at the primary (docs/redis.md, Replicas and failover)"
 	case "OOM":
