@@ -42,9 +42,16 @@ func clusterConfig(prefix string, clusterMode bool, failureMode string) string {
 }
 
 // startCluster runs the Higress build with Redis cluster "redis" routed by
-// the host's model of redis_proxy over the cluster's nodes, refusing FCALL
-// as the real one does.
+// the host's model of redis_proxy over the cluster's nodes, which forwards
+// FCALL (the real one does not: see startProxyCluster).
 func startCluster(t *testing.T, config string, c *redistest.Cluster) *wasmTarget {
+	return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
+		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}})
+}
+
+// startProxyCluster is startCluster with the model refusing FCALL as the
+// real redis_proxy does (RedisProxyFaithful): config must send EVALSHA.
+func startProxyCluster(t *testing.T, config string, c *redistest.Cluster) *wasmTarget {
 	return startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
 		RedisClusterProxy: map[string][]string{"redis": c.Addrs()}, RedisProxyFaithful: true})
 }
@@ -80,7 +87,7 @@ func TestCluster(t *testing.T) {
 	t.Run("cluster_mode decides as a single server does", func(t *testing.T) {
 		prefix := redistest.Prefix(t)
 		config := clusterConfig(prefix, true, "allow")
-		single, clustered := startBuild(t, "higress", wasmhost.Config{}, config, server.Addr), startCluster(t, config, cluster)
+		single, clustered := startBuild(t, "higress", wasmhost.Config{}, config, server.Addr), startProxyCluster(t, config, cluster)
 		users := []string{"alice", "bob", "carol", "dave", "erin", "frank", "mallory"}
 		const block = "1"
 		if _, err := server.Do("SET", prefix+"{api|mallory}:block", block, "EX", 300); err != nil {
@@ -150,7 +157,7 @@ func TestCluster(t *testing.T) {
 		req := map[string]string{":path": "/api/a", "x-user": "alice"}
 		expect(t, startBuild(t, "higress", wasmhost.Config{}, config, server.Addr).send(t, req), 200)
 
-		clustered := startCluster(t, config, cluster)
+		clustered := startProxyCluster(t, config, cluster)
 		const n = 3
 		for range n {
 			o := clustered.send(t, req)
@@ -182,7 +189,7 @@ func TestClusterProxyReshard(t *testing.T) {
 	prefix := redistest.Prefix(t)
 	config := fmt.Sprintf(`{"failure_mode":"deny","redis":{"cluster":"redis","command":"evalsha","timeout":"2s","key_prefix":%q,"cluster_mode":true},"rules":%s}`,
 		prefix, reshardRules)
-	tg := startCluster(t, config, c)
+	tg := startProxyCluster(t, config, c)
 	reshardUnderLoad(t, c, tg, prefix)
 	m, s := metricsOf(tg), tg.h.RedisClusterStats("redis")
 	if m["redis.retried"] == 0 || s.Redirections == 0 {

@@ -70,8 +70,7 @@ func TestClusterWebdis(t *testing.T) {
 		prefix := redistest.Prefix(t)
 		config := fmt.Sprintf(`{"failure_mode":"deny","redis":{"cluster":"redis","command":"evalsha","timeout":"2s","key_prefix":%q,"cluster_mode":true},"rules":%s}`,
 			prefix, exactClusterRules)
-		tg := startHost(t, wasmhost.Config{Module: module, PluginConfig: []byte(config),
-			RedisClusterProxy: map[string][]string{"redis": c.Addrs()}, RedisProxyFaithful: true})
+		tg := startProxyCluster(t, config, c)
 		exactRun(t, c, tg, prefix, broad)
 		if s := tg.h.RedisClusterStats("redis"); s.RedirectionsToGuest != 0 || s.CrossSlot != 0 {
 			t.Errorf("redis_proxy stats %+v; want no redirection or CROSSSLOT reaching the filter", s)
