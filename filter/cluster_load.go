@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/format"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
@@ -117,7 +118,7 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 		l.want(now, time.Second)
 		return
 	}
-	unlisted, err := csParseNodes(r.scratch, text, r.addrs)
+	unlisted, err := clusterslot.ParseNodes(r.scratch, text, r.addrs)
 	if err != nil {
 		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+err.Error())
 		l.want(now, time.Second)

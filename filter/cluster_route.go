@@ -4,6 +4,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/redisfail"
 	"github.com/redisrate/envoy-redis-ratelimit/redisproto"
@@ -27,10 +28,10 @@ const nodeDownFor = 5 * time.Second
 // redis.nodes.
 type router struct {
 	nodes    []config.RedisNode
-	addrs    []string // nodes[i].Address
-	names    []string // "<address> through <cluster>", for log lines
-	slots    *csMap   // the map in use
-	scratch  *csMap   // where a load is parsed, swapped in on success
+	addrs    []string         // nodes[i].Address
+	names    []string         // "<address> through <cluster>", for log lines
+	slots    *clusterslot.Map // the map in use
+	scratch  *clusterslot.Map // where a load is parsed, swapped in on success
 	failedAt []time.Time
 	load     slotLoad
 	// told are the endpoints not in redis.nodes already logged.
@@ -45,7 +46,7 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 	if len(nodes) == 0 {
 		return nil
 	}
-	r := &router{nodes: nodes, slots: &csMap{}, scratch: &csMap{}, failedAt: make([]time.Time, len(nodes)), host: host,
+	r := &router{nodes: nodes, slots: &clusterslot.Map{}, scratch: &clusterslot.Map{}, failedAt: make([]time.Time, len(nodes)), host: host,
 		moved: host.Counter("ratelimit.redis.moved"),
 		loads: host.Counter("ratelimit.redis.slot_map_loads"), unknown: host.Counter("ratelimit.redis.unknown_node"),
 		loadLog: quietLog{host: host, every: 10 * time.Second}}
@@ -68,10 +69,10 @@ type routing struct {
 	// pinned: an -ASK named the slot's source, where the callout waits;
 	// else it goes to the slot's owner as the map says.
 	pinned bool
-	queued bool      // in the VM's retry queue
-	wait   csKind    // the last -ASK, -TRYAGAIN or -CLUSTERDOWN
-	reply  string    // its text, for the error once the deadline passes
-	sentAt time.Time // the first send: the deadline is sentAt + redis.timeout
+	queued bool             // in the VM's retry queue
+	wait   clusterslot.Kind // the last -ASK, -TRYAGAIN or -CLUSTERDOWN
+	reply  string           // its text, for the error once the deadline passes
+	sentAt time.Time        // the first send: the deadline is sentAt + redis.timeout
 }
 
 // startRouting readies rt for a callout's first send at now, keyed by key
@@ -80,7 +81,7 @@ type routing struct {
 func (p *Plugin) startRouting(rt *routing, key string, now time.Time) {
 	rt.redirects, rt.pinned, rt.sentAt = 0, false, now
 	if p.router != nil {
-		rt.slot = csSlot(key)
+		rt.slot = clusterslot.Slot(key)
 	}
 }
 
@@ -97,10 +98,10 @@ func (p *Plugin) nodeFor(rt *routing, now time.Time) (int, error) {
 		return rt.node, nil
 	}
 	switch o := r.slots.Owner(rt.slot); o {
-	case csUnlisted:
+	case clusterslot.Unlisted:
 		r.unknown.Increment(1)
 		return 0, &redisfail.SlotError{Slot: rt.slot, Kind: redisfail.SlotUnlisted, Reply: r.unlistedName()}
-	case csUnknown:
+	case clusterslot.Unknown:
 		rt.node = r.healthyNode(0, now)
 	default:
 		rt.node = int(o)
@@ -171,12 +172,12 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 	if !errors.As(err, &rerr) {
 		return notCluster, nil
 	}
-	kind, slot, addr := csParseError(rerr.Msg)
+	kind, slot, addr := clusterslot.ParseError(rerr.Msg)
 	r := p.router
 	switch {
-	case kind == csNone, r == nil && (kind == csMoved || kind == csAsk):
+	case kind == clusterslot.None, r == nil && (kind == clusterslot.Moved || kind == clusterslot.Ask):
 		return notCluster, nil
-	case kind == csMoved:
+	case kind == clusterslot.Moved:
 		r.moved.Increment(1)
 		r.learn(slot, addr, now)
 		if rt.redirects >= maxRedirects {
@@ -190,7 +191,7 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 	if !now.Before(rt.sentAt.Add(p.cfg.Redis.Timeout)) {
 		return giveUp, rt.waitErr()
 	}
-	rt.pinned = kind == csAsk
+	rt.pinned = kind == clusterslot.Ask
 	p.retry.add(p, rt, owner)
 	return queuedRetry, nil
 }
@@ -199,7 +200,7 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 // until its deadline.
 func (rt *routing) waitErr() error {
 	e := &redisfail.SlotError{Slot: rt.slot, Kind: redisfail.SlotMigrating, Reply: rt.reply}
-	if rt.wait == csClusterDown {
+	if rt.wait == clusterslot.ClusterDown {
 		e.Kind = redisfail.SlotDown
 	}
 	return e
@@ -210,7 +211,7 @@ func (rt *routing) waitErr() error {
 func (r *router) learn(slot uint16, addr string, now time.Time) {
 	node := r.index(addr)
 	if node < 0 {
-		r.slots.Set(slot, csUnlisted)
+		r.slots.Set(slot, clusterslot.Unlisted)
 		r.logUnlisted(addr)
 	} else {
 		r.slots.Set(slot, uint8(node))

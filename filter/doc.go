@@ -109,6 +109,10 @@
 //     tool requests) turned into an integer cost in a named unit
 //     (micro-dollars), times its service tier's multiplier, exactly.
 //   - webdis: the Webdis codec (request headers, JSON replies).
+//   - clusterslot: Redis Cluster's key slots (Slot, as CLUSTER KEYSLOT),
+//     the slot map (Map) read from CLUSTER NODES (ParseNodes), and the
+//     cluster's error replies (ParseError: MOVED, ASK, TRYAGAIN,
+//     CLUSTERDOWN), for redis.nodes.
 //   - pathnorm: a request's path normalized, as rules match it and keys
 //     hold it, and a query component decoded (QueryUnescape).
 //   - ipaddr: client IP addresses read, masked and printed as net/netip

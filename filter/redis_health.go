@@ -52,7 +52,10 @@ const healthLogEvery = 10 * time.Second
 
 func newRedisHealth(r *config.RedisConfig, host PluginHost) redisHealth {
 	subject := `ratelimit: redis cluster "` + r.Cluster + `"`
-	if r.Transport == config.TransportWebdis {
+	switch {
+	case len(r.Nodes) > 0: // the failure names the node
+		subject = "ratelimit: redis cluster through webdis (redis.nodes)"
+	case r.Transport == config.TransportWebdis:
 		subject = `ratelimit: redis through webdis cluster "` + r.Cluster + `"`
 	}
 	return redisHealth{host: host, subject: subject, log: quietLog{host: host, every: healthLogEvery},

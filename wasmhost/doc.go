@@ -217,7 +217,9 @@
 //     dispatcher event (the calls one close fails do go together); outlier
 //     detection, cluster stats and tracing spans are not modelled. The cluster proxy of
 //     RedisClusterProxy forwards every command, where redis_proxy supports
-//     a fixed list, and has a 2 s op timeout.
+//     a fixed list (Config.RedisProxyFaithful refuses the others as it
+//     does), has a 2 s op timeout, and reloads its slot map after every
+//     failed call (redis_proxy after failure_refresh_threshold of them).
 //   - A trap in the guest fails the VM: the streams it serves, now and later,
 //     get 500 (Envoy answers 503, fails open, or with failure_policy
 //     FAIL_RELOAD recreates the VM for the next stream; Higress's Envoy

@@ -45,6 +45,9 @@ type RedisClusterStats struct {
 	// SlotMapLoads counts slot maps loaded: one at the first call, and one
 	// after each -MOVED.
 	SlotMapLoads int64
+	// SlotMapRefreshes counts the other loads: after a node's call failed,
+	// and every Config.RedisClusterRefresh (redis_cluster_refresh.go).
+	SlotMapRefreshes int64
 }
 
 // RedisClusterStats returns the counts for a name of
@@ -121,17 +124,22 @@ type redisCluster struct {
 	loadMu sync.Mutex // one slot map load at a time
 
 	mu     sync.Mutex
-	slots  []slotRange // sorted by first; nil until loaded
+	slots  []slotRange       // sorted by first; nil until loaded
+	hosts  map[string]string // announced hostname -> IP, from CLUSTER SLOTS
 	pools  map[string]*redisPool
 	closed bool
+
+	bg refresher // loads in the background
 }
 
 func newRedisCluster(h *Host, name string, seeds []string, timeout time.Duration) *redisCluster {
-	return &redisCluster{
+	c := &redisCluster{
 		name: name, seeds: seeds, timeout: timeout, stats: h.clusterCounters(name),
 		logf:  func(format string, args ...any) { h.hostLog(-1, LogWarn, format, args...) },
 		pools: map[string]*redisPool{},
 	}
+	c.bg.ctx, c.bg.cancel = context.WithCancel(context.Background())
+	return c
 }
 
 // do routes one command and returns the reply, after following at most
@@ -154,8 +162,9 @@ func (c *redisCluster) do(ctx context.Context, query []byte) ([]byte, error) {
 	}
 	if r, ok := parseRedirection(reply, addr); ok {
 		c.stats.add(func(s *RedisClusterStats) { s.Redirections++ })
+		r.addr = c.resolve(r.addr)
 		if !r.ask {
-			if err := c.load(ctx, true); err != nil {
+			if err := c.load(ctx, true, countLoad); err != nil {
 				c.logf("redis cluster %s: reloading the slot map after -MOVED: %v", c.name, err)
 			}
 		}
@@ -180,7 +189,7 @@ func (c *redisCluster) route(ctx context.Context, args [][]byte) (string, error)
 	loaded := c.slots != nil
 	c.mu.Unlock()
 	if !loaded {
-		if err := c.load(ctx, false); err != nil {
+		if err := c.load(ctx, false, countLoad); err != nil {
 			return "", fmt.Errorf("redis cluster %s: no slot map: %w", c.name, err)
 		}
 	}
@@ -198,14 +207,20 @@ func (c *redisCluster) route(ctx context.Context, args [][]byte) (string, error)
 	return c.slots[i].addr, nil
 }
 
-// send sends a command to one node, counting it.
+// send sends a command to one node, counting it. A call that failed
+// (no reply: the node is unreachable or timed out) starts a slot map
+// reload in the background.
 func (c *redisCluster) send(ctx context.Context, addr string, query []byte, asking bool) ([]byte, error) {
 	p, err := c.pool(addr)
 	if err != nil {
 		return nil, err
 	}
 	c.stats.add(func(s *RedisClusterStats) { s.NodeCalls[addr]++ })
-	return p.do(ctx, query, asking)
+	reply, err := p.do(ctx, query, asking)
+	if err != nil {
+		c.refreshSoon()
+	}
+	return reply, err
 }
 
 func (c *redisCluster) pool(addr string) (*redisPool, error) {
@@ -223,9 +238,9 @@ func (c *redisCluster) pool(addr string) (*redisPool, error) {
 }
 
 // load loads the slot map with CLUSTER SLOTS, asking the known masters
-// and then the seeds until one answers. Without force it does nothing
-// once a map is loaded.
-func (c *redisCluster) load(ctx context.Context, force bool) error {
+// and then the seeds until one answers, and counts the load with count.
+// Without force it does nothing once a map is loaded.
+func (c *redisCluster) load(ctx context.Context, force bool, count func(*RedisClusterStats)) error {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
 	c.mu.Lock()
@@ -245,8 +260,9 @@ func (c *redisCluster) load(ctx context.Context, force bool) error {
 		}
 		reply, err := p.do(ctx, respCommand("CLUSTER", "SLOTS"), false)
 		var slots []slotRange
+		var hosts map[string]string
 		if err == nil {
-			slots, err = parseClusterSlots(reply, addr)
+			slots, hosts, err = parseClusterSlots(reply, addr)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", addr, err))
@@ -256,16 +272,20 @@ func (c *redisCluster) load(ctx context.Context, force bool) error {
 			continue
 		}
 		c.mu.Lock()
-		c.slots = slots
+		c.slots, c.hosts = slots, hosts
 		c.mu.Unlock()
-		c.stats.add(func(s *RedisClusterStats) { s.SlotMapLoads++ })
+		c.stats.add(count)
 		return nil
 	}
 	return errors.Join(errs...)
 }
 
-// close closes every node's idle connections.
+func countLoad(s *RedisClusterStats) { s.SlotMapLoads++ }
+
+// close stops the background loads and closes every node's idle
+// connections.
 func (c *redisCluster) close() {
+	c.bg.stop()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -275,22 +295,24 @@ func (c *redisCluster) close() {
 }
 
 // parseClusterSlots reads a CLUSTER SLOTS reply: an array of [first slot,
-// last slot, [ip, port, id, ...] of the master, replicas...]. An empty ip
-// means the host of the node that answered (from).
-func parseClusterSlots(reply []byte, from string) ([]slotRange, error) {
+// last slot, [ip, port, id, metadata] of the master, replicas...]. An
+// empty ip means the host of the node that answered (from). A node that
+// announces a hostname (cluster-preferred-endpoint-type hostname) puts it
+// first and its IP in the metadata: the address is the IP, and hosts maps
+// the name to it, standing in for the DNS lookup Envoy would make.
+func parseClusterSlots(reply []byte, from string) (slots []slotRange, hosts map[string]string, err error) {
 	v, err := respDecode(reply)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if e, ok := v.(respError); ok {
-		return nil, fmt.Errorf("CLUSTER SLOTS: %s", e)
+		return nil, nil, fmt.Errorf("CLUSTER SLOTS: %s", e)
 	}
 	entries, ok := v.([]any)
 	if !ok || len(entries) == 0 {
-		return nil, errors.New("CLUSTER SLOTS: no slot is served")
+		return nil, nil, errors.New("CLUSTER SLOTS: no slot is served")
 	}
 	fromHost, _, _ := net.SplitHostPort(from)
-	var slots []slotRange
 	for i, e := range entries {
 		f, _ := e.([]any)
 		var first, last, port int64
@@ -306,16 +328,38 @@ func parseClusterSlots(reply []byte, from string) ([]slotRange, error) {
 			port, _ = master[1].(int64)
 		}
 		if len(master) < 2 || first < 0 || last < first || last >= numSlots || port <= 0 || string(ip) == "?" {
-			return nil, fmt.Errorf("CLUSTER SLOTS: bad entry %d", i)
+			return nil, nil, fmt.Errorf("CLUSTER SLOTS: bad entry %d", i)
 		}
 		host := string(ip)
 		if host == "" {
 			host = fromHost
 		}
+		if realIP := metadataIP(master); realIP != "" && net.ParseIP(host) == nil {
+			if hosts == nil {
+				hosts = map[string]string{}
+			}
+			hosts[host], host = realIP, realIP
+		}
 		slots = append(slots, slotRange{uint16(first), uint16(last), net.JoinHostPort(host, strconv.FormatInt(port, 10))})
 	}
 	sort.Slice(slots, func(i, j int) bool { return slots[i].first < slots[j].first })
-	return slots, nil
+	return slots, hosts, nil
+}
+
+// metadataIP is the "ip" of a CLUSTER SLOTS node entry's metadata (its
+// fourth element, pairs of name and value), or "".
+func metadataIP(node []any) string {
+	if len(node) < 4 {
+		return ""
+	}
+	meta, _ := node[3].([]any)
+	for i := 0; i+1 < len(meta); i += 2 {
+		if k, _ := meta[i].([]byte); string(k) == "ip" {
+			v, _ := meta[i+1].([]byte)
+			return string(v)
+		}
+	}
+	return ""
 }
 
 // redirection is a -MOVED or -ASK reply: retry on addr.

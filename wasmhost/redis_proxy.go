@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +24,9 @@ const clusterProxyTimeout = 2 * time.Second
 // away), answers PING itself, and turns failures into error replies:
 // "no upstream host" when no node can be chosen, "upstream failure" when
 // the node's call failed (command_splitter_impl.h). Unlike redis_proxy, it
-// forwards every other command.
+// forwards every other command, unless Config.RedisProxyFaithful is set
+// (faithfulReply). It reloads the slot map every Config.RedisClusterRefresh
+// and after a node's call fails (redis_cluster_refresh.go).
 type clusterProxy struct {
 	h      *Host
 	ln     net.Listener
@@ -45,6 +48,7 @@ func (h *Host) startClusterProxies() error {
 		}
 		p := &clusterProxy{h: h, ln: ln, router: newRedisCluster(h, name, seeds, clusterProxyTimeout), conns: map[net.Conn]bool{}}
 		p.ctx, p.cancel = context.WithCancel(context.Background())
+		p.router.refreshEvery(h.cfg.RedisClusterRefresh)
 		h.rs.mu.Lock()
 		if h.rs.proxies == nil {
 			h.rs.proxies = map[string]*clusterProxy{}
@@ -160,6 +164,11 @@ func (p *clusterProxy) handle(cmd []byte) []byte {
 	case "select":
 		return []byte("-unsupported command '" + string(args[0]) + "'\r\n")
 	}
+	if p.h.cfg.RedisProxyFaithful {
+		if reply := faithfulReply(args, time.Now()); reply != nil {
+			return reply
+		}
+	}
 	reply, err := p.router.do(p.ctx, cmd)
 	if err != nil {
 		p.h.hostLog(-1, LogWarn, "%v", err)
@@ -169,4 +178,62 @@ func (p *clusterProxy) handle(cmd []byte) []byte {
 		return []byte("-upstream failure\r\n")
 	}
 	return reply
+}
+
+// faithfulReply answers what redis_proxy answers itself, by its
+// command_splitter_impl.cc (InstanceImpl::makeRequest and the handlers),
+// and returns nil for a command to route: ECHO and TIME locally (TIME
+// from the proxy's clock, not Redis's); a command of one word, but for
+// PING and TIME, "invalid request"; a command outside redis_proxy's list
+// (supported_commands.h) "unsupported command '<name as sent>'": FCALL,
+// FCALL_RO, FUNCTION, SCRIPT, CLUSTER and INFO among them; an EVAL
+// without a key "wrong number of arguments". MULTI, EXEC and DISCARD,
+// which redis_proxy pins to one node, are refused as unsupported here
+// (not modelled), and so is QUIT.
+func faithfulReply(args [][]byte, now time.Time) []byte {
+	name := strings.ToLower(string(args[0]))
+	switch {
+	case name == "echo":
+		if len(args) != 2 {
+			return []byte("-invalid request\r\n")
+		}
+		return respBulk(args[1])
+	case name == "time":
+		us := now.UnixMicro()
+		sec := []byte(strconv.FormatInt(us/1e6, 10))
+		return append(append([]byte("*2\r\n"), respBulk(sec)...), respBulk([]byte(strconv.FormatInt(us, 10)))...)
+	case len(args) < 2:
+		return []byte("-invalid request\r\n")
+	case !proxySupported[name]:
+		return []byte("-unsupported command '" + string(args[0]) + "'\r\n")
+	case strings.HasPrefix(name, "eval") && len(args) < 4, name == "mset" && len(args)%2 == 0:
+		return []byte("-wrong number of arguments for '" + string(args[0]) + "' command\r\n")
+	}
+	return nil
+}
+
+func respBulk(b []byte) []byte {
+	return append(append([]byte("$"+strconv.Itoa(len(b))+"\r\n"), b...), "\r\n"...)
+}
+
+// proxySupported are the commands redis_proxy routes (Envoy's
+// supported_commands.h: simple commands, EVAL and its kin, the multi-key
+// ones it splits, MGET, MSET); the model routes each by its first key
+// without splitting.
+var proxySupported = map[string]bool{}
+
+func init() {
+	for _, c := range strings.Fields(`append bf.add bf.card bf.exists bf.info bf.insert bf.loadchunk bf.madd
+		bf.mexists bf.reserve bf.scandump bitcount bitfield bitpos decr decrby dump expire expireat geoadd
+		geodist geohash geopos georadius_ro georadiusbymember_ro get getbit getdel getrange getset hdel
+		hexists hget hgetall hincrby hincrbyfloat hkeys hlen hmget hmset hscan hset hsetnx hstrlen hvals
+		incr incrby incrbyfloat lindex linsert llen lmove lpop lpush lpushx lrange lrem lset ltrim persist
+		pexpire pexpireat pfadd pfcount psetex pttl publish restore rpop rpush rpushx sadd scard set setbit
+		setex setnx setrange sismember smembers spop srandmember srem sscan strlen ttl type watch xack xadd
+		xautoclaim xclaim xdel xlen xpending xrange xrevrange xtrim zadd zcard zcount zincrby zlexcount
+		zpopmin zpopmax zrange zrangebylex zrangebyscore zrank zrem zremrangebylex zremrangebyrank
+		zremrangebyscore zrevrange zrevrangebylex zrevrangebyscore zrevrank zscan zscore
+		eval evalsha eval_ro evalsha_ro del exists touch unlink mget mset`) {
+		proxySupported[c] = true
+	}
 }

@@ -146,7 +146,7 @@ func TestParseClusterSlots(t *testing.T) {
 	reply := "*2\r\n" +
 		"*4\r\n:8000\r\n:16383\r\n" + node("", 7002) + node("10.0.0.9", 7102) +
 		"*3\r\n:0\r\n:7999\r\n" + node("10.0.0.1", 7001)
-	got, err := parseClusterSlots([]byte(reply), "10.0.0.2:7002")
+	got, _, err := parseClusterSlots([]byte(reply), "10.0.0.2:7002")
 	want := []slotRange{{0, 7999, "10.0.0.1:7001"}, {8000, 16383, "10.0.0.2:7002"}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("parseClusterSlots = %v, %v; want %v", got, err, want)
@@ -160,7 +160,7 @@ func TestParseClusterSlots(t *testing.T) {
 		"*1\r\n*2\r\n:0\r\n:1\r\n",
 		":1\r\n",
 	} {
-		if got, err := parseClusterSlots([]byte(bad), "10.0.0.2:7002"); err == nil {
+		if got, _, err := parseClusterSlots([]byte(bad), "10.0.0.2:7002"); err == nil {
 			t.Errorf("parseClusterSlots(%q) = %v, want an error", bad, got)
 		}
 	}

@@ -27,6 +27,14 @@ func FuzzParseConfig(f *testing.F) {
 		if len(c.Rules)+len(c.MatchRules) == 0 || (c.Redis.Cluster == "") == (c.Redis.Nodes == nil) || strings.ContainsAny(c.Redis.Prefix, "{}") {
 			t.Fatalf("accepted a config that limits nothing or breaks keys: %+v", c)
 		}
+		if r := c.Redis; len(r.Nodes) > maxNodes || (r.Nodes == nil) != (r.SlotMapRefresh == 0) || (r.Nodes != nil && (!r.ClusterMode || r.Transport != TransportWebdis)) {
+			t.Fatalf("bad redis.nodes accepted: %+v", r)
+		}
+		for _, n := range c.Redis.Nodes {
+			if !hostPort(n.Address) || n.Cluster == "" || n.Authority == "" {
+				t.Fatalf("bad node accepted: %+v", n)
+			}
+		}
 		if f := c.Local; f != nil && (f.Share < 1 || f.Share > shareUnit || f.MaxKeys < 1 || c.FailOpen) {
 			t.Fatalf("bad local_fallback accepted: %+v", f)
 		}
