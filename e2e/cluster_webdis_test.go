@@ -63,6 +63,10 @@ func TestClusterWebdis(t *testing.T) {
 				t.Errorf("%d calls redirected (-MOVED) after the slot map was loaded; want 0", d)
 			}
 			t.Logf("metrics %v", after)
+
+			prefix = redistest.Prefix(t) + "seq-"
+			clustered := startNodesHost(t, *b.mod, nodesConfig(prefix, "allow", nodes, "", clusterRules), clusters)
+			decidesAsSingleServer(t, c, prefix, clusterConfig(prefix, true, "allow"), clustered)
 		})
 	}
 
