@@ -57,7 +57,7 @@ func (c *call) resend(vm *Plugin, now time.Time) {
 	c.stream.now = now
 	left := vm.deadlineLeft(c.rt.sentAt, now)
 	if left <= 0 {
-		p.failUncounted(c, c.rt.waitErr())
+		p.failUncounted(c, vm.waitErr(&c.rt))
 		return
 	}
 	p.send(c, now, left)
@@ -97,6 +97,7 @@ func (c *call) overdue(vm *Plugin, now time.Time) {
 	c.stream.now = now
 	if vm.late(c.sentAt, now) {
 		vm.untrack(c)
+		vm.nodeFailed(c.rt.node, now)
 		c.stream.pol.fail(c, errNoReply)
 	}
 }

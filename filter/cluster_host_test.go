@@ -22,6 +22,8 @@ type clusterHost struct {
 	backends map[string]string // Envoy cluster -> redis-server address
 	http     []httpCall
 	conns    map[string]*redistest.Conn
+	// onDispatch, when set, runs at each HTTP callout dispatched.
+	onDispatch func()
 }
 
 // httpCall is one HTTP callout dispatched.
@@ -47,6 +49,9 @@ func newClusterHost(t *testing.T, conf string, backends map[string]string) *clus
 }
 
 func (h *clusterHost) DispatchHTTP(cluster string, _ [][2]string, body []byte, timeout time.Duration) (uint32, error) {
+	if h.onDispatch != nil {
+		h.onDispatch()
+	}
 	h.Calls++
 	h.http = append(h.http, httpCall{h.Calls, cluster, string(body), timeout})
 	return h.Calls, nil

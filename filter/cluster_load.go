@@ -63,8 +63,7 @@ func (l *slotLoad) onTick(vm *Plugin, now time.Time) {
 	l.rr = l.node + 1
 	l.sentAt, l.wantAt = now, time.Time{}
 	l.next = now.Add(jittered(l.refresh))
-	w := vm.tr.(*webdisTransport)
-	id, err := w.send(l.node, clusterNodes, 0)
+	id, err := vm.tr.send(l.node, clusterNodes, 0)
 	if err != nil {
 		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+err.Error())
 		vm.nodeFailed(l.node, now)

@@ -61,7 +61,10 @@ func (q *retryQueue) drop(rt *routing) {
 }
 
 // runRetries sends again every callout waiting, counted in
-// ratelimit.redis.retried; each fails instead once its deadline passed.
+// ratelimit.redis.retried, then fails those whose deadline passed. The
+// failures go last: one resumes or answers its stream, whose context the
+// proxy then holds effective, and a callout sent after it would be that
+// stream's, its reply lost if the stream ends.
 func (p *Plugin) runRetries(now time.Time) {
 	q := &p.retry
 	if len(q.waiting) == 0 {
@@ -69,16 +72,25 @@ func (p *Plugin) runRetries(now time.Time) {
 	}
 	due := q.waiting
 	q.waiting = q.waiting[len(due):]
-	for i, e := range due {
-		due[i] = retryEntry{}
-		if !e.rt.queued { // dropped while another was sent
-			continue
+	for pass := range 2 {
+		for i, e := range due {
+			if e.owner == nil {
+				continue
+			}
+			expired := !now.Before(e.rt.sentAt.Add(p.cfg.Redis.Timeout))
+			if expired != (pass == 1) {
+				continue
+			}
+			due[i] = retryEntry{}
+			if !e.rt.queued { // dropped: its stream ended
+				continue
+			}
+			e.rt.queued = false
+			if !expired {
+				q.retried.Increment(1)
+			}
+			e.owner.resend(p, now)
 		}
-		e.rt.queued = false
-		if now.Before(e.rt.sentAt.Add(p.cfg.Redis.Timeout)) {
-			q.retried.Increment(1)
-		}
-		e.owner.resend(p, now)
 	}
 	if len(q.waiting) == 0 {
 		q.waiting = due[:0]

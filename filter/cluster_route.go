@@ -63,7 +63,7 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 // the redirections it followed. Without a router the node is 0 and the
 // slot is not computed.
 type routing struct {
-	slot      uint16
+	slot      uint16 // computed by a router only
 	node      int
 	redirects uint8
 	// pinned: an -ASK named the slot's source, where the callout waits;
@@ -100,7 +100,7 @@ func (p *Plugin) nodeFor(rt *routing, now time.Time) (int, error) {
 	switch o := r.slots.Owner(rt.slot); o {
 	case clusterslot.Unlisted:
 		r.unknown.Increment(1)
-		return 0, &redisfail.SlotError{Slot: rt.slot, Kind: redisfail.SlotUnlisted, Reply: r.unlistedName()}
+		return 0, &redisfail.SlotError{Slot: int(rt.slot), Kind: redisfail.SlotUnlisted, Reply: r.unlistedName()}
 	case clusterslot.Unknown:
 		rt.node = r.healthyNode(0, now)
 	default:
@@ -181,7 +181,7 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 		r.moved.Increment(1)
 		r.learn(slot, addr, now)
 		if rt.redirects >= maxRedirects {
-			return giveUp, &redisfail.SlotError{Slot: slot, Kind: redisfail.SlotRedirects, Reply: rerr.Msg}
+			return giveUp, &redisfail.SlotError{Slot: int(slot), Kind: redisfail.SlotRedirects, Reply: rerr.Msg}
 		}
 		rt.redirects++
 		rt.pinned = false
@@ -189,7 +189,7 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 	}
 	rt.wait, rt.reply = kind, rerr.Msg
 	if !now.Before(rt.sentAt.Add(p.cfg.Redis.Timeout)) {
-		return giveUp, rt.waitErr()
+		return giveUp, p.waitErr(rt)
 	}
 	rt.pinned = kind == clusterslot.Ask
 	p.retry.add(p, rt, owner)
@@ -198,8 +198,11 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 
 // waitErr is the error of a callout whose slot stayed migrating or down
 // until its deadline.
-func (rt *routing) waitErr() error {
-	e := &redisfail.SlotError{Slot: rt.slot, Kind: redisfail.SlotMigrating, Reply: rt.reply}
+func (p *Plugin) waitErr(rt *routing) error {
+	e := &redisfail.SlotError{Slot: -1, Kind: redisfail.SlotMigrating, Reply: rt.reply}
+	if p.router != nil {
+		e.Slot = int(rt.slot)
+	}
 	if rt.wait == clusterslot.ClusterDown {
 		e.Kind = redisfail.SlotDown
 	}
@@ -207,16 +210,23 @@ func (rt *routing) waitErr() error {
 }
 
 // learn sets slot's owner from a -MOVED to addr, and asks for a map load
-// (at most one per 100 ms): one move often comes with others.
+// (at most one per 100 ms): one move often comes with others. A move to
+// a node that failed lately (a dead master's slots, which a load leaves
+// unknown, move back to it) asks for one per second, as its failure did.
 func (r *router) learn(slot uint16, addr string, now time.Time) {
+	gap := 100 * time.Millisecond
 	node := r.index(addr)
-	if node < 0 {
+	switch {
+	case node < 0:
 		r.slots.Set(slot, clusterslot.Unlisted)
 		r.logUnlisted(addr)
-	} else {
+	default:
 		r.slots.Set(slot, uint8(node))
+		if f := r.failedAt[node]; !f.IsZero() && now.Sub(f) < nodeDownFor {
+			gap = time.Second
+		}
 	}
-	r.load.want(now, 100*time.Millisecond)
+	r.load.want(now, gap)
 }
 
 func (r *router) index(addr string) int {

@@ -111,6 +111,9 @@ func TestClusterMovedRedispatch(t *testing.T) {
 	if fs.Resumed != 1 || fs.Status != 0 || h.Counters["ratelimit.redis.moved"] != 1 || h.Counters["ratelimit.redis.errors"] != 0 {
 		t.Fatalf("resumed %d, status %d, counters %v", fs.Resumed, fs.Status, h.Counters)
 	}
+	if logged(h.fakeHost, "raw Redis Cluster") {
+		t.Fatalf("the filter routes, yet the log says otherwise: %q", h.logs)
+	}
 	_, st = h.stream("x-user=alice")
 	if c = h.take(decideFn); c.cluster != "webdis-1" {
 		t.Fatalf("the map kept the old owner: %+v", c)

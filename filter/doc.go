@@ -26,12 +26,17 @@
 //     call is one FCALL of the library's decide (EVALSHA with
 //     redis.command: evalsha), sent through the proxy's Redis callout or,
 //     with the webdis transport, an HTTP callout; the stream pauses.
+//     With redis.nodes (a Redis Cluster, a Webdis per node), each call
+//     goes to the Webdis of its slot's master (cluster_route.go).
 //  3. Plugin.OnRedisReply (Plugin.OnHTTPReply for Webdis) hands each reply
 //     to the owner of its callout, found in one table (callout.go), which
 //     reads it through one decode chain (with evalsha, falling back to
 //     EVAL on -NOSCRIPT). A call that
 //     fails, or is overdue at Plugin.OnTick, counts as a failure;
-//     consecutive failures open the circuit breaker.
+//     consecutive failures open the circuit breaker (one per node with
+//     redis.nodes). Redis Cluster's -MOVED sends the call again at once
+//     to the new owner; -ASK, -TRYAGAIN and -CLUSTERDOWN on the 10 ms tick
+//     until its redis.timeout (cluster_retry.go).
 //  4. When the last call is done, the stream decides: a block key first,
 //     then the tightest denying limit, then, if an enforced call failed,
 //     the failure mode (under failure_mode: local, the VM first decides
@@ -126,8 +131,9 @@
 //     never pushed out by a new key.
 //   - jwt: a bearer token's payload, decoded unverified, and its claims.
 //   - redisfail: why a call to Redis failed (the proxy refused the
-//     callout, proxy_redis_init failed, the wrong user, a Webdis status)
-//     and what each failure means for an operator.
+//     callout, proxy_redis_init failed, the wrong user, a Webdis status,
+//     a Redis Cluster slot that stayed migrating or down, and the node it
+//     went to) and what each failure means for an operator.
 //   - decision: the decision line, ratelimit.decision, an access log
 //     prints: which rule and limit decided, how, why and from where.
 //   - headerparts: a rule's rate-limit header pieces per tier (the
@@ -170,11 +176,21 @@
 //     share one, and their keys and checks); choice.go adds a rule's
 //     tiers and overrides as the script's choices and reads its picks;
 //     call_reply.go sends a call, takes its reply, and counts its failure
-//     (the circuit breaker).
+//     (the circuit breaker of the node it went to).
+//   - Redis Cluster (redis.nodes): cluster_route.go routes each callout
+//     (call, settle, epoch read, quota read) to its slot's node by the
+//     VM's slot map, and reads -MOVED (the map fixed, the callout sent
+//     again at once, at most 3 times), -ASK, -TRYAGAIN and -CLUSTERDOWN;
+//     cluster_load.go loads the map with CLUSTER NODES through the nodes'
+//     Webdis in turn (at the first tick, after a move or a node's failure,
+//     every slot_map_refresh); cluster_retry.go holds the callouts to send
+//     again from the tick, and keeps the tick fast while any waits, a map
+//     load is wanted, or the throttle holds a request.
 //   - Redis: transport.go is the transport interface and its two
-//     implementations (the Redis callout, Webdis); callout.go is the one
+//     implementations (the Redis callout, Webdis: one per node with
+//     redis.nodes); callout.go is the one
 //     table of callouts awaiting a reply (calls, settles, the epoch read,
-//     AUTH, ACL WHOAMI), the one reply path and overdue sweep, the one
+//     AUTH, ACL WHOAMI, the slot map load), the one reply path and overdue sweep, the one
 //     decode chain (scriptReply) and the one -NOSCRIPT rule;
 //     redis_link.go keeps Higress's Redis client initialised and
 //     authenticated, and redis_identity.go checks with ACL WHOAMI that it

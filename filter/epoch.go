@@ -129,7 +129,7 @@ func (e *epochPoll) onReply(vm *Plugin, r scriptReply) { vm.onEpochReply(r) }
 func (e *epochPoll) resend(vm *Plugin, now time.Time) {
 	left := vm.deadlineLeft(e.rt.sentAt, now)
 	if left <= 0 {
-		vm.probeFailed(now, e.rt.waitErr())
+		vm.probeFailed(now, vm.waitErr(&e.rt))
 		return
 	}
 	vm.sendEpoch(now, left)

@@ -112,10 +112,10 @@ func (p *Plugin) Pending() int { return p.callouts.calls }
 func (p *Plugin) OnTick() bool {
 	now := p.host.Now()
 	defer p.releaseDelayed(now) // last: a resumed stream's context is then the effective one
-	p.runRetries(now)
 	if p.router != nil {
 		p.router.load.onTick(p, now)
 	}
+	p.runRetries(now)
 	if !p.workDue(now) {
 		return false
 	}

@@ -205,7 +205,7 @@ func (c *quotaCall) resend(vm *Plugin, now time.Time) {
 	}
 	left := vm.deadlineLeft(c.rt.sentAt, now)
 	if left <= 0 {
-		c.done(c.rt.waitErr())
+		c.done(vm.waitErr(&c.rt))
 		return
 	}
 	c.sendAt(now, left)

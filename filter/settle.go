@@ -130,7 +130,7 @@ func (sc *settleCall) onReply(_ *Plugin, r scriptReply) { sc.p.onSettleReply(sc,
 func (sc *settleCall) resend(vm *Plugin, now time.Time) {
 	left := vm.deadlineLeft(sc.rt.sentAt, now)
 	if left <= 0 {
-		sc.p.settleFailed(sc, sc.rt.waitErr())
+		sc.p.settleFailed(sc, vm.waitErr(&sc.rt))
 		return
 	}
 	sc.p.sendSettle(sc, now, left)

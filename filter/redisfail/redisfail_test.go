@@ -60,3 +60,27 @@ func FuzzWebdisFailure(f *testing.F) {
 		}
 	})
 }
+
+// A Redis Cluster slot that could not serve a call, and the node a call
+// went to, as the health line says them.
+func TestDescribeSlotErrors(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&SlotError{Slot: 15891, Kind: SlotMigrating, Reply: "TRYAGAIN Multiple keys request during rehashing of slot"},
+			"held a migrating slot's call past redis.timeout (slot 15891 is migrating (TRYAGAIN Multiple keys request during rehashing of slot)): migrate slots in small batches"},
+		{&SlotError{Slot: -1, Kind: SlotMigrating, Reply: "TRYAGAIN x"}, "held a migrating slot's call past redis.timeout (the slot is migrating (TRYAGAIN x))"},
+		{&SlotError{Slot: 7, Kind: SlotDown, Reply: "CLUSTERDOWN Hash slot not served"},
+			"is down (slot 7: the cluster is down (CLUSTERDOWN Hash slot not served)): the cluster lost a master"},
+		{&SlotError{Slot: 7, Kind: SlotRedirects, Reply: "MOVED 7 10.0.0.2:6379"}, "kept redirecting the call (slot 7 still redirected after 3 moves (MOVED 7 10.0.0.2:6379))"},
+		{&SlotError{Slot: 7, Kind: SlotUnlisted, Reply: "10.9.9.9:6379"},
+			"has a node the filter does not know (slot 7 is served by node 10.9.9.9:6379, not in redis.nodes): add it to redis.nodes"},
+		{&NodeError{Node: "10.0.0.1:6379 through webdis-0", Err: WebdisFailure(503, nil)},
+			"unreachable (node 10.0.0.1:6379 through webdis-0: webdis answered HTTP 503: webdis cannot reach Redis behind it): check that Redis runs"},
+	} {
+		if got := Describe(tc.err); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%v:\n %q, want it to start\n %q", tc.err, got, tc.want)
+		}
+	}
+}

@@ -7,7 +7,7 @@ import "strconv"
 // redis.timeout, it kept redirecting, or its node is not in redis.nodes.
 // None of these ran the call, so none is sent again after it.
 type SlotError struct {
-	Slot uint16
+	Slot int // -1 when not known (no redis.nodes: the proxy routes)
 	Kind SlotErrorKind
 	// Reply is the Redis error that named it (TRYAGAIN, ASK, CLUSTERDOWN,
 	// MOVED), or for Unlisted the node's address.
@@ -25,7 +25,10 @@ const (
 )
 
 func (e *SlotError) Error() string {
-	s := "slot " + strconv.Itoa(int(e.Slot))
+	s := "the slot"
+	if e.Slot >= 0 {
+		s = "slot " + strconv.Itoa(e.Slot)
+	}
 	switch e.Kind {
 	case SlotMigrating:
 		return s + " is migrating (" + e.Reply + ")"

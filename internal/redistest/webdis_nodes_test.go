@@ -1,10 +1,13 @@
 package redistest
 
 import (
+	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // webdisGet sends GET /<cmd> to a Webdis with this package's basic auth
@@ -57,5 +60,28 @@ func TestStartWebdisPerNode(t *testing.T) {
 		if code, body := webdisGet(t, web[s.Addr], "GET/foo"); code != 200 || !strings.HasPrefix(body, want) {
 			t.Errorf("node %d: GET/foo through its Webdis: %d %.200s, want 200 %s…", i, code, body, want)
 		}
+	}
+	// A crashed node's Webdis answers 503; once the node is back, the same
+	// Webdis reaches it again.
+	r := c.Nodes[2]
+	if err := c.Crash(r); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := webdisGet(t, web[r.Addr], "CLUSTER/NODES"); code != 503 {
+		t.Errorf("CLUSTER/NODES through a crashed node's Webdis: %d %.200s, want 503", code, body)
+	}
+	if err := c.Restart(r); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	err := poll(ctx, func() error {
+		if code, body := webdisGet(t, web[r.Addr], "CLUSTER/NODES"); code != 200 {
+			return fmt.Errorf("%d %.200s", code, body)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Errorf("Webdis of a restarted node: %v", err)
 	}
 }
