@@ -40,13 +40,14 @@ type clusterRun struct {
 	h        *wasmhost.Host
 	requests [][]byte
 
-	res                  *Result
-	decisions            int64
-	redisCPU, webdisCPU  time.Duration
-	fcalls, fcallUsec    int64
-	hostCPU              time.Duration
-	perMaster            []int // users whose key is on each master
-	mapLoads, redisCalls int64
+	res                 *Result
+	decisions           int64
+	redisCPU, webdisCPU time.Duration
+	fcalls, fcallUsec   int64
+	hostCPU             time.Duration
+	perMaster           []int // users whose key is on each master
+	mapLoads            int64
+	idleRedis           time.Duration // Redis CPU in loadSlice without load, summed over the masters
 }
 
 // BenchmarkCluster runs the stock build through the wazero host (two VMs)
@@ -87,6 +88,12 @@ func BenchmarkCluster(b *testing.B) {
 			b.Fatal(err)
 		}
 		r.res = &Result{}
+	}
+	for _, r := range runs {
+		cpu0, _, _ := r.redisTotals(b)
+		time.Sleep(loadSlice)
+		cpu, _, _ := r.redisTotals(b)
+		r.idleRedis = cpu - cpu0
 	}
 	b.ResetTimer()
 	for range b.N {
@@ -249,14 +256,15 @@ func printClusterSummary(w io.Writer, runs []*clusterRun) {
 	fmt.Fprintf(w, "\nRedis Cluster, stock build over a Webdis per master (redis.nodes): %d rounds of %v each, interleaved; %d connections, %d users.\n",
 		loadRounds, loadSlice, loadConnections, clusterUsers)
 	fmt.Fprintf(w, "Per decision: Redis CPU summed over the masters (INFO cpu), FCALL time (commandstats), Webdis CPU (/proc), this process's CPU (load + host + upstream).\n")
-	fmt.Fprintf(w, "%-8s %11s %9s %9s %14s %12s %15s %13s %12s %10s  %s\n", "masters", "decisions/s", "p50", "p99",
-		"Redis CPU/dec", "FCALL µs", "Webdis CPU/dec", "host CPU/dec", "calls/dec", "map loads", "users per master")
+	fmt.Fprintf(w, "Idle Redis CPU is the masters' CPU over %v with no load (cluster bus, cron).\n", loadSlice)
+	fmt.Fprintf(w, "%-8s %11s %9s %9s %14s %12s %15s %13s %12s %10s %13s  %s\n", "masters", "decisions/s", "p50", "p99",
+		"Redis CPU/dec", "FCALL µs", "Webdis CPU/dec", "host CPU/dec", "calls/dec", "map loads", "idle Redis", "users per master")
 	for _, r := range runs {
 		n := float64(r.decisions)
-		fmt.Fprintf(w, "%-8d %11.0f %9s %9s %12.1fµs %12.2f %13.1fµs %11.1fµs %12.3f %10d  %v\n", r.masters,
+		fmt.Fprintf(w, "%-8d %11.0f %9s %9s %12.1fµs %12.2f %13.1fµs %11.1fµs %12.3f %10d %9.1fms/s  %v\n", r.masters,
 			n/r.res.Elapsed.Seconds(), ms(r.res.Percentile(50)), ms(r.res.Percentile(99)),
 			float64(r.redisCPU.Microseconds())/n, float64(r.fcallUsec)/float64(max(r.fcalls, 1)),
 			float64(r.webdisCPU.Microseconds())/n, float64(r.hostCPU.Microseconds())/n, float64(r.fcalls)/n,
-			r.mapLoads, r.perMaster)
+			r.mapLoads, float64(r.idleRedis.Microseconds())/1000/loadSlice.Seconds(), r.perMaster)
 	}
 }
