@@ -7,6 +7,7 @@ package e2e
 // fails or is lost: every admitted charge is on the new owner.
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestClusterReshard(t *testing.T) {
 
 // reshardUnderLoad sends requests for reshardHot and 60 other users from 8
 // senders while it migrates each hot slot to the next master, its keys one
-// per batch 50 ms apart, and checks: no answer but 200 (no failure_mode,
+// per batch 50 ms apart (and -TRYAGAIN, -ASK seen), and checks: no answer but 200 (no failure_mode,
 // redis.timeout 2s); per user, ZCARD of each rule's log on the slot's new
 // owner equals the 200s; each slot's owner changed. It logs the latency of
 // the requests held by a migration.
@@ -68,6 +69,14 @@ func reshardUnderLoad(t *testing.T, c *redistest.Cluster, tg *wasmTarget, prefix
 		t.Fatal(err)
 	}
 	keys := []string{prefix + "{api|h0}:0", prefix + "{api|h1}:0", prefix + "{api|h2}:0", prefix + "{one|h0}:0"}
+	// What the source answers the filter's calls: until the last key has
+	// moved, rule api's get -TRYAGAIN (their keys but the block), rule
+	// one's run (its one key is there); then both get -ASK. The migration
+	// steps wait for each (the hot users keep sending), so both are seen
+	// whatever the machine's speed.
+	replied := func(src *redistest.Server, kind string, than int64) {
+		waitFor(t, fmt.Sprintf("-%s from %s", kind, src.Addr), func() bool { return nodeErrors(t, src)[kind] > than })
+	}
 	var users []string
 	for i := range 60 {
 		users = append(users, "b"+strconv.Itoa(i))
@@ -101,8 +110,12 @@ func reshardUnderLoad(t *testing.T, c *redistest.Cluster, tg *wasmTarget, prefix
 			}
 		}
 		win := window{user: key[strings.IndexByte(key, '|')+1 : strings.IndexByte(key, '}')], from: time.Now(), slot: slot}
+		errs0 := nodeErrors(t, src)
 		if err := c.BeginMigration(slot, src, dst); err != nil {
 			t.Fatal(err)
+		}
+		if strings.Contains(key, "{api|") {
+			replied(src, "TRYAGAIN", errs0["TRYAGAIN"])
 		}
 		for {
 			time.Sleep(50 * time.Millisecond)
@@ -114,6 +127,7 @@ func reshardUnderLoad(t *testing.T, c *redistest.Cluster, tg *wasmTarget, prefix
 				break
 			}
 		}
+		replied(src, "ASK", errs0["ASK"])
 		if err := c.FinishMigration(slot); err != nil {
 			t.Fatal(err)
 		}
@@ -167,16 +181,26 @@ func errorStats(t *testing.T, c *redistest.Cluster) map[string]int64 {
 	t.Helper()
 	out := map[string]int64{}
 	for _, s := range c.Nodes {
-		info, err := s.Client.Text("INFO", "errorstats")
-		if err != nil {
-			continue
+		for kind, n := range nodeErrors(t, s) {
+			out[kind] += n
 		}
-		for _, line := range strings.Split(info, "\n") {
-			// errorstat_TRYAGAIN:count=3
-			kind, n, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "errorstat_"), ":count=")
-			if v, err := strconv.ParseInt(n, 10, 64); ok && err == nil {
-				out[kind] += v
-			}
+	}
+	return out
+}
+
+// nodeErrors is one node's error replies by kind, none when it is down.
+func nodeErrors(t *testing.T, s *redistest.Server) map[string]int64 {
+	t.Helper()
+	out := map[string]int64{}
+	info, err := s.Client.Text("INFO", "errorstats")
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(info, "\n") {
+		// errorstat_TRYAGAIN:count=3
+		kind, n, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "errorstat_"), ":count=")
+		if v, err := strconv.ParseInt(n, 10, 64); ok && err == nil {
+			out[kind] += v
 		}
 	}
 	return out
