@@ -27,7 +27,8 @@ type slotLoad struct {
 	next     time.Time // the next periodic load
 	rr       int       // the node the next load tries first
 	// noPerm: CLUSTER NODES was refused (HTTP 403, -NOPERM): the map is
-	// learnt from -MOVED, and a load is tried again only each refresh.
+	// learnt from -MOVED, and a load is tried again only each refresh,
+	// until one succeeds.
 	noPerm bool
 }
 
@@ -65,7 +66,7 @@ func (l *slotLoad) onTick(vm *Plugin, now time.Time) {
 	l.next = now.Add(jittered(l.refresh))
 	id, err := vm.tr.send(l.node, clusterNodes, 0)
 	if err != nil {
-		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+err.Error())
+		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load from node "+r.names[l.node]+": "+err.Error())
 		vm.nodeFailed(l.node, now)
 		return
 	}
@@ -104,7 +105,7 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 		return
 	case status != 200:
 		vm.nodeFailed(l.node, now)
-		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+redisfail.WebdisFailure(status, body).Error())
+		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load from node "+r.names[l.node]+": "+redisfail.WebdisFailure(status, body).Error())
 		return
 	}
 	text, refusal, err := clusterNodesText(body)
@@ -112,19 +113,18 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 	case refusal != "":
 		l.refused(refusal)
 		return
-	case err != nil:
-		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+err.Error())
-		l.want(now, time.Second)
+	case err != nil: // not sent again before the refresh: a reply's shape does not change
+		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load from node "+r.names[l.node]+": "+err.Error())
 		return
 	}
 	unlisted, err := clusterslot.ParseNodes(r.scratch, text, r.addrs)
 	if err != nil {
-		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load through "+r.names[l.node]+": "+err.Error())
-		l.want(now, time.Second)
+		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load from node "+r.names[l.node]+": "+err.Error())
 		return
 	}
 	r.slots, r.scratch = r.scratch, r.slots
 	r.loads.Increment(1)
+	l.noPerm = false // granted since
 	if unlisted != "" {
 		r.logUnlisted(unlisted)
 	}
@@ -136,7 +136,7 @@ func (l *slotLoad) refused(why string) {
 		return
 	}
 	l.noPerm, l.wantAt = true, time.Time{}
-	l.r.host.Log(LogWarn, "ratelimit: redis: CLUSTER NODES refused through "+l.r.names[l.node]+" ("+why+
+	l.r.host.Log(LogWarn, "ratelimit: redis: CLUSTER NODES refused by node "+l.r.names[l.node]+" ("+why+
 		"): grant +cluster|nodes to the filter's Redis user and enable CLUSTER in Webdis's acl; until then the slot map is learnt from -MOVED only")
 }
 

@@ -183,3 +183,49 @@ func TestClusterRetriesBeforeFailures(t *testing.T) {
 	sa.OnDone()
 	sb.OnDone()
 }
+
+// routedHost is a benchHost whose HTTP callouts get ids too.
+type routedHost struct {
+	benchHost
+	clusters map[string]int
+}
+
+func (h *routedHost) DispatchHTTP(cluster string, _ [][2]string, _ []byte, _ time.Duration) (uint32, error) {
+	h.id++
+	h.clusters[cluster]++
+	return h.id, nil
+}
+
+// A routed request (redis.nodes) allocates what a plain one does: its
+// slot, node and breaker cost no allocation.
+func TestRoutedRequestAllocs(t *testing.T) {
+	conf := strings.Replace(allocConfig, `{"cluster":"redis","key_prefix":"x:"}`,
+		`{"transport":"webdis","cluster_mode":true,"key_prefix":"x:","nodes":[{"address":"10.0.0.1:6379","cluster":"webdis-0"},{"address":"10.0.0.2:6379","cluster":"webdis-1"}]}`, 1)
+	cfg, err := config.Parse([]byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &routedHost{clusters: map[string]int{}}
+	p := NewPlugin(cfg, h)
+	var m clusterslot.Map
+	if _, err := clusterslot.ParseNodes(&m, nodesText("", "0-16383"), p.router.addrs); err != nil {
+		t.Fatal(err)
+	}
+	*p.router.slots = m
+	s := &benchStream{}
+	reply := []byte(`{"FCALL":[1700000000000000,-2,1,1000000,999999,-1,0,1,100000000,99999999,-1,0]}`)
+	request := func() {
+		st := p.NewStream(s)
+		if st.OnRequestHeaderMap(allocHeaders) == Pause {
+			p.OnHTTPReply(h.id, 200, reply)
+		}
+		st.OnResponseHeaders(true)
+		st.OnDone()
+	}
+	if got := testing.AllocsPerRun(100, request); got > 2 {
+		t.Errorf("routed: %.1f allocations per request, want at most 2", got)
+	}
+	if s.resumed != 101 || h.clusters["webdis-1"] != 101 || len(h.clusters) != 1 {
+		t.Fatalf("%d resumed, callouts per cluster %v", s.resumed, h.clusters)
+	}
+}

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
@@ -56,6 +57,9 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 	}
 	r.slots.Reset()
 	r.load.r, r.load.refresh = r, cfg.Redis.SlotMapRefresh
+	if r.load.refresh <= 0 { // config.Parse sets it; a Config built otherwise may not
+		r.load.refresh = 30 * time.Second
+	}
 	return r
 }
 
@@ -121,12 +125,13 @@ func (r *router) healthyNode(start int, now time.Time) int {
 	return start % len(r.nodes)
 }
 
-// unlistedName is the last endpoint logged as missing from redis.nodes.
+// unlistedName names the endpoints logged as missing from redis.nodes:
+// the slot's owner is one of them.
 func (r *router) unlistedName() string {
 	if len(r.told) == 0 {
 		return "(unknown)"
 	}
-	return r.told[len(r.told)-1]
+	return strings.Join(r.told, " or ")
 }
 
 // nodeFailed notes that node did not answer (a timeout, a callout failure,
@@ -192,6 +197,9 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 		return giveUp, p.waitErr(rt)
 	}
 	rt.pinned = kind == clusterslot.Ask
+	if kind == clusterslot.ClusterDown && r != nil {
+		r.load.want(now, time.Second) // a master failed: learn its replica's promotion
+	}
 	p.retry.add(p, rt, owner)
 	return queuedRetry, nil
 }

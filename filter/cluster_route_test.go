@@ -215,6 +215,11 @@ func TestClusterRetryUntilDeadline(t *testing.T) {
 		if !logged(h.fakeHost, want) || !logged(h.fakeHost, tc.log) {
 			t.Fatalf("%s: logs %q", tc.reply, h.logs)
 		}
+		// -CLUSTERDOWN (a master failed) reloads the map within a second.
+		h.tick(time.Second)
+		if down := strings.HasPrefix(tc.reply, "CLUSTERDOWN"); h.has("CLUSTER/NODES") != down {
+			t.Fatalf("%s: map load sent %v", tc.reply, !down)
+		}
 	}
 }
 
@@ -322,6 +327,11 @@ func TestClusterNodesRefused(t *testing.T) {
 		}
 		if n := strings.Count(strings.Join(h.logs, "\n"), "grant +cluster|nodes to the filter's Redis user and enable CLUSTER in Webdis's acl"); n != 1 {
 			t.Fatalf("logged %d times: %q", n, h.logs)
+		}
+		h.tick(11 * time.Second) // the refresh tries again; granted now
+		h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(nodesText("0-16383", "", ""))))
+		if h.Counters["ratelimit.redis.slot_map_loads"] != 1 {
+			t.Fatalf("counters %v", h.Counters)
 		}
 	}
 }
