@@ -64,7 +64,7 @@ func TestClusterFailover(t *testing.T) {
 	on, off := splitUsers(t, c, prefix, "f", m0, 12)
 
 	// (i) Crash m0.
-	l := newLoad(t, tg, 8)
+	l := newLoad(t, 8, tg)
 	stop := l.start(t, append(append([]string(nil), on...), off...), 8)
 	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 300 })
 	crash := time.Now()
@@ -140,7 +140,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// (ii) Manual failover back to m0: nothing lost.
 	on2, off2 := splitUsers(t, c, prefix, "g", r0, 12)
-	l2 := newLoad(t, tg, 8)
+	l2 := newLoad(t, 8, tg)
 	stop2 := l2.start(t, append(append([]string(nil), on2...), off2...), 8)
 	waitFor(t, "the load to be going", func() bool { return len(l2.answers()) >= 200 })
 	begin := time.Now()
@@ -203,7 +203,7 @@ func TestClusterFullCoverageWindow(t *testing.T) {
 	}
 	_, off := splitUsers(t, c, prefix, "f", m0, 12)
 	errs0 := errorStats(t, c)
-	l := newLoad(t, tg, 8)
+	l := newLoad(t, 8, tg)
 	stop := l.start(t, off, 8)
 	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 200 })
 	crash := time.Now()

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -96,6 +97,22 @@ func startNodesHost(t *testing.T, mod *wasmhost.Module, config string, clusters 
 	return startHost(t, wasmhost.Config{Module: mod, PluginConfig: []byte(config), HTTPClusters: clusters})
 }
 
+// startNodesVMs starts n hosts of one VM each, as startNodesHost, and
+// waits until each has loaded the slot map (at its first tick). With one
+// VM a host's count of loads is that VM's: two loads on a host of two VMs
+// could be one VM's, the second after a -MOVED (its first epoch read goes
+// to the seed node before the map is there).
+func startNodesVMs(t *testing.T, mod *wasmhost.Module, config string, clusters map[string]string, n int) []*wasmTarget {
+	t.Helper()
+	var tgs []*wasmTarget
+	for range n {
+		tg := startHost(t, wasmhost.Config{Module: mod, PluginConfig: []byte(config), HTTPClusters: clusters, Workers: 1})
+		waitFor(t, "the VM's slot map load", func() bool { return tg.metric("ratelimit.redis.slot_map_loads") >= 1 })
+		tgs = append(tgs, tg)
+	}
+	return tgs
+}
+
 // userRequest is the request a load sends for user: GET /api/x as x-user.
 func userRequest(user string) map[string]string {
 	return map[string]string{":path": "/api/x", "x-user": user}
@@ -109,25 +126,28 @@ type answer struct {
 }
 
 // load sends requests for users from several senders over keep-alive
-// connections and keeps every answer.
+// connections, to its targets in turn, and keeps every answer.
 type load struct {
-	url    string
+	urls   []string
+	next   atomic.Int64
 	client *http.Client
 	mu     sync.Mutex
 	all    []answer
 	failed problems
 }
 
-func newLoad(t *testing.T, tg *wasmTarget, senders int) *load {
-	l := &load{url: tg.h.URL() + "/api/x", client: &http.Client{Timeout: waitGuard,
-		Transport: &http.Transport{MaxIdleConnsPerHost: senders}}}
+func newLoad(t *testing.T, senders int, tgs ...*wasmTarget) *load {
+	l := &load{client: &http.Client{Timeout: waitGuard, Transport: &http.Transport{MaxIdleConnsPerHost: senders}}}
+	for _, tg := range tgs {
+		l.urls = append(l.urls, tg.h.URL()+"/api/x")
+	}
 	t.Cleanup(l.client.CloseIdleConnections)
 	return l
 }
 
 func (l *load) send(user string) {
 	a := answer{user: user, sent: time.Now()}
-	req, _ := http.NewRequest("GET", l.url, nil)
+	req, _ := http.NewRequest("GET", l.urls[int(l.next.Add(1))%len(l.urls)], nil)
 	req.Header.Set("x-user", user)
 	resp, err := l.client.Do(req)
 	if err != nil {
@@ -265,11 +285,14 @@ func percentiles(ds []time.Duration) (p50, p99, max time.Duration) {
 var clusterMetrics = []string{"redis.errors", "redis.moved", "redis.retried", "redis.slot_map_loads", "redis.unknown_node",
 	"failure_mode.allowed", "failure_mode.denied", "rule.api.allowed", "rule.api.denied"}
 
-// metricsOf reads clusterMetrics ("ratelimit." left out of the names).
-func metricsOf(tg *wasmTarget) map[string]int64 {
+// metricsOf reads clusterMetrics ("ratelimit." left out of the names),
+// summed over tgs.
+func metricsOf(tgs ...*wasmTarget) map[string]int64 {
 	out := map[string]int64{}
 	for _, m := range clusterMetrics {
-		out[m] = tg.metric("ratelimit." + m)
+		for _, tg := range tgs {
+			out[m] += tg.metric("ratelimit." + m)
+		}
 	}
 	return out
 }

@@ -84,7 +84,7 @@ func reshardUnderLoad(t *testing.T, c *redistest.Cluster, tg *wasmTarget, prefix
 	for range 20 {
 		users = append(users, reshardHot...)
 	}
-	l := newLoad(t, tg, 8)
+	l := newLoad(t, 8, tg)
 	stop := l.start(t, users, 8)
 	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 200 })
 
