@@ -73,7 +73,9 @@ test: deps check build fixtures
 # each algorithm against go-redis/redis_rate and a naive script, one run;
 # the filter's CPU per request natively, in wasm and in the host, side by
 # side; throughput, latency and Redis calls through the host with a real
-# redis-server; and docs/burst.svg. BENCHMARKS.md records a run.
+# redis-server; the same on a Redis Cluster of 1 and of 3 masters, a
+# Webdis each (CPU per decision); and docs/burst.svg. BENCHMARKS.md
+# records a run.
 bench: deps build fixtures baseline
 	V8_BENCH_BASELINE=$(CURDIR)/$(BASELINE) V8_BENCH_PEER=$(if $(wildcard $(PEER)),$(CURDIR)/$(PEER)) \
 		$(GO) test -run '^$$' -bench '^BenchmarkV8$$' -benchtime 1x -count=1 -timeout 45m ./e2e/v8
@@ -83,6 +85,7 @@ bench: deps build fixtures baseline
 	$(GO) test -run '^$$' -bench '^BenchmarkRequest' -benchmem -count=1 ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkThroughput$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) test -run '^$$' -bench '^BenchmarkLeases$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
+	$(GO) test -run '^$$' -bench '^BenchmarkCluster$$' -benchtime 1x -count=1 -timeout 15m ./e2e/bench
 	$(GO) run ./e2e/cmd/plot -out docs/burst.svg
 
 # BASELINE_REV's Higress module, built from a git worktree of it in a

@@ -1,0 +1,247 @@
+package e2e
+
+// Test 3c of issue 32: a master fails under load (3 masters, a replica
+// each, cluster-node-timeout 2s, a Webdis per node, failure_mode deny).
+//   - Crash: the dead master's slots get 503 while every other slot keeps
+//     deciding (a circuit breaker per node); once its replica is promoted
+//     the filter reloads the slot map and decides there again. Writes not
+//     yet replicated are lost: at most what was admitted in the second
+//     before the crash. The old master comes back as a replica.
+//   - Manual failover (CLUSTER FAILOVER back to the old master): nothing
+//     lost.
+//   - With cluster-require-full-coverage yes every master answers
+//     -CLUSTERDOWN from the FAIL until the promotion, which is why "no" is
+//     shipped.
+// Windows and losses are logged as measured; only bounds are asserted.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
+)
+
+// failoverRules: every request charges one log, never full, so that ZCARD
+// on the slot's owner counts the admissions it kept.
+const failoverRules = `[{"name":"api","match":{"path_prefix":"/api/"},"key":[{"source":"header","name":"x-user"}],
+	"limits":[{"name":"log","algorithm":"sliding_log","limit":1000000,"window":"1h"}]}]`
+
+// splitUsers returns n users named <name><i> whose log lives on master m,
+// and n whose log lives elsewhere.
+func splitUsers(t *testing.T, c *redistest.Cluster, prefix, name string, m *redistest.Server, n int) (on, off []string) {
+	t.Helper()
+	for i := 0; len(on) < n || len(off) < n; i++ {
+		u := name + strconv.Itoa(i)
+		owner, err := c.MasterFor(stateKey(prefix, u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if owner.Addr == m.Addr && len(on) < n {
+			on = append(on, u)
+		} else if owner.Addr != m.Addr && len(off) < n {
+			off = append(off, u)
+		}
+	}
+	return on, off
+}
+
+func TestClusterFailover(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3, Replicas: 1})
+	w := startClusterWebdis(t, c, "FCALL", "CLUSTER")
+	prefix := redistest.Prefix(t)
+	nodes, clusters := w.nodes(t, "")
+	tg := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", nodes, "", failoverRules), clusters)
+	warmUp(t, tg)
+	m0 := c.Nodes[0]
+	r0, err := c.ReplicaOf(m0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	on, off := splitUsers(t, c, prefix, "f", m0, 12)
+
+	// (i) Crash m0.
+	l := newLoad(t, 8, tg)
+	stop := l.start(t, append(append([]string(nil), on...), off...), 8)
+	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 300 })
+	crash := time.Now()
+	if err := c.Crash(m0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.WaitPromoted(ctx, r0); err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+	isOn := map[string]bool{}
+	for _, u := range on {
+		isOn[u] = true
+	}
+	var resumed time.Time
+	waitFor(t, "decisions on the promoted replica", func() bool {
+		for _, a := range l.answers() {
+			if isOn[a.user] && a.status == 200 && a.sent.After(promoted) {
+				resumed = a.done
+				return true
+			}
+		}
+		return false
+	})
+	n := len(l.answers())
+	waitFor(t, "more answers", func() bool { return len(l.answers()) >= n+100 })
+	stop()
+
+	got := l.answers()
+	var unavailableOn, lastSecond int
+	for _, a := range got {
+		switch {
+		case a.status != 200 && a.status != 503:
+			t.Errorf("%s: status %d; want 200 or 503", a.user, a.status)
+		case a.status == 503 && !isOn[a.user]:
+			t.Errorf("%s, on a live master: 503 at %v after the crash", a.user, a.done.Sub(crash))
+		case a.status == 503:
+			unavailableOn++
+		case isOn[a.user] && a.sent.Before(crash) && a.done.After(crash.Add(-time.Second)):
+			lastSecond++
+		}
+	}
+	admitted := countBy(got, 200)
+	lost := 0
+	for _, u := range on {
+		z := ownerZcard(t, c, stateKey(prefix, u))
+		lost += max(0, admitted[u]-z)
+	}
+	if lost > lastSecond {
+		t.Errorf("crash: %d admissions lost; want at most the %d of the second before the crash", lost, lastSecond)
+	}
+	t.Logf("crash: promoted after %v, decisions again after %v; %d answers 503 on the dead master's slots, none elsewhere; "+
+		"%d admissions lost of %d in the second before the crash; metrics %v",
+		promoted.Sub(crash).Round(time.Millisecond), resumed.Sub(crash).Round(time.Millisecond), unavailableOn,
+		lost, lastSecond, metricsOf(tg))
+
+	// The old master rejoins as a replica. A VM that has not loaded the
+	// slot map yet sends to it first (its seed) and follows -MOVED.
+	if err := c.Restart(m0); err != nil {
+		t.Fatal(err)
+	}
+	if masters, err := c.Masters(); err != nil || containsAddr(masters, m0.Addr) {
+		t.Fatalf("after its restart %s is a master (%v)", m0.Addr, err)
+	}
+	seeded, clusters := w.nodes(t, m0.Addr)
+	fresh := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", seeded, "", failoverRules), clusters)
+	for _, u := range on[:4] {
+		expect(t, fresh.send(t, userRequest(u)), 200)
+	}
+	t.Logf("a new VM seeded with the old master: metrics %v", metricsOf(fresh))
+
+	// (ii) Manual failover back to m0: nothing lost.
+	on2, off2 := splitUsers(t, c, prefix, "g", r0, 12)
+	l2 := newLoad(t, 8, tg)
+	stop2 := l2.start(t, append(append([]string(nil), on2...), off2...), 8)
+	waitFor(t, "the load to be going", func() bool { return len(l2.answers()) >= 200 })
+	begin := time.Now()
+	if err := c.ManualFailover(m0); err != nil {
+		t.Fatal(err)
+	}
+	switched := time.Now()
+	n = len(l2.answers())
+	waitFor(t, "more answers", func() bool { return len(l2.answers()) >= n+200 })
+	stop2()
+	got2 := l2.answers()
+	admitted2, unavailable2 := countBy(got2, 200), countBy(got2, 503)
+	lost = 0
+	var slowest time.Duration
+	for _, a := range got2 {
+		if a.done.After(begin) && a.sent.Before(switched) {
+			slowest = max(slowest, a.done.Sub(a.sent))
+		}
+	}
+	for _, u := range on2 {
+		z := ownerZcard(t, c, stateKey(prefix, u))
+		if z < admitted2[u] {
+			lost += admitted2[u] - z
+		}
+		if z > admitted2[u]+unavailable2[u] {
+			t.Errorf("%s: ZCARD %d, more than %d admitted and %d failed", u, z, admitted2[u], unavailable2[u])
+		}
+	}
+	if lost != 0 {
+		t.Errorf("manual failover: %d admissions lost; want none", lost)
+	}
+	t.Logf("manual failover: switched in %v; the slowest request across it took %v; statuses %v; 0 lost",
+		switched.Sub(begin).Round(time.Millisecond), slowest.Round(time.Millisecond), statuses(got2))
+}
+
+func containsAddr(servers []*redistest.Server, addr string) bool {
+	for _, s := range servers {
+		if s.Addr == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// With cluster-require-full-coverage yes, a master's failure stops every
+// slot: the other masters answer -CLUSTERDOWN until the promotion (the
+// filter retries those calls within redis.timeout, then fails them).
+func TestClusterFullCoverageWindow(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3, Replicas: 1, FullCoverage: true})
+	w := startClusterWebdis(t, c, "FCALL", "CLUSTER")
+	prefix := redistest.Prefix(t)
+	nodes, clusters := w.nodes(t, "")
+	tg := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", nodes, "", failoverRules), clusters)
+	warmUp(t, tg)
+	m0 := c.Nodes[0]
+	r0, err := c.ReplicaOf(m0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, off := splitUsers(t, c, prefix, "f", m0, 12)
+	errs0 := errorStats(t, c)
+	l := newLoad(t, 8, tg)
+	stop := l.start(t, off, 8)
+	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 200 })
+	crash := time.Now()
+	if err := c.Crash(m0); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.WaitPromoted(ctx, r0); err != nil {
+		t.Fatal(err)
+	}
+	promoted := time.Now()
+	n := len(l.answers())
+	waitFor(t, "more answers", func() bool { return len(l.answers()) >= n+100 })
+	stop()
+	errs := errorStats(t, c)
+	var first, last time.Time
+	var slowest time.Duration
+	for _, a := range l.answers() {
+		if a.status == 503 {
+			if first.IsZero() {
+				first = a.done
+			}
+			last = a.done
+		}
+		if a.done.After(crash) && a.sent.Before(promoted) {
+			slowest = max(slowest, a.done.Sub(a.sent))
+		}
+	}
+	if errs["CLUSTERDOWN"] == errs0["CLUSTERDOWN"] {
+		t.Errorf("no -CLUSTERDOWN from the live masters between the crash and the promotion (error stats %v)", errs)
+	}
+	window := "no 503"
+	if !first.IsZero() {
+		window = fmt.Sprintf("503s from %v to %v after the crash", first.Sub(crash).Round(time.Millisecond), last.Sub(crash).Round(time.Millisecond))
+	}
+	t.Logf("full coverage: promoted after %v; the live masters answered -CLUSTERDOWN %d times; on their slots %v, "+
+		"%s, slowest request %v (retried within redis.timeout); metrics %v",
+		promoted.Sub(crash).Round(time.Millisecond), errs["CLUSTERDOWN"]-errs0["CLUSTERDOWN"], statuses(l.answers()),
+		window, slowest.Round(time.Millisecond), metricsOf(tg))
+}
