@@ -99,6 +99,12 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) {
 	}
 	if v.Err() != nil {
 		l.identity.wrong = false
+		if rerr, _ := v.Err().(*redisproto.Error); rerr != nil && rerr.Prefix() != "NOPERM" {
+			// Not Redis's refusal: a proxy in between (Envoy's redis_proxy
+			// answers "unsupported command") does not pass ACL at all.
+			l.identity.log.log(LogInfo, "ratelimit: redis: ACL WHOAMI not answered by Redis ("+v.Err().Error()+"): a proxy in between, such as Envoy's redis_proxy, does not pass it, so the filter cannot check which user reaches Redis; the proxy's own credentials decide that")
+			return
+		}
 		l.identity.log.log(LogWarn, "ratelimit: redis: ACL WHOAMI refused ("+v.Err().Error()+"): the filter cannot check which user its connection runs as; grant the filter's user +acl|whoami (deploy/redis/users.acl)")
 		return
 	}

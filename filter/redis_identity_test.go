@@ -70,6 +70,19 @@ func TestWhoamiRefusedWarns(t *testing.T) {
 	}
 }
 
+// Envoy's redis_proxy does not pass ACL at all: no grant helps, so no
+// warning asks for one, and calls go on.
+func TestWhoamiUnsupportedByProxy(t *testing.T) {
+	h := newInitHost(t, oneUser)
+	h.startLinked(t, "-unsupported command 'ACL'\r\n")
+	if loggedAt(h.fakeHost, LogWarn, "+acl|whoami") || !loggedAt(h.fakeHost, LogInfo, "does not pass it") {
+		t.Fatalf("logs %q", h.logs)
+	}
+	if o := h.send("x-user=a"); o.status != 200 {
+		t.Fatalf("%+v", o)
+	}
+}
+
 // Without the library on Redis every call fails: the failure mode
 // applies, a critical line names the library and the command that loads
 // it, and it is counted.
