@@ -124,10 +124,23 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 	}
 	r.slots, r.scratch = r.scratch, r.slots
 	r.loads.Increment(1)
+	vm.health.forget(r.slotless())
 	l.noPerm = false // granted since
 	if unlisted != "" {
 		r.logUnlisted(unlisted)
 	}
+}
+
+// slotless has a bit per node that serves no slot in the map: a master
+// replaced by its replica, or a replica.
+func (r *router) slotless() uint64 {
+	var serving uint64
+	for slot := range clusterslot.Slots {
+		if o := r.slots.Owner(uint16(slot)); int(o) < len(r.nodes) {
+			serving |= 1 << o
+		}
+	}
+	return ^serving
 }
 
 // refused logs, once, that CLUSTER NODES is refused and how to grant it.
