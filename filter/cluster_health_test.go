@@ -41,3 +41,41 @@ func TestClusterHealthOneNodeDown(t *testing.T) {
 		t.Fatalf("node 0 serves no slot now: gauge %d, logs %q", g, h.logs)
 	}
 }
+
+// A -MOVED answered when the call's redis.timeout has passed fails the
+// call, not counted by the breaker: a re-send would have a budget of
+// nothing, and its certain timeout would count against a live node.
+func TestClusterMovedPastDeadline(t *testing.T) {
+	h := newNodesHost(t)
+	h.loadMap(nodesText("0-16383", "", ""))
+	fs, st := h.stream("x-user=alice")
+	c := h.take(decideFn)
+	h.Clock = h.Clock.Add(200 * time.Millisecond)
+	h.replyError(c, fmt.Sprintf("MOVED %d 10.0.0.2:6379", userSlot("alice")))
+	if h.has(decideFn) {
+		h.reply(h.take(decideFn), 0, "") // what the host does with a 1 ms budget
+	}
+	st.OnDone()
+	if fs.Status != 503 || h.Counters["ratelimit.circuit_breaker.opened"] != 0 {
+		t.Fatalf("status %d, counters %v", fs.Status, h.Counters)
+	}
+	if o, _ := h.pumped("x-user=alice"); o.Resumed != 1 {
+		t.Fatalf("node 1 was counted as failing: %+v, counters %v", o, h.Counters)
+	}
+}
+
+// A re-send whose budget left is under a millisecond still has one: the
+// host passes whole milliseconds, and to Envoy a timeout of 0 is none.
+func TestClusterResendSubMillisecond(t *testing.T) {
+	h := newNodesHost(t)
+	h.loadMap(nodesText("0-16383", "", ""))
+	_, st := h.stream("x-user=alice")
+	c := h.take(decideFn)
+	h.Clock = h.Clock.Add(189*time.Millisecond + 500*time.Microsecond)
+	h.replyError(c, "TRYAGAIN Multiple keys request during rehashing of slot")
+	h.tick(10 * time.Millisecond)
+	if c = h.take(decideFn); c.timeout < time.Millisecond {
+		t.Fatalf("re-sent with a timeout of %v", c.timeout)
+	}
+	st.OnDone()
+}

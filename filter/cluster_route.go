@@ -188,6 +188,9 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 		if rt.redirects >= maxRedirects {
 			return giveUp, &redisfail.SlotError{Slot: int(slot), Kind: redisfail.SlotRedirects, Reply: rerr.Msg}
 		}
+		if p.deadlineLeft(rt.sentAt, now) < time.Millisecond { // no budget left to send it with
+			return giveUp, &redisfail.SlotError{Slot: int(slot), Kind: redisfail.SlotMovedLate, Reply: rerr.Msg}
+		}
 		rt.redirects++
 		rt.pinned = false
 		return sendAgain, nil
