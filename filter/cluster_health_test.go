@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -78,4 +79,34 @@ func TestClusterResendSubMillisecond(t *testing.T) {
 		t.Fatalf("re-sent with a timeout of %v", c.timeout)
 	}
 	st.OnDone()
+}
+
+// A call held by a slot migrating for 300 ms is re-sent after 10 ms, then
+// 20, 40, 80 and 100 ms: 6 re-sends, not one per 10 ms tick (30), and
+// never more than 100 ms after the handover.
+func TestClusterRetryBackoff(t *testing.T) {
+	conf := strings.Replace(nodesConf, `"timeout":"200ms"`, `"timeout":"2s"`, 1)
+	h := newClusterHost(t, conf, map[string]string{"webdis-0": server.Addr, "webdis-1": server.Addr, "webdis-2": server.Addr})
+	h.loadMap(nodesText("0-16383", "", ""))
+	start := h.Clock
+	fs, st := h.stream("x-user=alice")
+	last := start
+	for fs.Resumed == 0 && h.Clock.Sub(start) < time.Second {
+		if h.has(decideFn) {
+			if gap := h.Clock.Sub(last); gap > maxRetryBackoff {
+				t.Fatalf("re-sent %v after the last", gap)
+			}
+			last = h.Clock
+			if c := h.take(decideFn); h.Clock.Sub(start) < 300*time.Millisecond {
+				h.replyError(c, "TRYAGAIN Multiple keys request during rehashing of slot")
+			} else {
+				h.forward(c)
+			}
+		}
+		h.tick(10 * time.Millisecond)
+	}
+	st.OnDone()
+	if fs.Resumed != 1 || h.Counters["ratelimit.redis.retried"] != 6 {
+		t.Fatalf("resumed %d, counters %v", fs.Resumed, h.Counters)
+	}
 }

@@ -22,6 +22,10 @@ import (
 // maxRedirects is how many -MOVED one callout follows.
 const maxRedirects = 3
 
+// maxRetryBackoff bounds the wait between two re-sends of a callout held
+// by a migrating or down slot: its latency after the handover.
+const maxRetryBackoff = 100 * time.Millisecond
+
 // nodeDownFor is how long a node that failed is skipped by map loads.
 const nodeDownFor = 5 * time.Second
 
@@ -74,6 +78,10 @@ type routing struct {
 	// else it goes to the slot's owner as the map says.
 	pinned bool
 	queued bool             // in the VM's retry queue
+	// backoff is the wait before the next re-send from the queue: 10 ms,
+	// doubling each time up to maxRetryBackoff; retryAt is when it is due.
+	backoff time.Duration
+	retryAt time.Time
 	wait   clusterslot.Kind // the last -ASK, -TRYAGAIN or -CLUSTERDOWN
 	reply  string           // its text, for the error once the deadline passes
 	sentAt time.Time        // the first send: the deadline is sentAt + redis.timeout
@@ -83,7 +91,7 @@ type routing struct {
 // (its first key: every key of a callout hashes to the same slot). Only
 // a router computes the slot.
 func (p *Plugin) startRouting(rt *routing, key string, now time.Time) {
-	rt.redirects, rt.pinned, rt.sentAt = 0, false, now
+	rt.redirects, rt.pinned, rt.sentAt, rt.backoff = 0, false, now, 0
 	if p.router != nil {
 		rt.slot = clusterslot.Slot(key)
 	}
@@ -203,6 +211,8 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 	if kind == clusterslot.ClusterDown && r != nil {
 		r.load.want(now, time.Second) // a master failed: learn its replica's promotion
 	}
+	rt.backoff = min(max(2*rt.backoff, config.ThrottleTick), maxRetryBackoff)
+	rt.retryAt = now.Add(rt.backoff)
 	p.retry.add(p, rt, owner)
 	return queuedRetry, nil
 }
