@@ -110,3 +110,29 @@ func TestClusterRetryBackoff(t *testing.T) {
 		t.Fatalf("resumed %d, counters %v", fs.Resumed, h.Counters)
 	}
 }
+
+// Nodes listed by hostname, whose -MOVED names them by IP (the cluster's
+// preferred endpoint type is ip): CLUSTER NODES gives both forms, and the
+// move goes to the node's Webdis, not to the failure mode as unlisted.
+func TestClusterMovedOtherForm(t *testing.T) {
+	conf := strings.NewReplacer("10.0.0.1:6379", "node-0.test:6379", "10.0.0.2:6379", "node-1.test:6379",
+		"10.0.0.3:6379", "node-2.test:6379").Replace(nodesConf)
+	h := newClusterHost(t, conf, map[string]string{"webdis-0": server.Addr, "webdis-1": server.Addr, "webdis-2": server.Addr})
+	var text strings.Builder
+	for i, r := range []string{"0-16383", "", ""} {
+		fmt.Fprintf(&text, "%040x 10.0.0.%d:6379@16379,node-%d.test master - 0 0 %d connected %s\n", i+1, i+1, i, i+1, r)
+	}
+	h.loadMap(text.String())
+	fs, st := h.stream("x-user=alice")
+	h.replyError(h.take(decideFn), fmt.Sprintf("MOVED %d 10.0.0.2:6379", userSlot("alice")))
+	if !h.has(decideFn) {
+		st.OnDone()
+		t.Fatalf("not re-sent: status %d, counters %v, logs %q", fs.Status, h.Counters, h.logs)
+	}
+	c := h.take(decideFn)
+	h.forward(c)
+	st.OnDone()
+	if c.cluster != "webdis-1" || fs.Resumed != 1 || h.Counters["ratelimit.redis.unknown_node"] != 0 {
+		t.Fatalf("re-sent to %s, resumed %d, counters %v", c.cluster, fs.Resumed, h.Counters)
+	}
+}

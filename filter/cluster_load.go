@@ -2,6 +2,7 @@ package filter
 
 import (
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
@@ -124,6 +125,10 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 	}
 	r.slots, r.scratch = r.scratch, r.slots
 	r.loads.Increment(1)
+	clusterslot.Aliases(text, r.addrs, r.aliases)
+	for i, a := range r.aliases { // not to hold the whole text
+		r.aliases[i] = strings.Clone(a)
+	}
 	vm.health.forget(r.slotless())
 	l.noPerm = false // granted since
 	if unlisted != "" {

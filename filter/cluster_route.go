@@ -34,6 +34,7 @@ const nodeDownFor = 5 * time.Second
 type router struct {
 	nodes    []config.RedisNode
 	addrs    []string         // nodes[i].Address
+	aliases  []string         // the other form (ip:port, hostname:port) of addrs[i] in the last map load, or ""
 	names    []string         // "<address> through <cluster>", for log lines
 	slots    *clusterslot.Map // the map in use
 	scratch  *clusterslot.Map // where a load is parsed, swapped in on success
@@ -51,7 +52,7 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 	if len(nodes) == 0 {
 		return nil
 	}
-	r := &router{nodes: nodes, slots: &clusterslot.Map{}, scratch: &clusterslot.Map{}, failedAt: make([]time.Time, len(nodes)), host: host,
+	r := &router{nodes: nodes, aliases: make([]string, len(nodes)), slots: &clusterslot.Map{}, scratch: &clusterslot.Map{}, failedAt: make([]time.Time, len(nodes)), host: host,
 		moved: host.Counter("ratelimit.redis.moved"),
 		loads: host.Counter("ratelimit.redis.slot_map_loads"), unknown: host.Counter("ratelimit.redis.unknown_node"),
 		loadLog: quietLog{host: host, every: 10 * time.Second}}
@@ -77,14 +78,14 @@ type routing struct {
 	// pinned: an -ASK named the slot's source, where the callout waits;
 	// else it goes to the slot's owner as the map says.
 	pinned bool
-	queued bool             // in the VM's retry queue
+	queued bool // in the VM's retry queue
 	// backoff is the wait before the next re-send from the queue: 10 ms,
 	// doubling each time up to maxRetryBackoff; retryAt is when it is due.
 	backoff time.Duration
 	retryAt time.Time
-	wait   clusterslot.Kind // the last -ASK, -TRYAGAIN or -CLUSTERDOWN
-	reply  string           // its text, for the error once the deadline passes
-	sentAt time.Time        // the first send: the deadline is sentAt + redis.timeout
+	wait    clusterslot.Kind // the last -ASK, -TRYAGAIN or -CLUSTERDOWN
+	reply   string           // its text, for the error once the deadline passes
+	sentAt  time.Time        // the first send: the deadline is sentAt + redis.timeout
 }
 
 // startRouting readies rt for a callout's first send at now, keyed by key
@@ -250,9 +251,11 @@ func (r *router) learn(slot uint16, addr string, now time.Time) {
 	r.load.want(now, gap)
 }
 
+// index is the node addr names, as listed or in the other form the last
+// map load gave it; -1 if none.
 func (r *router) index(addr string) int {
 	for i, a := range r.addrs {
-		if a == addr {
+		if a == addr || r.aliases[i] == addr {
 			return i
 		}
 	}
