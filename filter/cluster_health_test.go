@@ -136,3 +136,22 @@ func TestClusterMovedOtherForm(t *testing.T) {
 		t.Fatalf("re-sent to %s, resumed %d, counters %v", c.cluster, fs.Resumed, h.Counters)
 	}
 }
+
+// -MOVED names endpoints from Redis's error text: a cluster naming ever
+// new unlisted ones logs at most 64 of them per VM, not a line per call.
+func TestClusterUnlistedLogBounded(t *testing.T) {
+	h := newNodesHost(t)
+	h.loadMap(nodesText("0-16383", "", ""))
+	for i := range 100 {
+		_, st := h.stream("x-user=alice")
+		h.replyError(h.take(decideFn), fmt.Sprintf("MOVED %d 10.9.%d.%d:6379", userSlot("alice"), i/250, i%250))
+		st.OnDone()
+		h.tick(100 * time.Millisecond)
+		if h.has("CLUSTER/NODES") {
+			h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(nodesText("0-16383", "", ""))))
+		}
+	}
+	if n := strings.Count(strings.Join(h.logs, "\n"), "is not in redis.nodes: calls to its slots"); n > 64 {
+		t.Fatalf("%d lines naming unlisted nodes", n)
+	}
+}

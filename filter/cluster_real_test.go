@@ -93,8 +93,9 @@ func TestClusterRealRouting(t *testing.T) {
 	must(dst, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID)
 	must(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
 	fs, st := h.stream("x-user=user0")
-	h.pump()                                        // -TRYAGAIN: the block key is missing, the log key is there
-	for _, d := range []time.Duration{10, 20, 40} { // the re-sends' backoff
+	h.pump() // -TRYAGAIN: the block key is missing, the log key is there
+	// Re-sent after 10, 20 and 40 ms: the backoff.
+	for _, d := range []time.Duration{10, 20, 40} {
 		h.tick(d * time.Millisecond)
 		h.pump()
 	}

@@ -42,6 +42,7 @@ type router struct {
 	load     slotLoad
 	// told are the endpoints not in redis.nodes already logged.
 	told                  []string
+	toldNames             string // told joined, for a SlotError
 	host                  PluginHost
 	moved, loads, unknown Counter
 	loadLog               quietLog
@@ -140,8 +141,11 @@ func (r *router) unlistedName() string {
 	if len(r.told) == 0 {
 		return "(unknown)"
 	}
-	return strings.Join(r.told, " or ")
+	return r.toldNames
 }
+
+// maxTold bounds the endpoints logged as missing from redis.nodes.
+const maxTold = 64
 
 // nodeFailed notes that node did not answer (a timeout, a callout failure,
 // Webdis's 503): map loads skip it for a while, and the map is reloaded
@@ -262,18 +266,19 @@ func (r *router) index(addr string) int {
 	return -1
 }
 
-// logUnlisted says, once per endpoint, that a master is not in
-// redis.nodes.
+// logUnlisted says, once per endpoint and for at most maxTold endpoints
+// (they come from Redis's replies), that a master is not in redis.nodes.
 func (r *router) logUnlisted(addr string) {
 	for _, a := range r.told {
 		if a == addr {
 			return
 		}
 	}
-	if len(r.told) >= 64 {
-		r.told = r.told[:63]
+	if len(r.told) >= maxTold {
+		return
 	}
 	r.told = append(r.told, addr)
+	r.toldNames = strings.Join(r.told, " or ")
 	r.host.Log(LogError, "ratelimit: redis: node "+addr+" serves slots but is not in redis.nodes: calls to its slots get the failure mode "+
 		"(ratelimit.redis.unknown_node); add it to redis.nodes, with the cluster of its Webdis")
 }
