@@ -155,3 +155,39 @@ func TestClusterUnlistedLogBounded(t *testing.T) {
 		t.Fatalf("%d lines naming unlisted nodes", n)
 	}
 }
+
+// A batch call (rules[].lease) held by a migrating slot when its stream
+// ends leaves its lease entry free to ask again, not pending for ever.
+func TestClusterRetryStreamEndsLease(t *testing.T) {
+	conf := strings.Replace(nodesConf, `"window":"1m"}]}]}`,
+		`"window":"1m"}],"lease":{"max_hold":"1h","max_batch":5,"hot_rate":1}}]}`, 1)
+	h := newClusterHost(t, conf, map[string]string{"webdis-0": server.Addr, "webdis-1": server.Addr, "webdis-2": server.Addr})
+	h.loadMap(nodesText("0-16383", "", ""))
+	pending := func() bool {
+		for _, tb := range h.plugin.top().leases {
+			for _, e := range tb.order {
+				if e.pending {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	asked := false
+	for i := 0; i < 5 && !asked; i++ {
+		_, st := h.stream("x-user=alice")
+		if asked = pending(); asked {
+			h.replyError(h.take(decideFn), "TRYAGAIN Multiple keys request during rehashing of slot")
+		} else {
+			h.pump()
+		}
+		st.OnDone()
+		h.tick(10 * time.Millisecond)
+	}
+	if !asked {
+		t.Fatal("no batch asked for")
+	}
+	if pending() {
+		t.Fatal("the lease entry stays pending: the key never asks for a batch again")
+	}
+}
