@@ -191,3 +191,42 @@ func TestClusterRetryStreamEndsLease(t *testing.T) {
 		t.Fatal("the lease entry stays pending: the key never asks for a batch again")
 	}
 }
+
+// An idle VM whose node failed once learns that it answers again: while
+// a node is down, a map load goes to it every 5 s, and its answer clears
+// it. Without that, the gauge would stay 0 until a request hit its slots.
+func TestClusterHealthIdleRecovers(t *testing.T) {
+	h := newNodesHost(t)
+	a, b := userSlot("alice"), userSlot("bob")
+	// Node 2 serves every other slot, the epoch key's too.
+	var rest []string
+	lo := 0
+	for _, s := range []int{int(min(a, b)), int(max(a, b)), 16384} {
+		if s > lo {
+			rest = append(rest, fmt.Sprintf("%d-%d", lo, s-1))
+		}
+		lo = s + 1
+	}
+	text := nodesText(fmt.Sprint(a), fmt.Sprint(b), strings.Join(rest, " "))
+	h.loadMap(text)
+	fs, st := h.stream("x-user=alice")
+	h.reply(h.take(decideFn), 503, "")
+	st.OnDone()
+	if fs.Status != 503 || gauge(h.fakeHost, "ratelimit.redis.healthy") != 0 {
+		t.Fatalf("status %d", fs.Status)
+	}
+	for range 12 { // idle: epoch reads and loads only, every one answered
+		h.tick(time.Second)
+		for len(h.http) > 0 {
+			c := h.next()
+			if strings.Contains(c.body, "CLUSTER/NODES") {
+				h.reply(c, 200, webdisJSON("CLUSTER", bulk(text)))
+			} else {
+				h.forward(c)
+			}
+		}
+	}
+	if g := gauge(h.fakeHost, "ratelimit.redis.healthy"); g != 1 {
+		t.Fatalf("node 0 answers again, yet the idle VM shows %d; logs %q", g, h.logs)
+	}
+}
