@@ -15,7 +15,9 @@ import (
 // once, when it decides again. A failed call, a call not sent (no
 // proxy_redis_init yet, the connection runs as the wrong user), a failed
 // init and a refused AUTH make it failing; a decision Redis made, or an
-// epoch read it answered, makes it healthy.
+// epoch read it answered, makes it healthy. With redis.nodes this holds
+// per node: the VM is failing while any node is down (down), so that one
+// dead master of three keeps the gauge at 0 whatever the others answer.
 //
 // While failing, one line names the cluster, what failed and the failure
 // mode in force, at most once per healthLogEvery per VM, with the count of
