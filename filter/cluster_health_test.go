@@ -230,3 +230,32 @@ func TestClusterHealthIdleRecovers(t *testing.T) {
 		t.Fatalf("node 0 answers again, yet the idle VM shows %d; logs %q", g, h.logs)
 	}
 }
+
+// Redis's error texts reach the log lines clipped and printable: a
+// -TRYAGAIN held to the deadline, and a CLUSTER NODES refused with an
+// error, each 10 KB with line breaks.
+func TestClusterErrorTextsClipped(t *testing.T) {
+	long := strings.Repeat("x\ny", 5000)
+	h := newNodesHost(t)
+	h.tick(0)
+	h.reply(h.take("CLUSTER/NODES"), 200, `{"CLUSTER":[false,"ERR `+strings.ReplaceAll(long, "\n", `\n`)+`"]}`)
+	h.http = nil                            // epoch reads
+	h.Clock = h.Clock.Add(11 * time.Second) // an unreadable load waits for the refresh
+	h.loadMap(nodesText("0-16383", "", ""))
+	fs, st := h.stream("x-user=alice")
+	for i := 0; i < 30 && fs.Status == 0; i++ {
+		if h.has(decideFn) {
+			h.replyError(h.take(decideFn), "TRYAGAIN "+long)
+		}
+		h.tick(10 * time.Millisecond)
+	}
+	st.OnDone()
+	if fs.Status != 503 || len(h.logs) < 2 {
+		t.Fatalf("status %d, logs %q", fs.Status, h.logs)
+	}
+	for _, l := range h.logs {
+		if len(l) > 1000 || strings.Contains(l, "\n") {
+			t.Fatalf("a log line of %d bytes: %.300q", len(l), l)
+		}
+	}
+}

@@ -205,10 +205,11 @@ func clusterNodesText(body []byte) (text, refusal string, err error) {
 	}
 	v := jsonvalue.ParseBytes(body).Get("CLUSTER")
 	if arr := v.Array(); v.IsArray() && len(arr) == 2 && arr[1].Type == jsonvalue.String {
-		if msg := arr[1].Str; len(msg) >= 6 && msg[:6] == "NOPERM" {
+		msg := redisfail.Printable(arr[1].Str)
+		if len(msg) >= 6 && msg[:6] == "NOPERM" {
 			return "", msg, nil
 		}
-		return "", "", format.Errorf("webdis: CLUSTER NODES: %s", arr[1].Str)
+		return "", "", format.Errorf("webdis: CLUSTER NODES: %s", msg)
 	}
 	if v.Type != jsonvalue.String {
 		return "", "", format.Errorf("webdis: CLUSTER NODES reply is not {\"CLUSTER\":\"...\"}")

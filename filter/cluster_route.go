@@ -225,7 +225,7 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 // waitErr is the error of a callout whose slot stayed migrating or down
 // until its deadline.
 func (p *Plugin) waitErr(rt *routing) error {
-	e := &redisfail.SlotError{Slot: -1, Kind: redisfail.SlotMigrating, Reply: rt.reply}
+	e := &redisfail.SlotError{Slot: -1, Kind: redisfail.SlotMigrating, Reply: redisfail.Printable(rt.reply)}
 	if p.router != nil {
 		e.Slot = int(rt.slot)
 	}
