@@ -5,7 +5,29 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
 )
+
+// except is the slot ranges of every slot but those given, as CLUSTER
+// NODES lists them.
+func except(slots ...uint16) string {
+	var out []string
+	lo := 0
+	for s := range clusterslot.Slots + 1 {
+		taken := s == clusterslot.Slots
+		for _, x := range slots {
+			taken = taken || s == int(x)
+		}
+		if taken {
+			if s > lo {
+				out = append(out, fmt.Sprintf("%d-%d", lo, s-1))
+			}
+			lo = s + 1
+		}
+	}
+	return strings.Join(out, " ")
+}
 
 // With one node of three down, answers from the others do not make the
 // VM healthy: ratelimit.redis.healthy stays 0, with no recovery line,
@@ -14,7 +36,7 @@ import (
 func TestClusterHealthOneNodeDown(t *testing.T) {
 	h := newNodesHost(t)
 	a, b := userSlot("alice"), userSlot("bob")
-	h.loadMap(nodesText(fmt.Sprint(a), fmt.Sprint(b), ""))
+	h.loadMap(nodesText(fmt.Sprint(a), fmt.Sprint(b), except(a, b)))
 	if o, _ := h.pumped("x-user=bob"); o.Resumed != 1 || gauge(h.fakeHost, "ratelimit.redis.healthy") != 1 {
 		t.Fatalf("bob %+v, gauge %d", o, gauge(h.fakeHost, "ratelimit.redis.healthy"))
 	}
@@ -35,9 +57,17 @@ func TestClusterHealthOneNodeDown(t *testing.T) {
 	if logged(h.fakeHost, "decides again") {
 		t.Fatalf("recovery logged while node 0 is down: %q", h.logs)
 	}
-	// Node 0's replica, node 2, takes alice's slot over.
+	// Node 0 flagged fail: its slot is unserved, not served elsewhere.
 	h.tick(time.Second)
-	h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(nodesText("", fmt.Sprint(b), fmt.Sprint(a)))))
+	failed := strings.Replace(nodesText(fmt.Sprint(a), fmt.Sprint(b), except(a, b)), "master -", "master,fail -", 1)
+	h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(failed)))
+	if g := gauge(h.fakeHost, "ratelimit.redis.healthy"); g != 0 {
+		t.Fatalf("node 0 failed, its slot served by none, yet the gauge shows %d", g)
+	}
+	// Node 0's replica, node 2, takes alice's slot over.
+	h.plugin.router.load.want(h.Clock, time.Second)
+	h.tick(time.Second)
+	h.reply(h.take("CLUSTER/NODES"), 200, webdisJSON("CLUSTER", bulk(nodesText("", fmt.Sprint(b), except(b)))))
 	if g := gauge(h.fakeHost, "ratelimit.redis.healthy"); g != 1 || !logged(h.fakeHost, "decides again") {
 		t.Fatalf("node 0 serves no slot now: gauge %d, logs %q", g, h.logs)
 	}
@@ -199,15 +229,7 @@ func TestClusterHealthIdleRecovers(t *testing.T) {
 	h := newNodesHost(t)
 	a, b := userSlot("alice"), userSlot("bob")
 	// Node 2 serves every other slot, the epoch key's too.
-	var rest []string
-	lo := 0
-	for _, s := range []int{int(min(a, b)), int(max(a, b)), 16384} {
-		if s > lo {
-			rest = append(rest, fmt.Sprintf("%d-%d", lo, s-1))
-		}
-		lo = s + 1
-	}
-	text := nodesText(fmt.Sprint(a), fmt.Sprint(b), strings.Join(rest, " "))
+	text := nodesText(fmt.Sprint(a), fmt.Sprint(b), except(a, b))
 	h.loadMap(text)
 	fs, st := h.stream("x-user=alice")
 	h.reply(h.take(decideFn), 503, "")

@@ -169,11 +169,17 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 }
 
 // slotless has a bit per node that serves no slot in the map: a master
-// replaced by its replica, or a replica.
+// replaced by its replica, or a replica. None while a slot is served by
+// no node (its master flagged fail, no replica promoted yet): the node
+// that failed may be its master.
 func (r *router) slotless() uint64 {
 	var serving uint64
 	for slot := range clusterslot.Slots {
-		if o := r.slots.Owner(uint16(slot)); int(o) < len(r.nodes) {
+		o := r.slots.Owner(uint16(slot))
+		if o == clusterslot.Unknown {
+			return 0
+		}
+		if int(o) < len(r.nodes) {
 			serving |= 1 << o
 		}
 	}
