@@ -135,7 +135,7 @@ func (p *policy) onCallReply(c *call, r scriptReply) {
 	p.breakers[c.rt.node].failures = 0
 	p.vm.epoch.heard = true
 	if !p.vm.link.identity.wrong { // sent before WHOAMI named the wrong user
-		p.vm.health.ok()
+		p.vm.health.okNode(c.rt.node)
 	}
 	c.replied = true
 	c.noteAcquired()
@@ -160,7 +160,7 @@ func (p *policy) parseReply(c *call, r scriptReply) error {
 func (p *policy) fail(c *call, err error) {
 	p.metrics.redisErrors.Increment(1)
 	p.vm.epoch.heard = true
-	p.vm.health.fail(c.stream.clock(), p.vm.nodeErr(&c.rt, err), p.failureMode)
+	p.vm.health.failNode(c.rt.node, c.stream.clock(), p.vm.nodeErr(&c.rt, err), p.failureMode)
 	b, cfg := &p.breakers[c.rt.node], p.cfg.Breaker
 	if c.epoch != b.epoch {
 		c.stream.callDone(c, err) // failed with calls already counted
@@ -182,7 +182,7 @@ func (p *policy) fail(c *call, err error) {
 func (p *policy) failUncounted(c *call, err error) {
 	p.metrics.redisErrors.Increment(1)
 	p.vm.epoch.heard = true
-	p.vm.health.fail(c.stream.clock(), p.vm.nodeErr(&c.rt, err), p.failureMode)
+	p.vm.health.failNode(c.rt.node, c.stream.clock(), p.vm.nodeErr(&c.rt, err), p.failureMode)
 	c.stream.callDone(c, err)
 }
 

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
@@ -15,7 +16,8 @@ import (
 // Webdis, a callout owner of the VM's table. A load goes from the tick
 // (the root context) at the first tick, within 100 ms of a -MOVED, within
 // a second of a node's failure, and every redis.slot_map_refresh (±10%),
-// to the nodes in turn, skipping those that failed in the last 5 s.
+// to the nodes in turn, skipping those that failed in the last 5 s. While
+// a node is down for the VM's health, a load probes it every 5 s.
 type slotLoad struct {
 	r        *router
 	refresh  time.Duration
@@ -26,6 +28,10 @@ type slotLoad struct {
 	wantAt   time.Time // a load is due from then on; zero: only the refresh
 	next     time.Time // the next periodic load
 	rr       int       // the node the next load tries first
+	// probeAt: while a node is down (redisHealth.down), a load goes to
+	// it from then on, at most once per nodeDownFor: its answer clears it
+	// though no request reaches its slots.
+	probeAt time.Time
 	// noPerm: CLUSTER NODES was refused (HTTP 403, -NOPERM): the map is
 	// learnt from -MOVED, and a load is tried again only each refresh,
 	// until one succeeds.
@@ -56,11 +62,23 @@ func (l *slotLoad) wanted() bool { return !l.wantAt.IsZero() && !l.inFlight }
 // onTick sends a load when one is due.
 func (l *slotLoad) onTick(vm *Plugin, now time.Time) {
 	due := l.sentAt.IsZero() || !l.wantAt.IsZero() && !now.Before(l.wantAt) || !now.Before(l.next)
-	if l.inFlight || !due {
+	if l.inFlight {
 		return
 	}
 	r := l.r
-	l.node = r.healthyNode(l.rr, now)
+	probe := -1
+	if vm.health.down != 0 && !now.Before(l.probeAt) && !l.noPerm {
+		probe = r.downNode(l.rr, vm.health.down, now)
+	}
+	switch {
+	case probe >= 0:
+		l.probeAt = now.Add(nodeDownFor)
+		l.node = probe
+	case due:
+		l.node = r.healthyNode(l.rr, now)
+	default:
+		return
+	}
 	l.rr = l.node + 1
 	l.sentAt, l.wantAt = now, time.Time{}
 	l.next = now.Add(jittered(l.refresh))
@@ -72,6 +90,18 @@ func (l *slotLoad) onTick(vm *Plugin, now time.Time) {
 	}
 	l.id, l.inFlight = id, true
 	vm.callouts.add(id, l)
+}
+
+// downNode is the first node from start on (round robin) whose bit is
+// set in down and that last failed nodeDownFor ago or more; -1 if none.
+func (r *router) downNode(start int, down uint64, now time.Time) int {
+	for i := range r.nodes {
+		n := (start + i) % len(r.nodes)
+		if down&(1<<uint(n)) != 0 && now.Sub(r.failedAt[n]) >= nodeDownFor {
+			return n
+		}
+	}
+	return -1
 }
 
 // jittered is d ± 10%.
@@ -124,10 +154,36 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 	}
 	r.slots, r.scratch = r.scratch, r.slots
 	r.loads.Increment(1)
+	if vm.health.down&(1<<uint(l.node)) != 0 {
+		vm.health.okNode(l.node) // it answers again
+	}
+	clusterslot.Aliases(text, r.addrs, r.aliases)
+	for i, a := range r.aliases { // not to hold the whole text
+		r.aliases[i] = strings.Clone(a)
+	}
+	vm.health.forget(r.slotless())
 	l.noPerm = false // granted since
 	if unlisted != "" {
 		r.logUnlisted(unlisted)
 	}
+}
+
+// slotless has a bit per node that serves no slot in the map: a master
+// replaced by its replica, or a replica. None while a slot is served by
+// no node (its master flagged fail, no replica promoted yet): the node
+// that failed may be its master.
+func (r *router) slotless() uint64 {
+	var serving uint64
+	for slot := range clusterslot.Slots {
+		o := r.slots.Owner(uint16(slot))
+		if o == clusterslot.Unknown {
+			return 0
+		}
+		if int(o) < len(r.nodes) {
+			serving |= 1 << o
+		}
+	}
+	return ^serving
 }
 
 // refused logs, once, that CLUSTER NODES is refused and how to grant it.
@@ -155,10 +211,11 @@ func clusterNodesText(body []byte) (text, refusal string, err error) {
 	}
 	v := jsonvalue.ParseBytes(body).Get("CLUSTER")
 	if arr := v.Array(); v.IsArray() && len(arr) == 2 && arr[1].Type == jsonvalue.String {
-		if msg := arr[1].Str; len(msg) >= 6 && msg[:6] == "NOPERM" {
+		msg := redisfail.Printable(arr[1].Str)
+		if len(msg) >= 6 && msg[:6] == "NOPERM" {
 			return "", msg, nil
 		}
-		return "", "", format.Errorf("webdis: CLUSTER NODES: %s", arr[1].Str)
+		return "", "", format.Errorf("webdis: CLUSTER NODES: %s", msg)
 	}
 	if v.Type != jsonvalue.String {
 		return "", "", format.Errorf("webdis: CLUSTER NODES reply is not {\"CLUSTER\":\"...\"}")

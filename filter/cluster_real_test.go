@@ -94,8 +94,9 @@ func TestClusterRealRouting(t *testing.T) {
 	must(src, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID)
 	fs, st := h.stream("x-user=user0")
 	h.pump() // -TRYAGAIN: the block key is missing, the log key is there
-	for range 3 {
-		h.tick(10 * time.Millisecond)
+	// Re-sent after 10, 20 and 40 ms: the backoff.
+	for _, d := range []time.Duration{10, 20, 40} {
+		h.tick(d * time.Millisecond)
 		h.pump()
 	}
 	if fs.Resumed != 0 || fs.Status != 0 || h.Counters["ratelimit.redis.retried"] != 3 {
@@ -114,7 +115,7 @@ func TestClusterRealRouting(t *testing.T) {
 	for _, s := range []*redistest.Server{dst, src, c.Nodes[3-nodeIndex(c, src)-nodeIndex(c, dst)]} {
 		must(s, "CLUSTER", "SETSLOT", slot, "NODE", dstID)
 	}
-	h.tick(10 * time.Millisecond)
+	h.tick(80 * time.Millisecond)
 	h.pump() // -MOVED from the source, then decided on the target
 	st.OnDone()
 	if fs.Resumed != 1 || h.Counters["ratelimit.redis.moved"] <= moved || h.Counters["ratelimit.redis.errors"] != 0 {

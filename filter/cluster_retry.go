@@ -8,8 +8,9 @@ import (
 
 // The retry queue: callouts that Redis Cluster answered -ASK, -TRYAGAIN or
 // -CLUSTERDOWN, all before the command ran, wait here and are sent again
-// on each tick, the tick kept at config.ThrottleTick (10 ms) meanwhile,
-// until answered otherwise or until their redis.timeout passes. Re-sends
+// on the tick, the tick kept at config.ThrottleTick (10 ms) meanwhile,
+// after 10 ms, then 20, 40, 80 and 100 ms (routing.backoff), until
+// answered otherwise or until their redis.timeout passes. Re-sends
 // go from the root context (the tick), whose replies always arrive; a
 // stream that ends meanwhile takes its callouts out (Stream.OnDone,
 // endQuota). A timeout, a Webdis 503 or a failed callout may have run
@@ -60,11 +61,12 @@ func (q *retryQueue) drop(rt *routing) {
 	}
 }
 
-// runRetries sends again every callout waiting, counted in
-// ratelimit.redis.retried, then fails those whose deadline passed. The
-// failures go last: one resumes or answers its stream, whose context the
-// proxy then holds effective, and a callout sent after it would be that
-// stream's, its reply lost if the stream ends.
+// runRetries sends again every callout waiting whose backoff has passed,
+// counted in ratelimit.redis.retried, then fails those whose deadline
+// passed; the others wait on. The failures go last: one resumes or
+// answers its stream, whose context the proxy then holds effective, and a
+// callout sent after it would be that stream's, its reply lost if the
+// stream ends.
 func (p *Plugin) runRetries(now time.Time) {
 	q := &p.retry
 	if len(q.waiting) == 0 {
@@ -78,7 +80,7 @@ func (p *Plugin) runRetries(now time.Time) {
 				continue
 			}
 			expired := !now.Before(e.rt.sentAt.Add(p.cfg.Redis.Timeout))
-			if expired != (pass == 1) {
+			if expired != (pass == 1) || !expired && now.Before(e.rt.retryAt) {
 				continue
 			}
 			due[i] = retryEntry{}
@@ -91,6 +93,12 @@ func (p *Plugin) runRetries(now time.Time) {
 			}
 			e.owner.resend(p, now)
 		}
+	}
+	for i, e := range due { // those still waiting for their backoff
+		if e.owner != nil && e.rt.queued {
+			q.waiting = append(q.waiting, e)
+		}
+		due[i] = retryEntry{}
 	}
 	if len(q.waiting) == 0 {
 		q.waiting = due[:0]

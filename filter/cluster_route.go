@@ -22,6 +22,10 @@ import (
 // maxRedirects is how many -MOVED one callout follows.
 const maxRedirects = 3
 
+// maxRetryBackoff bounds the wait between two re-sends of a callout held
+// by a migrating or down slot: its latency after the handover.
+const maxRetryBackoff = 100 * time.Millisecond
+
 // nodeDownFor is how long a node that failed is skipped by map loads.
 const nodeDownFor = 5 * time.Second
 
@@ -30,6 +34,7 @@ const nodeDownFor = 5 * time.Second
 type router struct {
 	nodes    []config.RedisNode
 	addrs    []string         // nodes[i].Address
+	aliases  []string         // the other form (ip:port, hostname:port) of addrs[i] in the last map load, or ""
 	names    []string         // "<address> through <cluster>", for log lines
 	slots    *clusterslot.Map // the map in use
 	scratch  *clusterslot.Map // where a load is parsed, swapped in on success
@@ -37,6 +42,7 @@ type router struct {
 	load     slotLoad
 	// told are the endpoints not in redis.nodes already logged.
 	told                  []string
+	toldNames             string // told joined, for a SlotError
 	host                  PluginHost
 	moved, loads, unknown Counter
 	loadLog               quietLog
@@ -47,7 +53,7 @@ func newRouter(cfg *config.Config, host PluginHost) *router {
 	if len(nodes) == 0 {
 		return nil
 	}
-	r := &router{nodes: nodes, slots: &clusterslot.Map{}, scratch: &clusterslot.Map{}, failedAt: make([]time.Time, len(nodes)), host: host,
+	r := &router{nodes: nodes, aliases: make([]string, len(nodes)), slots: &clusterslot.Map{}, scratch: &clusterslot.Map{}, failedAt: make([]time.Time, len(nodes)), host: host,
 		moved: host.Counter("ratelimit.redis.moved"),
 		loads: host.Counter("ratelimit.redis.slot_map_loads"), unknown: host.Counter("ratelimit.redis.unknown_node"),
 		loadLog: quietLog{host: host, every: 10 * time.Second}}
@@ -73,17 +79,21 @@ type routing struct {
 	// pinned: an -ASK named the slot's source, where the callout waits;
 	// else it goes to the slot's owner as the map says.
 	pinned bool
-	queued bool             // in the VM's retry queue
-	wait   clusterslot.Kind // the last -ASK, -TRYAGAIN or -CLUSTERDOWN
-	reply  string           // its text, for the error once the deadline passes
-	sentAt time.Time        // the first send: the deadline is sentAt + redis.timeout
+	queued bool // in the VM's retry queue
+	// backoff is the wait before the next re-send from the queue: 10 ms,
+	// doubling each time up to maxRetryBackoff; retryAt is when it is due.
+	backoff time.Duration
+	retryAt time.Time
+	wait    clusterslot.Kind // the last -ASK, -TRYAGAIN or -CLUSTERDOWN
+	reply   string           // its text, for the error once the deadline passes
+	sentAt  time.Time        // the first send: the deadline is sentAt + redis.timeout
 }
 
 // startRouting readies rt for a callout's first send at now, keyed by key
 // (its first key: every key of a callout hashes to the same slot). Only
 // a router computes the slot.
 func (p *Plugin) startRouting(rt *routing, key string, now time.Time) {
-	rt.redirects, rt.pinned, rt.sentAt = 0, false, now
+	rt.redirects, rt.pinned, rt.sentAt, rt.backoff = 0, false, now, 0
 	if p.router != nil {
 		rt.slot = clusterslot.Slot(key)
 	}
@@ -131,8 +141,11 @@ func (r *router) unlistedName() string {
 	if len(r.told) == 0 {
 		return "(unknown)"
 	}
-	return strings.Join(r.told, " or ")
+	return r.toldNames
 }
+
+// maxTold bounds the endpoints logged as missing from redis.nodes.
+const maxTold = 64
 
 // nodeFailed notes that node did not answer (a timeout, a callout failure,
 // Webdis's 503): map loads skip it for a while, and the map is reloaded
@@ -188,6 +201,9 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 		if rt.redirects >= maxRedirects {
 			return giveUp, &redisfail.SlotError{Slot: int(slot), Kind: redisfail.SlotRedirects, Reply: rerr.Msg}
 		}
+		if p.deadlineLeft(rt.sentAt, now) < time.Millisecond { // no budget left to send it with
+			return giveUp, &redisfail.SlotError{Slot: int(slot), Kind: redisfail.SlotMovedLate, Reply: rerr.Msg}
+		}
 		rt.redirects++
 		rt.pinned = false
 		return sendAgain, nil
@@ -200,6 +216,8 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 	if kind == clusterslot.ClusterDown && r != nil {
 		r.load.want(now, time.Second) // a master failed: learn its replica's promotion
 	}
+	rt.backoff = min(max(2*rt.backoff, config.ThrottleTick), maxRetryBackoff)
+	rt.retryAt = now.Add(rt.backoff)
 	p.retry.add(p, rt, owner)
 	return queuedRetry, nil
 }
@@ -207,7 +225,7 @@ func (p *Plugin) onClusterError(rt *routing, owner retrier, err error, now time.
 // waitErr is the error of a callout whose slot stayed migrating or down
 // until its deadline.
 func (p *Plugin) waitErr(rt *routing) error {
-	e := &redisfail.SlotError{Slot: -1, Kind: redisfail.SlotMigrating, Reply: rt.reply}
+	e := &redisfail.SlotError{Slot: -1, Kind: redisfail.SlotMigrating, Reply: redisfail.Printable(rt.reply)}
 	if p.router != nil {
 		e.Slot = int(rt.slot)
 	}
@@ -237,27 +255,30 @@ func (r *router) learn(slot uint16, addr string, now time.Time) {
 	r.load.want(now, gap)
 }
 
+// index is the node addr names, as listed or in the other form the last
+// map load gave it; -1 if none.
 func (r *router) index(addr string) int {
 	for i, a := range r.addrs {
-		if a == addr {
+		if a == addr || r.aliases[i] == addr {
 			return i
 		}
 	}
 	return -1
 }
 
-// logUnlisted says, once per endpoint, that a master is not in
-// redis.nodes.
+// logUnlisted says, once per endpoint and for at most maxTold endpoints
+// (they come from Redis's replies), that a master is not in redis.nodes.
 func (r *router) logUnlisted(addr string) {
 	for _, a := range r.told {
 		if a == addr {
 			return
 		}
 	}
-	if len(r.told) >= 64 {
-		r.told = r.told[:63]
+	if len(r.told) >= maxTold {
+		return
 	}
 	r.told = append(r.told, addr)
+	r.toldNames = strings.Join(r.told, " or ")
 	r.host.Log(LogError, "ratelimit: redis: node "+addr+" serves slots but is not in redis.nodes: calls to its slots get the failure mode "+
 		"(ratelimit.redis.unknown_node); add it to redis.nodes, with the cluster of its Webdis")
 }

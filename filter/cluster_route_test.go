@@ -175,6 +175,10 @@ func TestClusterRetryResumesStream(t *testing.T) {
 	}
 	h.replyError(c, fmt.Sprintf("ASK %d 10.0.0.3:6379", slot))
 	h.tick(10 * time.Millisecond)
+	if h.has(decideFn) {
+		t.Fatal("re-sent 10 ms after the last: the backoff doubles")
+	}
+	h.tick(10 * time.Millisecond)
 	if c = h.take(decideFn); c.cluster != "webdis-0" {
 		t.Fatalf("after -ASK the call went to %s, not the source", c.cluster)
 	}
@@ -203,13 +207,16 @@ func TestClusterRetryUntilDeadline(t *testing.T) {
 		h := newNodesHost(t)
 		h.loadMap(nodesText("0-16383", "", ""))
 		fs, st := h.stream("x-user=alice")
-		for i := 0; i < 20 && fs.Status == 0; i++ {
-			h.replyError(h.take(decideFn), tc.reply)
+		for i := 0; i < 30 && fs.Status == 0; i++ {
+			if h.has(decideFn) {
+				h.replyError(h.take(decideFn), tc.reply)
+			}
 			h.tick(10 * time.Millisecond)
 		}
 		st.OnDone()
 		want := fmt.Sprintf("slot %d", userSlot("alice"))
-		if fs.Status != 503 || h.Counters["ratelimit.redis.retried"] != 19 || h.Counters["ratelimit.circuit_breaker.opened"] != 0 {
+		// Re-sent at 10, 30, 70 and 150 ms; failed at 200 ms.
+		if fs.Status != 503 || h.Counters["ratelimit.redis.retried"] != 4 || h.Counters["ratelimit.circuit_breaker.opened"] != 0 {
 			t.Fatalf("%s: status %d, counters %v", tc.reply, fs.Status, h.Counters)
 		}
 		if !logged(h.fakeHost, want) || !logged(h.fakeHost, tc.log) {

@@ -115,8 +115,9 @@
 //     (micro-dollars), times its service tier's multiplier, exactly.
 //   - webdis: the Webdis codec (request headers, JSON replies).
 //   - clusterslot: Redis Cluster's key slots (Slot, as CLUSTER KEYSLOT),
-//     the slot map (Map) read from CLUSTER NODES (ParseNodes), and the
-//     cluster's error replies (ParseError: MOVED, ASK, TRYAGAIN,
+//     the slot map (Map) read from CLUSTER NODES (ParseNodes), each
+//     listed node's other address form (Aliases), and the cluster's
+//     error replies (ParseError: MOVED, ASK, TRYAGAIN,
 //     CLUSTERDOWN), for redis.nodes.
 //   - pathnorm: a request's path normalized, as rules match it and keys
 //     hold it, and a query component decoded (QueryUnescape).
@@ -183,9 +184,11 @@
 //     again at once, at most 3 times), -ASK, -TRYAGAIN and -CLUSTERDOWN;
 //     cluster_load.go loads the map with CLUSTER NODES through the nodes'
 //     Webdis in turn (at the first tick, after a move or a node's failure,
-//     every slot_map_refresh); cluster_retry.go holds the callouts to send
-//     again from the tick, and keeps the tick fast while any waits, a map
-//     load is wanted, or the throttle holds a request.
+//     every slot_map_refresh, and every 5 s to a node down for the
+//     VM's health); cluster_retry.go holds the callouts to send again from
+//     the tick (after 10 ms, doubling to 100 ms), and keeps the tick fast
+//     while any waits, a map load is wanted, or the throttle holds a
+//     request.
 //   - Redis: transport.go is the transport interface and its two
 //     implementations (the Redis callout, Webdis: one per node with
 //     redis.nodes); callout.go is the one

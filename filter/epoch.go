@@ -150,7 +150,7 @@ func (e *epochPoll) overdue(vm *Plugin, now time.Time) {
 func (p *Plugin) probeFailed(now time.Time, err error) {
 	p.epoch.failed.Increment(1)
 	p.top().metrics.redisErrors.Increment(1)
-	p.health.fail(now, p.nodeErr(&p.epoch.rt, err), p.top().failureMode)
+	p.health.failNode(p.epoch.rt.node, now, p.nodeErr(&p.epoch.rt, err), p.top().failureMode)
 }
 
 // onEpochReply reads the epoch, and clears the deny caches when it moved.
@@ -194,8 +194,8 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 	switch {
 	case p.link.identity.wrong: // answered, but as the wrong user
 		p.health.fail(now, p.link.why(), p.top().failureMode)
-	case !p.breakerOpen(now, -1): // a read sent before a breaker opened says nothing
-		p.health.okRead()
+	case !p.breakerOpen(now, e.rt.node): // a read sent before its node's breaker opened says nothing
+		p.health.okRead(e.rt.node)
 	}
 	v := ints[0]
 	if e.known && v == e.seen {

@@ -277,12 +277,12 @@ func (c *quotaCall) done(err error) {
 	if err != nil {
 		p := s.pol
 		p.metrics.redisErrors.Increment(1)
-		p.vm.health.fail(p.vm.host.Now(), p.vm.nodeErr(&c.rt, err), p.failureMode)
+		p.vm.health.failNode(c.rt.node, p.vm.host.Now(), p.vm.nodeErr(&c.rt, err), p.failureMode)
 		if q.err == nil {
 			q.err = err
 		}
 	} else {
-		s.vm.health.ok()
+		s.vm.health.okNode(c.rt.node)
 	}
 	q.outstanding--
 	if q.outstanding == 0 {

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -14,7 +15,9 @@ import (
 // once, when it decides again. A failed call, a call not sent (no
 // proxy_redis_init yet, the connection runs as the wrong user), a failed
 // init and a refused AUTH make it failing; a decision Redis made, or an
-// epoch read it answered, makes it healthy.
+// epoch read it answered, makes it healthy. With redis.nodes this holds
+// per node: the VM is failing while any node is down (down), so that one
+// dead master of three keeps the gauge at 0 whatever the others answer.
 //
 // While failing, one line names the cluster, what failed and the failure
 // mode in force, at most once per healthLogEvery per VM, with the count of
@@ -33,7 +36,11 @@ type redisHealth struct {
 	host PluginHost
 	// subject is `ratelimit: redis cluster "<cluster>"`, rendered once.
 	subject string
-	failing bool
+	failing bool // down != 0
+	// down has a bit per node (redis.nodes; bit 0 without) whose last
+	// call failed: the VM is failing while any is set, so an answer from
+	// one node does not hide another that is down.
+	down uint64
 	// answered: Redis answered the VM once; until then it adds 0.
 	answered bool
 	// writesRefused: the spell saw Redis refuse writes
@@ -62,24 +69,45 @@ func newRedisHealth(r *config.RedisConfig, host PluginHost) redisHealth {
 		gauge: host.Gauge("ratelimit.redis.healthy")}
 }
 
-// fail records a failure at now: err says what failed, mode (a policy's
-// failureModeText) what requests get meanwhile.
-func (h *redisHealth) fail(now time.Time, err error, mode string) {
+// fail records a failure at now of node 0 (the only one without
+// redis.nodes): err says what failed, mode (a policy's failureModeText)
+// what requests get meanwhile.
+func (h *redisHealth) fail(now time.Time, err error, mode string) { h.failNode(0, now, err, mode) }
+
+// failNode records a failure at now of a call to node (redis.nodes). A
+// slot that stayed migrating, kept moving or has a node not listed
+// (redisfail.SlotError, but -CLUSTERDOWN) is no node's failure: it is
+// logged, and changes no state.
+func (h *redisHealth) failNode(node int, now time.Time, err error, mode string) {
+	if se := (*redisfail.SlotError)(nil); errors.As(err, &se) && se.Kind != redisfail.SlotDown {
+		h.logFailure(now, err, mode)
+		return
+	}
 	h.failed++
 	h.writesRefused = h.writesRefused || redisfail.WritesRefused(err)
+	h.down |= 1 << uint(node)
 	if !h.failing {
 		h.failing, h.since, h.failed = true, now, 1
 		h.show()
 	}
+	h.logFailure(now, err, mode)
+}
+
+func (h *redisHealth) logFailure(now time.Time, err error, mode string) {
 	if h.log.dueAt(now) {
-		h.told = true
+		h.told = h.told || h.failing
 		h.log.emit(LogError, h.subject+" "+redisfail.Describe(err)+": "+mode)
 	}
 }
 
-// ok records an answer Redis gave: a decision, or the epoch read. It
-// costs a branch while healthy and shown; the first one adds the VM's 1.
-func (h *redisHealth) ok() {
+// ok records an answer Redis gave (node 0's without redis.nodes): a
+// decision, or the epoch read. It costs a branch while healthy and shown;
+// the first one adds the VM's 1.
+func (h *redisHealth) ok() { h.okNode(0) }
+
+// okNode records an answer from node: the VM is healthy again once no
+// node is down.
+func (h *redisHealth) okNode(node int) {
 	if h.shown == 1 {
 		return
 	}
@@ -88,6 +116,26 @@ func (h *redisHealth) ok() {
 		h.show()
 		return
 	}
+	if h.down &^= 1 << uint(node); h.down != 0 {
+		return
+	}
+	h.recovered()
+}
+
+// forget clears the nodes in gone (a bit per node) that serve no slot
+// now (a map load): a master replaced by its replica is not down for the
+// VM any more.
+func (h *redisHealth) forget(gone uint64) {
+	if !h.failing || h.down&gone == 0 {
+		return
+	}
+	if h.down &^= gone; h.down == 0 {
+		h.recovered()
+	}
+}
+
+// recovered ends a spell of failures.
+func (h *redisHealth) recovered() {
 	h.failing, h.writesRefused = false, false
 	h.show()
 	if h.told {
@@ -99,9 +147,9 @@ func (h *redisHealth) ok() {
 
 // okRead records an answer to the epoch read: as ok, unless the spell
 // saw Redis refuse writes, which a read cannot see end.
-func (h *redisHealth) okRead() {
+func (h *redisHealth) okRead(node int) {
 	if !h.writesRefused {
-		h.ok()
+		h.okNode(node)
 	}
 }
 

@@ -71,6 +71,8 @@ func (t *webdisTransport) send(node int, cmd []byte, timeout time.Duration) (uin
 	if timeout <= 0 {
 		timeout = t.timeout
 	}
+	// The host passes whole milliseconds, and Envoy reads 0 as no timeout.
+	timeout = max(timeout, time.Millisecond)
 	return t.host.DispatchHTTP(t.clusters[node], t.headers[node], cmd, timeout)
 }
 func (*webdisTransport) streamBound() bool { return true }

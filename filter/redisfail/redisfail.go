@@ -53,6 +53,24 @@ const NoRedisBehindWebdis = "webdis cannot reach Redis behind it"
 // WebdisFailure is the error for Webdis's answer of status (not 200):
 // a WebdisUnavailable for 5xx, whose body is read up to maxBody bytes,
 // else a WebdisStatus.
+// Printable is s, Redis's or Webdis's text, fit for a log line: clipped
+// to maxBody bytes, each byte not printable ASCII replaced by '?'.
+func Printable(s string) string {
+	s = s[:min(len(s), maxBody)]
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			b := []byte(s)
+			for j := i; j < len(b); j++ {
+				if b[j] < ' ' || b[j] > '~' {
+					b[j] = '?'
+				}
+			}
+			return string(b)
+		}
+	}
+	return s
+}
+
 func WebdisFailure(status int, body []byte) error {
 	if status < 500 || status > 599 {
 		return WebdisStatus(status)

@@ -84,3 +84,15 @@ func TestDescribeSlotErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"TRYAGAIN ok":            "TRYAGAIN ok",
+		"a\nb\x00c\xff":          "a?b?c?",
+		strings.Repeat("x", 100): strings.Repeat("x", 80),
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -22,6 +22,7 @@ const (
 	SlotDown                           // -CLUSTERDOWN until the deadline
 	SlotRedirects                      // -MOVED more times than a call follows
 	SlotUnlisted                       // owned by a node not in redis.nodes
+	SlotMovedLate                      // -MOVED once redis.timeout had passed
 )
 
 func (e *SlotError) Error() string {
@@ -36,6 +37,8 @@ func (e *SlotError) Error() string {
 		return s + ": the cluster is down (" + e.Reply + ")"
 	case SlotRedirects:
 		return s + " still redirected after 3 moves (" + e.Reply + ")"
+	case SlotMovedLate:
+		return s + " moved when redis.timeout had passed (" + e.Reply + ")"
 	}
 	return s + " is served by node " + e.Reply + ", not in redis.nodes"
 }
@@ -47,7 +50,7 @@ func describeSlot(e *SlotError, cause string) string {
 		return "held a migrating slot's call past redis.timeout" + cause + ": migrate slots in small batches (docs/redis.md)"
 	case SlotDown:
 		return "is down" + cause + ": the cluster lost a master with no replica promoted yet; ship cluster-require-full-coverage no"
-	case SlotRedirects:
+	case SlotRedirects, SlotMovedLate:
 		return "kept redirecting the call" + cause + ": the slot map is changing; it is reloaded"
 	}
 	return "has a node the filter does not know" + cause + ": add it to redis.nodes, with the cluster of its Webdis"
