@@ -62,7 +62,7 @@ test: deps check build fixtures
 	$(GO) test -count=1 -race ./... ./wasmhost/...
 	$(GO) test -count=1 ./e2e/... ./deploy/... ./schema/... ./cmd/ratelimitctl/...
 	REDIS_SERVER=valkey-server $(GO) test -count=1 ./algorithms/ ./filter/ ./internal/redistest/ ./cmd/ratelimitctl/
-	REDIS_SERVER=valkey-server $(GO) test -count=1 -run '^(TestFullRedis|TestShippedRedisConf|TestShippedRedisConfClientFlood|TestShippedRedisConfFilterWrites)$$' ./e2e/ ./deploy/
+	REDIS_SERVER=valkey-server $(GO) test -count=1 -run '^(TestFullRedis|TestShippedRedisConf|TestShippedRedisConfClientFlood|TestShippedRedisConfFilterWrites|TestClusterWebdis|TestClusterReshard|TestShippedACLOnCluster)$$' ./e2e/ ./deploy/
 
 # First the V8 table: both builds, a no-op module and BASELINE_REV's
 # Higress build (the guard: issue 31's ratios and goals, met or not) in V8
