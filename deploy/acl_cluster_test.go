@@ -143,6 +143,7 @@ func TestShippedACLOnCluster(t *testing.T) {
 		}
 	}
 	checkClusterRights(t, c)
+	checkAdminKeys(t, c)
 	checkClusterWebdis(t, c)
 
 	// ratelimit-admin moves a slot that holds a key of the filter's.
@@ -232,6 +233,53 @@ func checkClusterRights(t *testing.T, c *redistest.Cluster) {
 		cl.Close()
 		if refused := isRedisError(err, "NOPERM"); refused != tc.refused {
 			t.Errorf("%s: %v: %v, want refused %v", tc.user.Username, tc.args, err, tc.refused)
+		}
+	}
+}
+
+// checkAdminKeys shows what ratelimit-admin may do to keys. MIGRATE and
+// RESTORE-ASKING, which resharding needs, read and write the value of any
+// rl:* key: MIGRATE … COPY sends it to any server the caller names, and
+// RESTORE-ASKING writes any value. Outside rl:* both are refused.
+func checkAdminKeys(t *testing.T, c *redistest.Cluster) {
+	t.Helper()
+	plain := redistest.Start(t) // a server of the caller's, no ACL
+	if _, err := plain.Do("SET", "v", "platinum"); err != nil {
+		t.Fatal(err)
+	}
+	payload, err := plain.Client.Text("DUMP", "v")
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "rl:{acl-admin|u}:tier"
+	owner, err := c.MasterFor(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := redistest.NewClient(owner.Addr, clusterAdmin)
+	defer admin.Close()
+	if _, err := admin.Do("RESTORE-ASKING", key, 0, payload); err != nil {
+		t.Errorf("admin: RESTORE-ASKING %s: %v, want it written", key, err)
+	}
+	op := redistest.NewClient(owner.Addr, operator)
+	defer op.Close()
+	if v, err := op.Text("GET", key); v != "platinum" || err != nil {
+		t.Errorf("after the admin's RESTORE-ASKING, GET %s: %q, %v; want platinum", key, v, err)
+	}
+	_, port, _ := strings.Cut(plain.Addr, ":")
+	if _, err := admin.Do("MIGRATE", "127.0.0.1", port, key, 0, 30000, "COPY"); err != nil {
+		t.Errorf("admin: MIGRATE … COPY %s to another server: %v, want it copied", key, err)
+	}
+	if v, err := plain.Client.Text("GET", key); v != "platinum" || err != nil {
+		t.Errorf("the admin's MIGRATE copy of %s: %q, %v; want platinum", key, v, err)
+	}
+	for _, args := range [][]any{
+		{"RESTORE-ASKING", "secret", 0, payload},
+		{"MIGRATE", "127.0.0.1", port, "secret", 0, 30000, "COPY"},
+		{"MIGRATE", "127.0.0.1", port, "", 0, 30000, "COPY", "KEYS", key, "secret"},
+	} {
+		if _, err := admin.Do(args...); !isRedisError(err, "NOPERM") {
+			t.Errorf("admin: %.60q: %v, want NOPERM", args, err)
 		}
 	}
 }
