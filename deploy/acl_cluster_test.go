@@ -7,13 +7,16 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms/lua"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
@@ -179,6 +182,62 @@ func TestShippedACLOnCluster(t *testing.T) {
 	if v, err := moved.Text("GET", key); err != nil || v != "gold" {
 		t.Errorf("after the move, GET on the new owner: %q, %v", v, err)
 	}
+	reshardAsAdmin(t, c)
+}
+
+// reshardAsAdmin runs the runbook's redis-cli --cluster reshard as
+// ratelimit-admin (docs/operating.md): slots holding a key move, and
+// the key with them.
+func reshardAsAdmin(t *testing.T, c *redistest.Cluster) {
+	t.Helper()
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		t.Log("no redis-cli: the runbook's reshard is not run")
+		return
+	}
+	masters, err := c.Masters()
+	if err != nil || len(masters) < 2 {
+		t.Fatalf("masters: %d, %v", len(masters), err)
+	}
+	src, dst := masters[1], masters[2]
+	first, err := src.Client.Text("CLUSTER", "NODES") // as the admin
+	if err != nil {
+		t.Fatal(err)
+	}
+	// redis-cli moves the source's lowest slots: a key in one of them.
+	lo := -1
+	for _, line := range strings.Split(first, "\n") {
+		if f := strings.Fields(line); len(f) > 8 && strings.Contains(f[2], "myself") {
+			lo, _ = strconv.Atoi(strings.SplitN(f[8], "-", 2)[0])
+		}
+	}
+	var key string
+	for i := 0; key == "" && i < 1<<20; i++ {
+		if k := "rl:{reshard-" + strconv.Itoa(i) + "}:tier"; int(clusterslot.Slot(k)) < lo+20 && int(clusterslot.Slot(k)) >= lo {
+			key = k
+		}
+	}
+	op := redistest.NewClient(src.Addr, operator)
+	defer op.Close()
+	if lo < 0 || key == "" {
+		t.Fatalf("no key in %s's first slots (from %d)", src.Addr, lo)
+	}
+	if _, err := op.Do("SET", key, "silver"); err != nil {
+		t.Fatal(err)
+	}
+	srcID, _ := c.NodeID(src)
+	dstID, _ := c.NodeID(dst)
+	cmd := exec.Command(cli, "--user", clusterAdmin.Username, "--no-auth-warning", "--cluster", "reshard", src.Addr,
+		"--cluster-from", srcID, "--cluster-to", dstID, "--cluster-slots", "20", "--cluster-yes", "--cluster-pipeline", "10")
+	cmd.Env = append(os.Environ(), "REDISCLI_AUTH="+clusterAdmin.Password)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("redis-cli --cluster reshard as %s: %v\n%s", clusterAdmin.Username, err, out)
+	}
+	at := redistest.NewClient(dst.Addr, operator)
+	defer at.Close()
+	if v, err := at.Text("GET", key); v != "silver" || err != nil {
+		t.Errorf("after redis-cli's reshard, GET %s on %s: %q, %v; want silver", key, dst.Addr, v, err)
+	}
 }
 
 // normalACL is an ACL LIST line with the rules of its root and of each
@@ -227,6 +286,7 @@ func checkClusterRights(t *testing.T, c *redistest.Cluster) {
 		{clusterReplication, []any{"CLUSTER", "NODES"}, true},
 		{clusterAdmin, []any{"GET", "rl:{x}:tier"}, true},
 		{clusterAdmin, []any{"FLUSHALL"}, true},
+		{clusterAdmin, []any{"ASKING"}, true}, // MIGRATE sends RESTORE-ASKING; nothing else needs it
 	} {
 		cl := redistest.NewClient(s.Addr, tc.user)
 		_, err := cl.Do(tc.args...)
