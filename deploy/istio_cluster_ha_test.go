@@ -74,3 +74,45 @@ func TestIstioClusterNetworkPolicy(t *testing.T) {
 		}
 	}
 }
+
+// istio/cluster/'s pods spread over Kubernetes nodes, and a drain takes
+// one at a time: a master and its replica do not go down together.
+func TestIstioClusterSpread(t *testing.T) {
+	docs := istioClusterDocs(t)
+	var sts struct {
+		Template struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+			Spec struct {
+				Affinity struct {
+					PodAntiAffinity struct {
+						Preferred []struct {
+							Term struct {
+								TopologyKey   string        `json:"topologyKey"`
+								LabelSelector labelSelector `json:"labelSelector"`
+							} `json:"podAffinityTerm"`
+						} `json:"preferredDuringSchedulingIgnoredDuringExecution"`
+					} `json:"podAntiAffinity"`
+				} `json:"affinity"`
+			} `json:"spec"`
+		} `json:"template"`
+	}
+	decodeObject(t, findDoc(t, docs, "StatefulSet", "redis-cluster"), &sts)
+	pods := sts.Template.Metadata.Labels
+	spread := false
+	for _, p := range sts.Template.Spec.Affinity.PodAntiAffinity.Preferred {
+		spread = spread || p.Term.TopologyKey == "kubernetes.io/hostname" && maps.Equal(p.Term.LabelSelector.MatchLabels, pods)
+	}
+	if !spread {
+		t.Errorf("StatefulSet: no pod anti-affinity on kubernetes.io/hostname for its pods %v", pods)
+	}
+	var pdb struct {
+		MaxUnavailable int           `json:"maxUnavailable"`
+		Selector       labelSelector `json:"selector"`
+	}
+	decodeObject(t, findDoc(t, docs, "PodDisruptionBudget", "redis-cluster"), &pdb)
+	if pdb.MaxUnavailable != 1 || !maps.Equal(pdb.Selector.MatchLabels, pods) {
+		t.Errorf("PodDisruptionBudget: maxUnavailable %d of %v, want 1 of the StatefulSet's pods %v", pdb.MaxUnavailable, pdb.Selector.MatchLabels, pods)
+	}
+}
