@@ -160,7 +160,10 @@ func TestRedisProxyRefreshAndPassOn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	base := h.RedisClusterStats("redis").SlotMapRefreshes
-	for h.RedisClusterStats("redis").SlotMapRefreshes < base+2 && ctx.Err() == nil {
+	for h.RedisClusterStats("redis").SlotMapRefreshes < base+2 {
+		if ctx.Err() != nil {
+			t.Fatalf("no two slot map refreshes after the move: %+v", h.RedisClusterStats("redis"))
+		}
 		time.Sleep(10 * time.Millisecond)
 	}
 	before := h.RedisClusterStats("redis")

@@ -29,10 +29,13 @@ const readyGuard = 2 * time.Minute
 // a line of its output matches ready, with that line's submatches (e.g. a
 // port the server bound itself). If the process exits first, the error
 // holds its output, which says why (such as "Address already in use").
+// On Linux the process is killed when the test binary dies, even without
+// its cleanups (dieWithTest).
 func StartProcess(cmd *exec.Cmd, ready *regexp.Regexp) (*Process, []string, error) {
 	p := &Process{what: cmd.Path, cmd: cmd, out: &watchedOutput{ready: ready, matched: make(chan struct{})},
 		exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, nil, err
 	}
