@@ -33,6 +33,7 @@ func StartProcess(cmd *exec.Cmd, ready *regexp.Regexp) (*Process, []string, erro
 	p := &Process{what: cmd.Path, cmd: cmd, out: &watchedOutput{ready: ready, matched: make(chan struct{})},
 		exited: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = p.out, p.out
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, nil, err
 	}
