@@ -103,6 +103,8 @@ func TestClusterFailover(t *testing.T) {
 			t.Errorf("%s: status %d; want 200 or 503", a.user, a.status)
 		case a.status == 503 && !isOn[a.user]:
 			t.Errorf("%s, on a live master: 503 at %v after the crash", a.user, a.done.Sub(crash))
+		case a.status == 503 && a.done.Before(crash):
+			t.Errorf("%s: 503 at %v, before the crash", a.user, crash.Sub(a.done))
 		case a.status == 503:
 			unavailableOn++
 		case isOn[a.user] && a.sent.Before(crash) && a.done.After(crash.Add(-time.Second)):
@@ -114,6 +116,9 @@ func TestClusterFailover(t *testing.T) {
 	for _, u := range on {
 		z := ownerZcard(t, c, stateKey(prefix, u))
 		lost += max(0, admitted[u]-z)
+	}
+	if unavailableOn == 0 {
+		t.Errorf("no request on the dead master's slots got the failure mode (503) during the election")
 	}
 	if lost > lastSecond {
 		t.Errorf("crash: %d admissions lost; want at most the %d of the second before the crash", lost, lastSecond)
@@ -135,6 +140,9 @@ func TestClusterFailover(t *testing.T) {
 	fresh := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", seeded, "", failoverRules), clusters)
 	for _, u := range on[:4] {
 		expect(t, fresh.send(t, userRequest(u)), 200)
+	}
+	if m := metricsOf(fresh); m["redis.moved"] == 0 || m["redis.errors"] != 0 {
+		t.Errorf("a new VM seeded with the old master: metrics %v; want its calls there moved (-MOVED followed), no error", m)
 	}
 	t.Logf("a new VM seeded with the old master: metrics %v", metricsOf(fresh))
 
@@ -220,6 +228,9 @@ func TestClusterFullCoverageWindow(t *testing.T) {
 	waitFor(t, "more answers", func() bool { return len(l.answers()) >= n+100 })
 	stop()
 	errs := errorStats(t, c)
+	if s := statuses(l.answers()); s[200]+s[503] != len(l.answers()) {
+		t.Errorf("statuses %v; want 200 or 503 (failure_mode deny) only", s)
+	}
 	var first, last time.Time
 	var slowest time.Duration
 	for _, a := range l.answers() {
