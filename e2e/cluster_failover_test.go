@@ -180,6 +180,21 @@ func TestClusterFailover(t *testing.T) {
 	if lost != 0 {
 		t.Errorf("manual failover: %d admissions lost; want none", lost)
 	}
+	for _, u := range off2 {
+		if unavailable2[u] != 0 {
+			t.Errorf("manual failover: %s, on a master not failed over, got %d 503s", u, unavailable2[u])
+		}
+	}
+	var first503, last503 time.Duration
+	for _, a := range got2 {
+		if a.status == 503 {
+			if first503 == 0 {
+				first503 = a.done.Sub(begin)
+			}
+			last503 = a.done.Sub(begin)
+		}
+	}
+	t.Logf("manual failover: 503s by user %v, from %v to %v after it began", unavailable2, first503, last503)
 	t.Logf("manual failover: switched in %v; the slowest request across it took %v; statuses %v; 0 lost",
 		switched.Sub(begin).Round(time.Millisecond), slowest.Round(time.Millisecond), statuses(got2))
 }
