@@ -205,3 +205,79 @@ func nodeErrors(t *testing.T, s *redistest.Server) map[string]int64 {
 	}
 	return out
 }
+
+// stalledRules: rule api of reshardRules alone, a log and a funnel, so
+// that a slot with one of its two keys moved answers -TRYAGAIN.
+const stalledRules = `[{"name":"api","match":{"path_prefix":"/api/"},"key":[{"source":"header","name":"x-user"}],
+	"limits":[{"name":"log","algorithm":"sliding_log","limit":1000000,"window":"1h"},
+	          {"name":"funnel","algorithm":"funnel","capacity":1000000,"rate":1000000,"period":"1h"}]}]`
+
+// A migration that stalls with half a slot's keys moved: the slot's
+// requests are held and retried until redis.timeout, then get the failure
+// mode, not left paused; other slots decide meanwhile; once the slot is
+// handed over its requests decide again, and the failed ones charged
+// nothing.
+func TestClusterReshardStalled(t *testing.T) {
+	t.Parallel()
+	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3})
+	w := startClusterWebdis(t, c, "FCALL", "CLUSTER")
+	prefix := redistest.Prefix(t)
+	nodes, clusters := w.nodes(t, "")
+	tg := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", nodes, "", stalledRules), clusters)
+	warmUp(t, tg)
+	key := stateKey(prefix, "h0")
+	src, err := c.MasterFor(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, others := splitUsers(t, c, prefix, "b", src, 4)
+	expect(t, tg.send(t, userRequest("h0")), 200) // its two keys exist
+	slot, err := c.KeySlot(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	masters, err := c.Masters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := masters[0]
+	if dst.Addr == src.Addr {
+		dst = masters[1]
+	}
+	if err := c.BeginMigration(slot, src, dst); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := c.MoveKeys(slot, 1); err != nil || n != 1 {
+		t.Fatalf("moved %d keys (%v); want 1 of 2", n, err)
+	}
+	before := metricsOf(tg)
+	l := newLoad(t, 6, tg)
+	l.run(t, append([]string{"h0", "h0"}, others...), 6)
+	got := l.answers()
+	if n := countBy(got, 503); n["h0"] != 2 || len(n) != 1 {
+		t.Errorf("503s by user %v; want the 2 requests of the stalled slot's user only", n)
+	}
+	if n := countBy(got, 200); len(n) != len(others) || !allOf(n, others, 1) {
+		t.Errorf("200s by user %v; want one for each user of another slot", n)
+	}
+	m := metricsOf(tg)
+	if m["redis.retried"] == before["redis.retried"] || m["failure_mode.denied"]-before["failure_mode.denied"] != 2 {
+		t.Errorf("metrics %v, before %v; want the held calls retried, then 2 failure-mode denials", m, before)
+	}
+	for {
+		n, err := c.MoveKeys(slot, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if err := c.FinishMigration(slot); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, tg.send(t, userRequest("h0")), 200)
+	if z := ownerZcard(t, c, key); z != 2 {
+		t.Errorf("ZCARD %d on the new owner; want 2: the requests that failed charged nothing", z)
+	}
+}

@@ -45,7 +45,8 @@ type clusterRun struct {
 	redisCPU, webdisCPU time.Duration
 	fcalls, fcallUsec   int64
 	hostCPU             time.Duration
-	perMaster           []int // users whose key is on each master
+	perMaster           []int   // users whose key is on each master
+	callsBy             []int64 // FCALLs measured on each master
 	mapLoads            int64
 	idleRedis           time.Duration // Redis CPU in loadSlice without load, summed over the masters
 }
@@ -110,6 +111,9 @@ func BenchmarkCluster(b *testing.B) {
 		b.ReportMetric(float64(r.decisions)/r.res.Elapsed.Seconds(), strconv.Itoa(r.masters)+"m-decisions/s")
 	}
 	printClusterSummary(os.Stdout, runs)
+	for _, r := range runs {
+		r.check(b)
+	}
 }
 
 // start starts the cluster, its Webdis and the host, and picks the users.
@@ -140,7 +144,7 @@ func (r *clusterRun) start(b *testing.B, mod *wasmhost.Module, upstream string) 
 		b.Fatal(err)
 	}
 	rule, _ := cfg.Rule("api")
-	r.perMaster = make([]int, r.masters)
+	r.perMaster, r.callsBy = make([]int, r.masters), make([]int64, r.masters)
 	for i := range clusterUsers {
 		u := "u" + strconv.Itoa(i)
 		r.requests = append(r.requests, Request("/api/orders", [2]string{"x-user", u}))
@@ -169,6 +173,7 @@ func (r *clusterRun) measure(b *testing.B) error {
 	dec0, _ := r.h.Metric("ratelimit.rule.api.allowed")
 	loads0, _ := r.h.Metric("ratelimit.redis.slot_map_loads")
 	rcpu0, calls0, usec0 := r.redisTotals(b)
+	by0 := r.callsByMaster(b)
 	wcpu0 := pidsCPU(b, r.webdis)
 	cpu0 := processCPU()
 	res, err := r.run(loadSlice)
@@ -181,6 +186,9 @@ func (r *clusterRun) measure(b *testing.B) error {
 	r.redisCPU += rcpu - rcpu0
 	r.fcalls += calls - calls0
 	r.fcallUsec += usec - usec0
+	for i, n := range r.callsByMaster(b) {
+		r.callsBy[i] += n - by0[i]
+	}
 	dec, _ := r.h.Metric("ratelimit.rule.api.allowed")
 	loads, _ := r.h.Metric("ratelimit.redis.slot_map_loads")
 	r.decisions += dec - dec0
@@ -205,6 +213,38 @@ func (r *clusterRun) redisTotals(b *testing.B) (cpu time.Duration, calls, usec i
 		calls, usec = calls+n, usec+u
 	}
 	return cpu, calls, usec
+}
+
+// callsByMaster is each master's FCALL count (INFO commandstats).
+func (r *clusterRun) callsByMaster(b *testing.B) []int64 {
+	out := make([]int64, len(r.nodes))
+	for i, s := range r.nodes {
+		n, _, err := s.CommandUsec("fcall")
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = n
+	}
+	return out
+}
+
+// check fails b unless the figures of r hold what the benchmark claims,
+// with margins no machine's speed reaches: each decision is one FCALL on
+// one master (plus a few epoch reads), and the measured calls are spread
+// evenly over the masters (±10%; the users' slots are within ±5%).
+func (r *clusterRun) check(b *testing.B) {
+	if r.decisions == 0 {
+		b.Fatalf("%d masters: no decision measured", r.masters)
+	}
+	if perDec := float64(r.fcalls) / float64(r.decisions); perDec < 0.99 || perDec > 1.05 {
+		b.Errorf("%d masters: %d FCALLs for %d decisions; want one each", r.masters, r.fcalls, r.decisions)
+	}
+	even := r.fcalls / int64(r.masters)
+	for i, n := range r.callsBy {
+		if n < even*90/100 || n > even*110/100 {
+			b.Errorf("%d masters: %d FCALLs on master %d of %v; want %d ±10%%", r.masters, n, i, r.callsBy, even)
+		}
+	}
 }
 
 // childrenNamed returns the ids of this process's children whose command
@@ -258,13 +298,13 @@ func printClusterSummary(w io.Writer, runs []*clusterRun) {
 	fmt.Fprintf(w, "Per decision: Redis CPU summed over the masters (INFO cpu), FCALL time (commandstats), Webdis CPU (/proc), this process's CPU (load + host + upstream).\n")
 	fmt.Fprintf(w, "Idle Redis CPU is the masters' CPU over %v with no load (cluster bus, cron).\n", loadSlice)
 	fmt.Fprintf(w, "%-8s %11s %9s %9s %14s %12s %15s %13s %12s %10s %13s  %s\n", "masters", "decisions/s", "p50", "p99",
-		"Redis CPU/dec", "FCALL µs", "Webdis CPU/dec", "host CPU/dec", "calls/dec", "map loads", "idle Redis", "users per master")
+		"Redis CPU/dec", "FCALL µs", "Webdis CPU/dec", "host CPU/dec", "calls/dec", "map loads", "idle Redis", "users, calls per master")
 	for _, r := range runs {
 		n := float64(r.decisions)
-		fmt.Fprintf(w, "%-8d %11.0f %9s %9s %12.1fµs %12.2f %13.1fµs %11.1fµs %12.3f %10d %9.1fms/s  %v\n", r.masters,
+		fmt.Fprintf(w, "%-8d %11.0f %9s %9s %12.1fµs %12.2f %13.1fµs %11.1fµs %12.3f %10d %9.1fms/s  %v %v\n", r.masters,
 			n/r.res.Elapsed.Seconds(), ms(r.res.Percentile(50)), ms(r.res.Percentile(99)),
 			float64(r.redisCPU.Microseconds())/n, float64(r.fcallUsec)/float64(max(r.fcalls, 1)),
 			float64(r.webdisCPU.Microseconds())/n, float64(r.hostCPU.Microseconds())/n, float64(r.fcalls)/n,
-			r.mapLoads, float64(r.idleRedis.Microseconds())/1000/loadSlice.Seconds(), r.perMaster)
+			r.mapLoads, float64(r.idleRedis.Microseconds())/1000/loadSlice.Seconds(), r.perMaster, r.callsBy)
 	}
 }
