@@ -2,12 +2,12 @@ package jsonbound
 
 // Elements lists the elements of the array that is body's one value, as
 // spans body[span[0]:span[1]], appended to dst[:0]: at most max of them,
-// more true when the array has more. body is a text ReadBody accepted;
+// more true when the array has more (max < 0 counts as 0). body is a text ReadBody accepted;
 // when its value is not an array, spans is empty. It does not look
 // inside the elements (no recursion): its work is linear in body's size,
 // and it allocates only when dst is too small.
 func Elements(body string, dst [][2]int, max int) (spans [][2]int, more bool) {
-	spans = dst[:0]
+	spans, max = dst[:0], clampZero(max)
 	for start, end, i := NextElement(body, 0); start >= 0; start, end, i = NextElement(body, i) {
 		if len(spans) == max {
 			return spans, true
@@ -36,4 +36,12 @@ func NextElement(body string, i int) (start, end, next int) {
 		next = skipSpace(body, next+1)
 	}
 	return i, end, next
+}
+
+// clampZero is n, or 0 when n is negative.
+func clampZero(n int) int {
+	if n < 0 {
+		return 0
+	}
+	return n
 }

@@ -44,3 +44,9 @@ func TestElementsAllocatesNothing(t *testing.T) {
 		t.Fatalf("Elements: %v allocations, %d elements; want 0, 4", n, len(dst))
 	}
 }
+
+func TestElementsNegativeMax(t *testing.T) {
+	if spans, more := Elements(`[1]`, nil, -1); len(spans) != 0 || !more {
+		t.Fatalf("Elements([1], -1) = %v, %v; want none, more", spans, more)
+	}
+}

@@ -45,7 +45,7 @@ func Batch(body string) bool {
 
 // Read lists the calls of body, a text jsonbound.ReadBody accepted: one
 // object, or an array of at most max objects (more is
-// RefuseTooManyCalls). It appends to dst[:0] and allocates only when dst
+// RefuseTooManyCalls; max < 0 counts as 0). It appends to dst[:0] and allocates only when dst
 // is too small or a method name holds an escape. A message is refused
 // as RefuseNotJSONRPC when the array is empty, an element is not an
 // object, "jsonrpc" is not "2.0", "method" is not a string, "id" is an
@@ -53,6 +53,9 @@ func Batch(body string) bool {
 // "result" or "error" (a response, which needs an id).
 func Read(body string, max int, dst []Call) ([]Call, Fault) {
 	calls := dst[:0]
+	if max < 0 {
+		max = 0
+	}
 	if !Batch(body) {
 		i := len(body) - len(strings.TrimLeft(body, " \t\r\n"))
 		c, why := readCall(body, i, len(strings.TrimRight(body, " \t\r\n")))
