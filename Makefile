@@ -120,7 +120,7 @@ diagrams:
 
 # Each fuzz target for FUZZTIME (go test -fuzz takes one target at a time).
 fuzz:
-	@set -e; for pkg in ./redisproto ./algorithms ./jsonbound ./jsonvalue ./e2e/gjsondiff ./filter ./filter/config ./filter/keyspace ./filter/usage ./filter/webdis ./filter/clusterslot ./filter/pathnorm ./filter/ipaddr ./filter/headermap; do \
+	@set -e; for pkg in ./redisproto ./algorithms ./jsonbound ./jsonvalue ./e2e/gjsondiff ./filter ./filter/config ./filter/keyspace ./filter/jsonrpc ./filter/usage ./filter/webdis ./filter/clusterslot ./filter/pathnorm ./filter/ipaddr ./filter/headermap; do \
 	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
 	    echo "== $$pkg $$target"; \
 	    $(GO) test $$pkg -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME); \

@@ -114,6 +114,8 @@
 //     tool requests) turned into an integer cost in a named unit
 //     (micro-dollars), times its service tier's multiplier, exactly.
 //   - webdis: the Webdis codec (request headers, JSON replies).
+//   - jsonrpc: JSON-RPC reading, cost tables and error objects, for
+//     issue 33; not yet wired in.
 //   - clusterslot: Redis Cluster's key slots (Slot, as CLUSTER KEYSLOT),
 //     the slot map (Map) read from CLUSTER NODES (ParseNodes), each
 //     listed node's other address form (Aliases), and the cluster's

@@ -36,6 +36,8 @@ const (
 	RefuseDuplicateParent                    // an object on a path is given twice
 	RefuseBigInteger                         // an integer past 2^53: float64 parsers round it
 	RefuseLate                               // the body did not come within the wait (set by the caller)
+	RefuseNotJSONRPC                         // not a JSON-RPC request or batch (set by the caller)
+	RefuseTooManyCalls                       // a batch of more calls than its bound (set by the caller)
 )
 
 var refusalText = [...]string{
@@ -49,6 +51,8 @@ var refusalText = [...]string{
 	RefuseDuplicateParent: "duplicate object on a field's path",
 	RefuseBigInteger:      "an integer past 2^53",
 	RefuseLate:            "the body did not come in time",
+	RefuseNotJSONRPC:      "not a JSON-RPC request",
+	RefuseTooManyCalls:    "more than max_calls calls",
 }
 
 // String says why, as the local reply's "reason" does.

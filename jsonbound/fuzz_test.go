@@ -112,3 +112,38 @@ func depthOf(s string) int {
 	}
 	return most
 }
+
+// FuzzElements compares Elements with encoding/json's reading of a body
+// ReadBody accepts as an array of raw values: the same count, each span
+// the element's text, and more exactly when the array is longer than max.
+func FuzzElements(f *testing.F) {
+	for _, s := range []string{`[]`, `[1,"a",{"b":[2]}]`, ` [ [] , {} ] `, `{"a":1}`, `"x"`, `[null,true,-0.5e1]`, `[NaN,-Infinity]`} {
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, limit uint8) {
+		text, why := ReadBody(in)
+		if why != 0 {
+			return
+		}
+		body := string(text)
+		spans, more := Elements(body, nil, int(limit))
+		var all []json.RawMessage
+		if err := json.Unmarshal(text, &all); err != nil {
+			if strings.Contains(body, "NaN") || strings.Contains(body, "Infinity") {
+				return // ReadBody reads them as numbers, encoding/json does not
+			}
+			if len(spans) != 0 || more {
+				t.Fatalf("Elements(%q) = %v, %v of a body encoding/json reads as no array (%v)", body, spans, more, err)
+			}
+			return
+		}
+		if more != (len(all) > int(limit)) || len(spans) != min(len(all), int(limit)) {
+			t.Fatalf("Elements(%q, %d) = %d spans, more %v; encoding/json reads %d", body, limit, len(spans), more, len(all))
+		}
+		for k, s := range spans {
+			if got := body[s[0]:s[1]]; got != string(all[k]) {
+				t.Fatalf("Elements(%q): element %d is %q; encoding/json reads %q", body, k, got, all[k])
+			}
+		}
+	})
+}
