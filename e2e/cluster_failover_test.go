@@ -139,6 +139,7 @@ func TestClusterFailover(t *testing.T) {
 	if masters, err := c.Masters(); err != nil || containsAddr(masters, m0.Addr) {
 		t.Fatalf("after its restart %s is a master (%v)", m0.Addr, err)
 	}
+	w.waitReachable(t, m0.Addr)
 	seeded, clusters := w.nodes(t, m0.Addr)
 	fresh := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", seeded, "", failoverRules), clusters)
 	for _, u := range on[:4] {

@@ -64,6 +64,34 @@ func (w *clusterWebdis) nodes(t *testing.T, first string, skip ...string) (strin
 	return "[" + strings.Join(entries, ",") + "]", clusters
 }
 
+// waitReachable waits until the Webdis in front of the node at addr
+// reaches it: after a node's restart, each Webdis thread reconnects on its
+// own time and answers 503 until then. Each probe is a new connection, so
+// that the threads take turns; ten in a row must pass.
+func (w *clusterWebdis) waitReachable(t *testing.T, addr string) {
+	t.Helper()
+	url := "http://" + w.webdis[addr] + "/CLUSTER/NODES"
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	ok := 0
+	waitFor(t, "the Webdis of "+addr+" to reach it", func() bool {
+		req, err := http.NewRequest(http.MethodGet, url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.SetBasicAuth(redistest.WebdisUser, redistest.WebdisPassword)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		if err != nil || resp.StatusCode != http.StatusOK {
+			ok = 0
+			return false
+		}
+		ok++
+		return ok >= 10
+	})
+}
+
 // announced is how the node at addr names itself in CLUSTER NODES and
 // -MOVED: node-<i>.test:<port> with Hostnames, else its address.
 func (w *clusterWebdis) announced(t *testing.T, addr string) string {
