@@ -1,7 +1,9 @@
 package e2e
 
 // Test 3c of issue 32: a master fails under load (3 masters, a replica
-// each, cluster-node-timeout 2s, a Webdis per node, failure_mode deny).
+// each, cluster-node-timeout 2s, a Webdis per node, failure_mode deny;
+// the crash and the manual failover with the stock and the Higress build
+// taking turns).
 //   - Crash: the dead master's slots get 503 while every other slot keeps
 //     deciding (a circuit breaker per node); once its replica is promoted
 //     the filter reloads the slot map and decides there again. Writes not
@@ -57,8 +59,11 @@ func TestClusterFailover(t *testing.T) {
 	// No periodic map load within the test: only the load a node's
 	// failure asks for can bring the promoted replica's slots back (with
 	// the default 30 s one, the test passed with that load removed).
-	tg := startNodesHost(t, stockModule, nodesConfig(prefix, "deny", nodes, `,"slot_map_refresh":"10m"`, failoverRules), clusters)
+	// Both builds take turns with the load: each has its breakers and map.
+	cfg := nodesConfig(prefix, "deny", nodes, `,"slot_map_refresh":"10m"`, failoverRules)
+	tg, th := startNodesHost(t, stockModule, cfg, clusters), startNodesHost(t, module, cfg, clusters)
 	warmUp(t, tg)
+	warmUp(t, th)
 	m0 := c.Nodes[0]
 	r0, err := c.ReplicaOf(m0)
 	if err != nil {
@@ -67,7 +72,7 @@ func TestClusterFailover(t *testing.T) {
 	on, off := splitUsers(t, c, prefix, "f", m0, 12)
 
 	// (i) Crash m0.
-	l := newLoad(t, 8, tg)
+	l := newLoad(t, 8, tg, th)
 	stop := l.start(t, append(append([]string(nil), on...), off...), 8)
 	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 300 })
 	crash := time.Now()
@@ -129,7 +134,10 @@ func TestClusterFailover(t *testing.T) {
 	t.Logf("crash: promoted after %v, decisions again after %v; %d answers 503 on the dead master's slots, none elsewhere; "+
 		"%d admissions lost of %d in the second before the crash; metrics %v",
 		promoted.Sub(crash).Round(time.Millisecond), resumed.Sub(crash).Round(time.Millisecond), unavailableOn,
-		lost, lastSecond, metricsOf(tg))
+		lost, lastSecond, metricsOf(tg, th))
+	for _, x := range []*wasmTarget{tg, th} { // each build decides there again
+		expect(t, x.send(t, userRequest(on[0])), 200)
+	}
 
 	// The old master rejoins as a replica. A VM that has not loaded the
 	// slot map yet sends to it first (its seed) and follows -MOVED.
@@ -152,7 +160,7 @@ func TestClusterFailover(t *testing.T) {
 
 	// (ii) Manual failover back to m0: nothing lost.
 	on2, off2 := splitUsers(t, c, prefix, "g", r0, 12)
-	l2 := newLoad(t, 8, tg)
+	l2 := newLoad(t, 8, tg, th)
 	stop2 := l2.start(t, append(append([]string(nil), on2...), off2...), 8)
 	waitFor(t, "the load to be going", func() bool { return len(l2.answers()) >= 200 })
 	begin := time.Now()
