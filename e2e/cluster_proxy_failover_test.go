@@ -9,6 +9,8 @@ package e2e
 // reloads its slot map after the node's failed calls, so once the replica
 // is promoted its slots decide there again. Writes not yet replicated are
 // lost: at most what was admitted in the second before the crash.
+// Behind redis_proxy the filter has one circuit breaker for the whole
+// cluster, so the test turns it off (see the config).
 // Windows and losses are logged as measured; only bounds are asserted.
 
 import (
@@ -81,6 +83,7 @@ func TestClusterProxyFailover(t *testing.T) {
 
 	got := l.answers()
 	var unavailableOn, unavailableOff, lastSecond int
+	var firstOff answer
 	var first503, last503 time.Time
 	for _, a := range got {
 		switch {
@@ -90,7 +93,7 @@ func TestClusterProxyFailover(t *testing.T) {
 			t.Errorf("%s: 503 %v before the crash", a.user, crash.Sub(a.done))
 		case a.status == 503 && !isOn[a.user]:
 			if unavailableOff++; unavailableOff == 1 {
-				t.Errorf("%s, on a live master: 503 at %v after the crash", a.user, a.done.Sub(crash))
+				firstOff = a
 			}
 		case a.status == 503:
 			unavailableOn++
@@ -102,8 +105,21 @@ func TestClusterProxyFailover(t *testing.T) {
 			lastSecond++
 		}
 	}
-	if unavailableOff > 0 {
-		t.Errorf("%d answers 503 on live masters' slots; want none", unavailableOff)
+	errs := errorStats(t, c)
+	for k, n := range errs0 {
+		errs[k] -= n
+	}
+	// A live master answers -CLUSTERDOWN while it sees too few masters
+	// (its cluster bus starved past cluster-node-timeout: seen once, with
+	// the promotion after 12.8 s); the filter retries that until
+	// redis.timeout, then applies failure_mode. Any other 503 there is
+	// the filter's or the proxy's fault.
+	if unavailableOff > int(errs["CLUSTERDOWN"]) {
+		t.Errorf("%d answers 503 on live masters' slots (the first %s at %v after the crash), %d -CLUSTERDOWN from the nodes; want none but those",
+			unavailableOff, firstOff.user, firstOff.done.Sub(crash), errs["CLUSTERDOWN"])
+	} else if unavailableOff > 0 {
+		t.Logf("%d answers 503 on live masters' slots (the first %s at %v after the crash): the nodes answered -CLUSTERDOWN %d times",
+			unavailableOff, firstOff.user, firstOff.done.Sub(crash), errs["CLUSTERDOWN"])
 	}
 	if unavailableOn == 0 {
 		t.Errorf("no request on the dead master's slots got the failure mode (503) during the election")
@@ -124,13 +140,9 @@ func TestClusterProxyFailover(t *testing.T) {
 			last503.Sub(crash).Round(time.Millisecond))
 	}
 	t.Logf("crash behind redis_proxy: promoted after %v, decisions again after %v; %d answers 503 on the dead master's slots "+
-		"(%s), none elsewhere; %d admissions lost of %d in the second before the crash; statuses %v",
+		"(%s), %d elsewhere; %d admissions lost of %d in the second before the crash; statuses %v",
 		promoted.Sub(crash).Round(time.Millisecond), resumed.Sub(crash).Round(time.Millisecond), unavailableOn, window,
-		lost, lastSecond, statuses(got))
-	errs := errorStats(t, c)
-	for k, n := range errs0 {
-		errs[k] -= n
-	}
+		unavailableOff, lost, lastSecond, statuses(got))
 	t.Logf("metrics %v, breaker opened %d times; redis_proxy stats %+v; the nodes' error replies %v", metricsOf(th),
 		th.metric("ratelimit.circuit_breaker.opened"), th.h.RedisClusterStats("redis"), errs)
 	if unavailableOff > 0 {
