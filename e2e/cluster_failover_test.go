@@ -72,6 +72,7 @@ func TestClusterFailover(t *testing.T) {
 	on, off := splitUsers(t, c, prefix, "f", m0, 12)
 
 	// (i) Crash m0.
+	errs0 := errorStats(t, c)
 	l := newLoad(t, 8, tg, th)
 	stop := l.start(t, append(append([]string(nil), on...), off...), 8)
 	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 300 })
@@ -104,15 +105,15 @@ func TestClusterFailover(t *testing.T) {
 	stop()
 
 	got := l.answers()
-	var unavailableOn, lastSecond int
+	var unavailableOn, unavailableOff, lastSecond int
 	for _, a := range got {
 		switch {
 		case a.status != 200 && a.status != 503:
 			t.Errorf("%s: status %d; want 200 or 503", a.user, a.status)
-		case a.status == 503 && !isOn[a.user]:
-			t.Errorf("%s, on a live master: 503 at %v after the crash", a.user, a.done.Sub(crash))
 		case a.status == 503 && a.done.Before(crash):
 			t.Errorf("%s: 503 at %v, before the crash", a.user, crash.Sub(a.done))
+		case a.status == 503 && !isOn[a.user]:
+			unavailableOff++
 		case a.status == 503:
 			unavailableOn++
 		case isOn[a.user] && a.sent.Before(crash) && a.done.After(crash.Add(-time.Second)):
@@ -125,15 +126,25 @@ func TestClusterFailover(t *testing.T) {
 		z := ownerZcard(t, c, stateKey(prefix, u))
 		lost += max(0, admitted[u]-z)
 	}
+	// A live master answers -CLUSTERDOWN only while its cluster bus is
+	// starved past cluster-node-timeout (a busy machine); the filter
+	// retries that until redis.timeout. Any other 503 there is the filter's
+	// fault: one breaker for every node, or a stale map.
+	errs := errorStats(t, c)
+	if down := errs["CLUSTERDOWN"] - errs0["CLUSTERDOWN"]; int64(unavailableOff) > down {
+		t.Errorf("%d answers 503 on live masters' slots, with %d -CLUSTERDOWN from the nodes; want none but those", unavailableOff, down)
+	} else if unavailableOff > 0 {
+		t.Logf("%d answers 503 on live masters' slots: the nodes answered -CLUSTERDOWN %d times", unavailableOff, down)
+	}
 	if unavailableOn == 0 {
 		t.Errorf("no request on the dead master's slots got the failure mode (503) during the election")
 	}
 	if lost > lastSecond {
 		t.Errorf("crash: %d admissions lost; want at most the %d of the second before the crash", lost, lastSecond)
 	}
-	t.Logf("crash: promoted after %v, decisions again after %v; %d answers 503 on the dead master's slots, none elsewhere; "+
+	t.Logf("crash: promoted after %v, decisions again after %v; %d answers 503 on the dead master's slots, %d elsewhere; "+
 		"%d admissions lost of %d in the second before the crash; metrics %v",
-		promoted.Sub(crash).Round(time.Millisecond), resumed.Sub(crash).Round(time.Millisecond), unavailableOn,
+		promoted.Sub(crash).Round(time.Millisecond), resumed.Sub(crash).Round(time.Millisecond), unavailableOn, unavailableOff,
 		lost, lastSecond, metricsOf(tg, th))
 	for _, x := range []*wasmTarget{tg, th} { // each build decides there again
 		expect(t, x.send(t, userRequest(on[0])), 200)
