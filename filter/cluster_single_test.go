@@ -1,0 +1,37 @@
+package filter
+
+import (
+	"strings"
+	"testing"
+)
+
+// A cluster of one master (redis.nodes with a single node) that never met
+// another node prints its own line in CLUSTER NODES with no IP
+// (":6379@16379 myself,master ..."): the map load reads it as the node the
+// load went to, and calls keep deciding on it, not failing as a node
+// missing from redis.nodes.
+func TestClusterSingleNodeWithoutIP(t *testing.T) {
+	conf := strings.Replace(nodesConf, `"nodes":[{"address":"10.0.0.1:6379","cluster":"webdis-0"},{"address":"10.0.0.2:6379","cluster":"webdis-1"},
+	{"address":"10.0.0.3:6379","cluster":"webdis-2"}]`, `"nodes":[{"address":"redis-0.redis:6379","cluster":"webdis-0"}]`, 1)
+	if conf == nodesConf {
+		t.Fatal("nodesConf changed: the test's configuration is nodesConf's")
+	}
+	h := newClusterHost(t, conf, map[string]string{"webdis-0": server.Addr})
+	h.loadMap("1ca44738fcb75c872d3dea4a4e399a97e1ccb35b :6379@16379 myself,master - 0 0 0 connected 0-16383\n")
+	if h.Counters["ratelimit.redis.slot_map_loads"] != 1 {
+		t.Fatalf("counters %v", h.Counters)
+	}
+	fs, st := h.stream("x-user=alice")
+	c := h.take(decideFn)
+	if c.cluster != "webdis-0" {
+		t.Fatalf("sent %+v", c)
+	}
+	h.forward(c)
+	st.OnDone()
+	if fs.Resumed != 1 || fs.Status != 0 || h.Counters["ratelimit.redis.unknown_node"] != 0 || h.Counters["ratelimit.redis.errors"] != 0 {
+		t.Fatalf("resumed %d, status %d, counters %v", fs.Resumed, fs.Status, h.Counters)
+	}
+	if logged(h.fakeHost, "not in redis.nodes") {
+		t.Fatalf("logged as missing: %q", h.logs)
+	}
+}
