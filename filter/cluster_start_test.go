@@ -3,6 +3,7 @@ package filter
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // A cluster of one master (redis.nodes with a single node) that never met
@@ -33,5 +34,38 @@ func TestClusterSingleNodeWithoutIP(t *testing.T) {
 	}
 	if logged(h.fakeHost, "not in redis.nodes") {
 		t.Fatalf("logged as missing: %q", h.logs)
+	}
+}
+
+// The first node's Webdis is down at start: the first map load's 503 marks
+// it failed, so calls go to the next node at once (its -MOVED corrects
+// them), and the next load goes there a second after the first.
+func TestClusterFirstNodeDownAtStart(t *testing.T) {
+	h := newNodesHost(t)
+	h.tick(0)
+	c := h.take("CLUSTER/NODES")
+	if c.cluster != "webdis-0" {
+		t.Fatalf("first load %+v", c)
+	}
+	h.reply(c, 503, "no healthy upstream")
+	if h.has(epochFn) {
+		h.forward(h.take(epochFn))
+	}
+	fs, st := h.stream("x-user=alice")
+	if c = h.take(decideFn); c.cluster != "webdis-1" {
+		t.Fatalf("a call while node 0 is down went to %+v", c)
+	}
+	h.forward(c)
+	st.OnDone()
+	if fs.Resumed != 1 || fs.Status != 0 {
+		t.Fatalf("resumed %d, status %d", fs.Resumed, fs.Status)
+	}
+	h.tick(999 * time.Millisecond)
+	if h.has("CLUSTER/NODES") {
+		t.Fatal("a load within a second of the failed one")
+	}
+	h.tick(time.Millisecond)
+	if c = h.take("CLUSTER/NODES"); c.cluster != "webdis-1" {
+		t.Fatalf("second load %+v", c)
 	}
 }
