@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/clusterslot"
 )
 
 // A cluster of one master (redis.nodes with a single node) that never met
@@ -67,5 +69,39 @@ func TestClusterFirstNodeDownAtStart(t *testing.T) {
 	h.tick(time.Millisecond)
 	if c = h.take("CLUSTER/NODES"); c.cluster != "webdis-1" {
 		t.Fatalf("second load %+v", c)
+	}
+}
+
+// With redis.nodes, the first epoch read answered by another node than the
+// last (its replica took over, or its slot moved) clears the caches though
+// the value is the same: the bump the old master took may be lost.
+func TestClusterEpochFromAnotherNodeClears(t *testing.T) {
+	h := newNodesHost(t)
+	h.loadMap(nodesText("0-16383", "", ""))
+	read := func(cluster string) {
+		t.Helper()
+		h.tick(time.Second)
+		c := h.take(epochFn)
+		if c.cluster != cluster {
+			t.Fatalf("epoch read %+v, want %s", c, cluster)
+		}
+		h.forward(c)
+	}
+	read("webdis-0")
+	if got := h.Counters["ratelimit.epoch.changes"]; got != 1 {
+		t.Fatalf("changes %d after two reads from node 0", got)
+	}
+	var m clusterslot.Map
+	if _, err := clusterslot.ParseNodes(&m, nodesText("", "0-16383", ""), h.plugin.router.addrs); err != nil {
+		t.Fatal(err)
+	}
+	*h.plugin.router.slots = m
+	read("webdis-1")
+	if got := h.Counters["ratelimit.epoch.changes"]; got != 2 {
+		t.Fatalf("changes %d: the read from node 1 did not clear", got)
+	}
+	read("webdis-1")
+	if got := h.Counters["ratelimit.epoch.changes"]; got != 2 {
+		t.Fatalf("changes %d: an unchanged epoch from the same node cleared", got)
 	}
 }
