@@ -147,7 +147,7 @@ func (l *slotLoad) onHTTP(vm *Plugin, status int, body []byte) {
 		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load from node "+r.names[l.node]+": "+err.Error())
 		return
 	}
-	unlisted, err := clusterslot.ParseNodes(r.scratch, text, r.addrs)
+	unlisted, err := clusterslot.ParseNodesFrom(r.scratch, text, r.addrs, l.node)
 	if err != nil {
 		r.loadLog.log(LogWarn, "ratelimit: redis: slot map load from node "+r.names[l.node]+": "+err.Error())
 		return

@@ -14,7 +14,9 @@ import (
 // go from the root context (the tick), whose replies always arrive; a
 // stream that ends meanwhile takes its callouts out (Stream.OnDone,
 // endQuota). A timeout, a Webdis 503 or a failed callout may have run
-// the command, so those are never sent again.
+// the command, so those are never sent again: Webdis answers the same
+// bodiless 503 with no connection to Redis and with one lost after the
+// command went out.
 
 // retrier is a callout owner that can wait in the retry queue: a script
 // call, a settle, a quota read, the epoch read.

@@ -38,7 +38,13 @@ type epochPoll struct {
 	sentAt   time.Time
 	rt       routing // the epoch key's slot and node
 	seen     int64
-	known    bool // seen holds a value read; the first read clears
+	// known: seen holds a value read; the first read clears, and so does
+	// the first after a failed read or from another node (with
+	// redis.nodes: the epoch's slot moved, or its replica took over): a
+	// failover may have lost the last bump, and the next one brought the
+	// epoch back to seen.
+	known bool
+	from  int // the node seen was read from
 	// heard: a decision's call was answered, or failed, since the last
 	// tick (call_reply.go).
 	heard   bool
@@ -149,6 +155,7 @@ func (e *epochPoll) overdue(vm *Plugin, now time.Time) {
 // probeFailed counts a failed epoch read, as a failed call too.
 func (p *Plugin) probeFailed(now time.Time, err error) {
 	p.epoch.failed.Increment(1)
+	p.epoch.known = false
 	p.top().metrics.redisErrors.Increment(1)
 	p.health.failNode(p.epoch.rt.node, now, p.nodeErr(&p.epoch.rt, err), p.top().failureMode)
 }
@@ -198,10 +205,10 @@ func (p *Plugin) onEpochReply(r scriptReply) {
 		p.health.okRead(e.rt.node)
 	}
 	v := ints[0]
-	if e.known && v == e.seen {
+	if e.known && v == e.seen && e.rt.node == e.from {
 		return
 	}
-	e.seen, e.known = v, true
+	e.seen, e.known, e.from = v, true, e.rt.node
 	e.changes.Increment(1)
 	for _, pol := range p.policies {
 		pol.forget()

@@ -77,3 +77,44 @@ func TestDenyCacheSweptOnTick(t *testing.T) {
 		t.Fatalf("cache %d, epoch polls %d then %d", h.plugin.top().denyCache.size(), polls, h.Counters["ratelimit.epoch.polls"])
 	}
 }
+
+// After a failed read the VM cannot know what changed meanwhile: a
+// failover may have lost the last bump (asynchronous replication) and an
+// operator's next bump brought the epoch back to the value the VM saw. The
+// first read answered after a failure clears the caches, whatever it reads.
+func TestEpochReadAfterFailureClears(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[{"name":"r","key":[{"source":"header","name":"x-key"}],
+		"limits":[{"algorithm":"funnel","capacity":1,"rate":1,"period":"1h"}]}]}`)
+	p := h.plugin.cfg.Redis.Prefix
+	epoch := keyspace.EpochKey(p)
+	tick := func() {
+		h.plugin.OnTick()
+		h.Pump()
+	}
+	if _, err := server.Do("SET", epoch, "7"); err != nil {
+		t.Fatal(err)
+	}
+	tick() // reads 7
+	if o := h.send("x-key=b"); o.status != 200 {
+		t.Fatalf("first: %+v", o)
+	}
+	if o := h.send("x-key=b"); o.status != 429 {
+		t.Fatalf("second: %+v", o)
+	}
+	h.Down = true
+	tick()
+	if h.Counters["ratelimit.epoch.failed"] != 1 {
+		t.Fatalf("the read did not fail: %v", h.Counters)
+	}
+	h.Down = false
+	// The promoted replica had 6; the operator resets the key and bumps: 7.
+	for _, cmd := range [][]any{{"SET", epoch, "6"}, {"DEL", p + "{r|b}:0"}, {"INCR", epoch}} {
+		if _, err := server.Do(cmd...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tick()
+	if o := h.send("x-key=b"); o.status != 200 {
+		t.Fatalf("the deny cache outlived a failed read: %+v, %v", o, h.Counters)
+	}
+}

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// FuzzParseNodes: any text, never a panic; on success every owner is a
+// FuzzParseNodes: any text and self (ParseNodesFrom), never a panic; on success every owner is a
 // listed node, Unknown or Unlisted, and unlisted is set exactly when a slot
 // is Unlisted.
 func FuzzParseNodes(f *testing.F) {
@@ -20,18 +20,20 @@ func FuzzParseNodes(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(string(b), "127.0.0.1:42487,node-b.test:17002,redis-0.redis:6379,10.0.0.3:6379")
+		f.Add(string(b), "127.0.0.1:42487,node-b.test:17002,redis-0.redis:6379,10.0.0.3:6379", -1)
 	}
-	f.Add("a 1.2.3.4:5@6 master - 0 0 1 connected 0-16383 [1->-b]\n", "1.2.3.4:5")
-	f.Add("a ::1:5@6,h,shard-id=x myself,master,fail? - 0 0 1 connected 0 1 2-3\r\n", "h:5")
-	f.Add("a 1.2.3.4:5@6 master - 0 0 1 connected 0-16383 0-16383 1\n", "")
-	f.Fuzz(func(t *testing.T, text, list string) {
+	f.Add("a 1.2.3.4:5@6 master - 0 0 1 connected 0-16383 [1->-b]\n", "1.2.3.4:5", 0)
+	f.Add("a ::1:5@6,h,shard-id=x myself,master,fail? - 0 0 1 connected 0 1 2-3\r\n", "h:5", 0)
+	f.Add("a 1.2.3.4:5@6 master - 0 0 1 connected 0-16383 0-16383 1\n", "", 0)
+	f.Add("a :5@6 myself,master - 0 0 1 connected 0-16383\n", "h:5,i:5", 1)
+	f.Add("a :5@6 myself,master - 0 0 1 connected 0-16383\n", "h:5", 1)
+	f.Fuzz(func(t *testing.T, text, list string, self int) {
 		var addrs []string
 		if list != "" {
 			addrs = strings.Split(list, ",")
 		}
 		var m Map
-		u, err := ParseNodes(&m, text, addrs)
+		u, err := ParseNodesFrom(&m, text, addrs, self)
 		if err != nil {
 			return
 		}

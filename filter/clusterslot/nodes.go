@@ -53,6 +53,14 @@ func (e *lineError) Error() string {
 // written; no recursion, and no allocation but for unlisted with a
 // hostname, or an error.
 func ParseNodes(m *Map, text string, addrs []string) (unlisted string, err error) {
+	return ParseNodesFrom(m, text, addrs, -1)
+}
+
+// ParseNodesFrom is ParseNodes for the text addrs[self] gave: its own line
+// (flag myself) with no IP, as a node that never met another prints it
+// (":6379@16379", a cluster of one master), is addrs[self] when the ports
+// agree. self -1 is no node.
+func ParseNodesFrom(m *Map, text string, addrs []string, self int) (unlisted string, err error) {
 	m.Reset()
 	if len(text) > maxText {
 		return "", errTooLong
@@ -77,7 +85,7 @@ func ParseNodes(m *Map, text string, addrs []string) (unlisted string, err error
 		if lines++; lines > maxLines {
 			return unlisted, errTooManyLines
 		}
-		if err := parseLine(m, line, addrs, &unlisted, &assigned); err != "" {
+		if err := parseLine(m, line, addrs, self, &unlisted, &assigned); err != "" {
 			return unlisted, &lineError{lines, err}
 		}
 	}
@@ -89,7 +97,7 @@ func ParseNodes(m *Map, text string, addrs []string) (unlisted string, err error
 
 // parseLine reads one node's line into m, returning what is wrong with it
 // ("" if nothing).
-func parseLine(m *Map, line string, addrs []string, unlisted *string, assigned *int) string {
+func parseLine(m *Map, line string, addrs []string, self int, unlisted *string, assigned *int) string {
 	var f [8]string
 	for i := range f {
 		sp := indexByte(line, ' ')
@@ -105,7 +113,7 @@ func parseLine(m *Map, line string, addrs []string, unlisted *string, assigned *
 	if f[0] == "" {
 		return "no node id"
 	}
-	master, skip := flags(f[2])
+	master, myself, skip := flags(f[2])
 	owner := Unknown
 	var ep endpoint
 	if master && !skip {
@@ -114,6 +122,9 @@ func parseLine(m *Map, line string, addrs []string, unlisted *string, assigned *
 			return "bad address"
 		}
 		owner = ep.match(addrs)
+		if owner == Unlisted && myself && ep.ipPort[0] == ':' && self >= 0 && self < len(addrs) && hasPort(addrs[self], ep.port) {
+			owner = uint8(self)
+		}
 	}
 	tokens := 0
 	for line != "" {
@@ -155,9 +166,15 @@ func parseLine(m *Map, line string, addrs []string, unlisted *string, assigned *
 	return ""
 }
 
-// flags reads a node's flags: whether it is a master, and whether it is
-// to be skipped (fail, noaddr, handshake).
-func flags(s string) (master, skip bool) {
+// hasPort reports whether addr, host:port, ends in port.
+func hasPort(addr, port string) bool {
+	return len(addr) > len(port) && addr[len(addr)-len(port)-1] == ':' && addr[len(addr)-len(port):] == port
+}
+
+// flags reads a node's flags: whether it is a master, the node that
+// answered (myself), and whether it is to be skipped (fail, noaddr,
+// handshake).
+func flags(s string) (master, myself, skip bool) {
 	for s != "" {
 		f := s
 		if c := indexByte(s, ','); c >= 0 {
@@ -168,11 +185,13 @@ func flags(s string) (master, skip bool) {
 		switch f {
 		case "master":
 			master = true
+		case "myself":
+			myself = true
 		case "fail", "noaddr", "handshake":
 			skip = true
 		}
 	}
-	return master, skip
+	return master, myself, skip
 }
 
 // slotRange reads "N" or "N-M" (N <= M < Slots).

@@ -164,3 +164,34 @@ func TestParseNodesErrors(t *testing.T) {
 		t.Error("failed master's bad token accepted")
 	}
 }
+
+// A cluster of one master that never met another node prints its own
+// line with no IP (Redis 7.0.15, CLUSTER ADDSLOTSRANGE 0 16383 on a fresh
+// node): the node that gave the text owns it, when the ports agree.
+func TestParseNodesMyselfWithoutIP(t *testing.T) {
+	const text = "1ca44738fcb75c872d3dea4a4e399a97e1ccb35b :7391@17391 myself,master - 0 0 0 connected 0-16383\n"
+	var m Map
+	for _, c := range []struct {
+		addrs []string
+		self  int
+		owner int
+		u     string
+	}{
+		{[]string{"10.0.0.9:7391"}, 0, 0, ""},
+		{[]string{"redis-0:6379", "10.0.0.9:7391"}, 1, 1, ""},
+		{[]string{"10.0.0.9:7391"}, -1, unlisted, ":7391"}, // no node named
+		{[]string{"10.0.0.9:6379"}, 0, unlisted, ":7391"},  // another port
+		{[]string{"10.0.0.9:17391"}, 0, unlisted, ":7391"}, // only a suffix of the port
+	} {
+		u, err := ParseNodesFrom(&m, text, c.addrs, c.self)
+		if err != nil || u != c.u {
+			t.Fatalf("%v self %d: %q %v", c.addrs, c.self, u, err)
+		}
+		owners(t, &m, [3]int{0, 16383, c.owner})
+	}
+	// Only the line flagged myself: another master with no IP stays unlisted.
+	u, err := ParseNodesFrom(&m, "a :7391@17391 master - 0 0 0 connected 0-16383\n", []string{"10.0.0.9:7391"}, 0)
+	if err != nil || u != ":7391" {
+		t.Fatalf("not myself: %q %v", u, err)
+	}
+}

@@ -35,7 +35,8 @@ type (
 	WebdisStatus int
 	// WebdisUnavailable: a 5xx answer, and the start of its body, which
 	// says whose it is: Webdis's own 503 has no body and means that
-	// Webdis cannot reach Redis behind it; the proxy's has one (Envoy:
+	// Webdis cannot reach Redis behind it, or lost it with the command
+	// sent; the proxy's has one (Envoy:
 	// "no healthy upstream", "upstream connect error ..."). Another 5xx
 	// with no body is its status alone.
 	WebdisUnavailable struct {
