@@ -146,8 +146,12 @@ func TestClusterFailover(t *testing.T) {
 		"%d admissions lost of %d in the second before the crash; metrics %v",
 		promoted.Sub(crash).Round(time.Millisecond), resumed.Sub(crash).Round(time.Millisecond), unavailableOn, unavailableOff,
 		lost, lastSecond, metricsOf(tg, th))
-	for _, x := range []*wasmTarget{tg, th} { // each build decides there again
-		expect(t, x.send(t, userRequest(on[0])), 200)
+	// Each build decides there again (its VMs reload the map on their own,
+	// each at most once a second after a failure).
+	for _, x := range []*wasmTarget{tg, th} {
+		waitFor(t, "each build to decide on the promoted replica", func() bool {
+			return x.send(t, userRequest(on[0])).status == 200
+		})
 	}
 
 	// The old master rejoins as a replica. A VM that has not loaded the
