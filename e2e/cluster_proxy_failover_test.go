@@ -14,7 +14,6 @@ package e2e
 // Windows and losses are logged as measured; only bounds are asserted.
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -48,104 +47,13 @@ func TestClusterProxyFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 	on, off := splitUsers(t, c, prefix, "p", m0, 12)
-	isOn := map[string]bool{}
-	for _, u := range on {
-		isOn[u] = true
-	}
-
-	errs0 := errorStats(t, c)
-	l := newLoad(t, 8, th)
-	stop := l.start(t, append(append([]string(nil), on...), off...), 8)
-	waitFor(t, "the load to be going", func() bool { return len(l.answers()) >= 300 })
-	crash := time.Now()
-	if err := c.Crash(m0); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := c.WaitPromoted(ctx, r0); err != nil {
-		t.Fatal(err)
-	}
-	promoted := time.Now()
-	var resumed time.Time
-	waitFor(t, "decisions on the promoted replica", func() bool {
-		for _, a := range l.answers() {
-			if isOn[a.user] && a.status == 200 && a.sent.After(promoted) {
-				resumed = a.done
-				return true
-			}
-		}
-		return false
-	})
-	n := len(l.answers())
-	waitFor(t, "more answers", func() bool { return len(l.answers()) >= n+100 })
-	stop() // fails the test if a request went unanswered (within waitGuard)
-
-	got := l.answers()
-	var unavailableOn, unavailableOff, lastSecond int
-	var firstOff answer
-	var first503, last503 time.Time
-	for _, a := range got {
-		switch {
-		case a.status != 200 && a.status != 503:
-			t.Errorf("%s: status %d; want 200 or 503", a.user, a.status)
-		case a.status == 503 && a.done.Before(crash):
-			t.Errorf("%s: 503 %v before the crash", a.user, crash.Sub(a.done))
-		case a.status == 503 && !isOn[a.user]:
-			if unavailableOff++; unavailableOff == 1 {
-				firstOff = a
-			}
-		case a.status == 503:
-			unavailableOn++
-			if first503.IsZero() {
-				first503 = a.done
-			}
-			last503 = a.done
-		case isOn[a.user] && a.sent.Before(crash) && a.done.After(crash.Add(-time.Second)):
-			lastSecond++
-		}
-	}
-	errs := errorStats(t, c)
-	for k, n := range errs0 {
-		errs[k] -= n
-	}
-	// A live master answers -CLUSTERDOWN while it sees too few masters
-	// (its cluster bus starved past cluster-node-timeout: seen once, with
-	// the promotion after 12.8 s); the filter retries that until
-	// redis.timeout, then applies failure_mode. Any other 503 there is
-	// the filter's or the proxy's fault.
-	if unavailableOff > int(errs["CLUSTERDOWN"]) {
-		t.Errorf("%d answers 503 on live masters' slots (the first %s at %v after the crash), %d -CLUSTERDOWN from the nodes; want none but those",
-			unavailableOff, firstOff.user, firstOff.done.Sub(crash), errs["CLUSTERDOWN"])
-	} else if unavailableOff > 0 {
-		t.Logf("%d answers 503 on live masters' slots (the first %s at %v after the crash): the nodes answered -CLUSTERDOWN %d times",
-			unavailableOff, firstOff.user, firstOff.done.Sub(crash), errs["CLUSTERDOWN"])
-	}
-	if unavailableOn == 0 {
-		t.Errorf("no request on the dead master's slots got the failure mode (503) during the election")
-	}
-	admitted := countBy(got, 200)
-	lost := 0
-	for _, u := range on {
-		lost += max(0, admitted[u]-ownerZcard(t, c, stateKey(prefix, u)))
-	}
-	if lost > lastSecond {
-		t.Errorf("crash: %d admissions lost; want at most the %d of the second before the crash", lost, lastSecond)
-	}
+	run := crashUnderLoad(t, c, prefix, m0, r0, on, off, th)
 	expect(t, th.send(t, userRequest(on[0])), 200)
 
-	window := "no 503"
-	if !first503.IsZero() {
-		window = fmt.Sprintf("503s from %v to %v after the crash", first503.Sub(crash).Round(time.Millisecond),
-			last503.Sub(crash).Round(time.Millisecond))
-	}
-	t.Logf("crash behind redis_proxy: promoted after %v, decisions again after %v; %d answers 503 on the dead master's slots "+
-		"(%s), %d elsewhere; %d admissions lost of %d in the second before the crash; statuses %v",
-		promoted.Sub(crash).Round(time.Millisecond), resumed.Sub(crash).Round(time.Millisecond), unavailableOn, window,
-		unavailableOff, lost, lastSecond, statuses(got))
+	t.Logf("crash behind redis_proxy: %v", run)
 	t.Logf("metrics %v, breaker opened %d times; redis_proxy stats %+v; the nodes' error replies %v", metricsOf(th),
-		th.metric("ratelimit.circuit_breaker.opened"), th.h.RedisClusterStats("redis"), errs)
-	if unavailableOff > 0 {
+		th.metric("ratelimit.circuit_breaker.opened"), th.h.RedisClusterStats("redis"), run.errs)
+	if run.unavailableOff > 0 {
 		w := slices.Compact(slices.Sorted(slices.Values(th.h.GuestLogs(wasmhost.LogWarn))))
 		t.Logf("the filter's warnings (first 10 of %d kinds): %q", len(w), w[:min(10, len(w))])
 	}
