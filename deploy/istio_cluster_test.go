@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,22 +10,7 @@ import (
 	extensionsv1alpha1 "istio.io/api/extensions/v1alpha1"
 )
 
-func istioClusterDocs(t *testing.T) []Document {
-	t.Helper()
-	files, err := filepath.Glob(repoPath("deploy/istio/cluster/*.yaml"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no deploy/istio/cluster/*.yaml: %v", err)
-	}
-	var docs []Document
-	for _, f := range files {
-		d, err := ReadYAML(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		docs = append(docs, d...)
-	}
-	return docs
-}
+func istioClusterDocs(t *testing.T) []Document { return yamlDocs(t, "deploy/istio/cluster/*.yaml") }
 
 func readRepoFile(t *testing.T, rel string) string {
 	t.Helper()

@@ -15,11 +15,14 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
-func istioDocs(t *testing.T) []Document {
+func istioDocs(t *testing.T) []Document { return yamlDocs(t, "deploy/istio/*.yaml") }
+
+// yamlDocs reads every document of the files pattern names.
+func yamlDocs(t *testing.T, pattern string) []Document {
 	t.Helper()
-	files, err := filepath.Glob(repoPath("deploy/istio/*.yaml"))
+	files, err := filepath.Glob(repoPath(pattern))
 	if err != nil || len(files) == 0 {
-		t.Fatalf("no deploy/istio/*.yaml: %v", err)
+		t.Fatalf("no %s: %v", pattern, err)
 	}
 	var docs []Document
 	for _, f := range files {
