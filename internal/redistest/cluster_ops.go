@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 )
 
 // migration is a slot BeginMigration started.
@@ -163,25 +162,8 @@ func (c *Cluster) FinishMigration(slot int) error {
 	c.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), clusterReadyTimeout)
 	defer cancel()
-	for _, s := range c.Nodes {
-		if !s.running() {
-			continue
-		}
-		err := poll(ctx, func() error {
-			text, err := s.Client.Text("CLUSTER", "NODES")
-			if err != nil {
-				return err
-			}
-			for _, n := range parseClusterNodes(text) {
-				if n.id == dstID && n.owns(slot) {
-					return nil
-				}
-			}
-			return errors.New("does not see slot " + strconv.Itoa(slot) + " on its new owner yet")
-		})
-		if err != nil {
-			return fmt.Errorf("redistest: node %s: %w", s.Addr, err)
-		}
+	if err := c.waitSeen(ctx, dstID, func(n nodeLine) bool { return n.owns(slot) }); err != nil {
+		return fmt.Errorf("redistest: slot %d on its new owner: %w", slot, err)
 	}
 	return nil
 }
