@@ -4,6 +4,7 @@ import (
 	"strconv"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/jsonrpc"
 )
 
 // Rule limits the requests it matches, per key.
@@ -47,6 +48,9 @@ type Rule struct {
 	// (missing_key, unknown_model, cost_exceeds_capacity): a 4xx that is
 	// not over a limit, 400 unless set (refusal_status).
 	RefusalStatus int
+	// JSONRPC, when set, reads the request body as JSON-RPC calls and
+	// charges each call to its own key (jsonrpc).
+	JSONRPC *JSONRPC
 }
 
 // NamedLimit is a limit with the policy name the headers show.
@@ -66,6 +70,10 @@ type Match struct {
 	// Body must all hold (match.body): each entry's Name is a dotted
 	// field path of the request's JSON body, read as a body key part is.
 	Body []HeaderMatch
+	// Call must all hold for a JSON-RPC call to be charged by the rule
+	// (match.call): each entry's Name is a dotted path in the call's
+	// object ("method", "params.name"). Only in a jsonrpc rule.
+	Call []HeaderMatch
 }
 
 // HeaderMatch tests one request header, by its values joined with ", "
@@ -107,6 +115,10 @@ const (
 	SourceProperty
 	// SourceBody is a field of the request's JSON body, such as model.
 	SourceBody
+	// SourceCall is a field of one JSON-RPC call (its BodyPath is a path
+	// in the call's object: "method", "params.name"). Only in a jsonrpc
+	// rule: each call is keyed on its own.
+	SourceCall
 )
 
 // String is the source's name in the configuration ("header", "client_ip" ...).
@@ -119,7 +131,7 @@ func (s KeySource) String() string {
 
 var sourceNames = []string{SourceHeader: "header", SourceQuery: "query", SourceCookie: "cookie",
 	SourceClientIP: "client_ip", SourcePath: "path", SourceMethod: "method", SourceHost: "host", SourceConstant: "constant",
-	SourceJWTClaim: "jwt_claim", SourceProperty: "property", SourceBody: "body"}
+	SourceJWTClaim: "jwt_claim", SourceProperty: "property", SourceBody: "body", SourceCall: "call"}
 
 // KeyPart is one dimension of a rule's key.
 type KeyPart struct {
@@ -139,7 +151,7 @@ type KeyPart struct {
 	IPv4Prefix, IPv6Prefix PrefixLen
 
 	ClaimPath string // SourceJWTClaim: Name as a jsonvalue path, each segment escaped
-	BodyPath  string // SourceBody: the field's dotted path ("metadata.team")
+	BodyPath  string // SourceBody, SourceCall: the field's dotted path ("metadata.team", "params.name")
 }
 
 // PrefixLen is a CIDR prefix length; the zero value is none.
@@ -167,4 +179,11 @@ type Cost struct {
 	// header value of 0 peeks: it is answered, charges nothing and is
 	// admitted even when the limit is spent. Default >= Min.
 	Min int64
+	// Methods and Tools are a jsonrpc rule's cost tables (cost.methods,
+	// cost.tools), nil without one. When either is set both are, sealed,
+	// and share cost.default (units, or refuse): a table not configured
+	// lists no name. Tools is read for MCP's tools/call, by params.name;
+	// Methods for every other call, by method. Without tables a call
+	// costs Default.
+	Methods, Tools *jsonrpc.Table
 }
