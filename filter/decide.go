@@ -22,6 +22,9 @@ const (
 	reasonUnavailable                           // Redis failed and failure_mode is deny
 	reasonUnknownModel                          // the request names a model a price table refuses
 	reasonUnreadableBody                        // a body rule cannot read the body as the upstream will
+	reasonUnknownMethod                         // a JSON-RPC call's method a cost table refuses
+	reasonUnknownTool                           // an MCP tools/call's tool a cost table refuses
+	reasonTooManyKeys                           // a JSON-RPC batch spans more keys of a rule than its max_keys
 )
 
 var reasonNames = [...]string{
@@ -32,6 +35,9 @@ var reasonNames = [...]string{
 	reasonUnavailable:         "ratelimit_unavailable",
 	reasonUnknownModel:        "unknown_model",
 	reasonUnreadableBody:      "unreadable_body",
+	reasonUnknownMethod:       "unknown_method",
+	reasonUnknownTool:         "unknown_tool",
+	reasonTooManyKeys:         "too_many_keys",
 }
 
 func (r reason) String() string {
@@ -54,6 +60,9 @@ type verdict struct {
 	blockedFor time.Duration
 	reason     reason
 	body       jsonbound.Refusal // why, for reasonUnreadableBody
+	// call is 1 + the index (in rpcState.calls) of the JSON-RPC call that
+	// decided it; 0 when none did.
+	call int
 }
 
 // callsOutcome is what the calls of a request decided, beyond the limits'

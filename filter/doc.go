@@ -77,7 +77,7 @@
 // cache, call, verdict, near limit and headers. A step with per-request
 // state keeps it in its own struct, beside its code (degradeState,
 // nearState, reserveState, leaseState, slotState, delayState,
-// responseState, bodyWaitState, quotaState): a Stream holds a pointer to
+// responseState, bodyWaitState, rpcState, quotaState): a Stream holds a pointer to
 // each, nil until a request of a policy with the step needs it, then
 // recycled with the stream. Stream itself keeps the core: the VM, the
 // policy, the host, the request, the calls and the verdict.

@@ -22,7 +22,7 @@ import (
 // may pass once Redis decides again, so it keeps rejected_status.
 func (s *Stream) refusal(v *verdict) bool {
 	switch v.reason {
-	case reasonMissingKey, reasonUnknownModel:
+	case reasonMissingKey, reasonUnknownModel, reasonUnknownMethod, reasonUnknownTool, reasonTooManyKeys:
 		return v.rule >= 0
 	case reasonCostExceedsCapacity:
 		return v.rule >= 0 && !s.local

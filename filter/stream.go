@@ -58,7 +58,8 @@ type Stream struct {
 	// delayed: its place among the requests a throttle holds
 	// (throttle.go); resp: the response followed to settle its cost and
 	// release its slots (response.go); wait: the wait for the request
-	// body (request_body.go); quota: set for the quota endpoint's
+	// body (request_body.go); rpc: the JSON-RPC calls of its body
+	// (jsonrpc_calls.go); quota: set for the quota endpoint's
 	// request, answered here once admitted, its reading of the caller's
 	// keys (quota.go).
 	degraded *degradeState
@@ -69,6 +70,7 @@ type Stream struct {
 	delayed  *delayState
 	resp     *responseState
 	wait     *bodyWaitState
+	rpc      *rpcState
 	quota    *quotaState
 }
 
@@ -167,6 +169,9 @@ func (s *Stream) OnDone() {
 			s.endResponse(false) // no response, or not all of it
 		}
 		r.started, r.charged = false, false
+	}
+	if r := s.rpc; r != nil {
+		r.reset()
 	}
 	if w := s.wait; w != nil {
 		if w.waiting {
