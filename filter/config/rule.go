@@ -1,7 +1,6 @@
 package config
 
 import (
-	"errors"
 	"slices"
 	"strings"
 
@@ -14,7 +13,7 @@ import (
 
 func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status", "jsonrpc")
 	if err != nil {
 		return r, err
 	}
@@ -24,14 +23,20 @@ func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	if !validName(r.Name) {
 		return r, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
 	}
-	// A feature's parser runs only for a field that is set: V8 compiles a
-	// function when it first runs, at the first VM's configure.
-	if v := o["match"]; v.Exists() {
-		if r.Match, err = parseMatch(v, path+".match"); err != nil {
+	// jsonrpc first: match.call, the call source and cost tables need it.
+	if v := o["jsonrpc"]; v.Exists() {
+		if r.JSONRPC, err = parseJSONRPC(v, path+".jsonrpc"); err != nil {
 			return r, err
 		}
 	}
-	if r.Key, err = parseKey(o["key"], path+".key"); err != nil {
+	// A feature's parser runs only for a field that is set: V8 compiles a
+	// function when it first runs, at the first VM's configure.
+	if v := o["match"]; v.Exists() {
+		if r.Match, err = parseMatch(v, path+".match", r.JSONRPC != nil); err != nil {
+			return r, err
+		}
+	}
+	if r.Key, err = parseKey(o["key"], path+".key", r.JSONRPC != nil); err != nil {
 		return r, err
 	}
 	missing, err := enum(o["on_missing_key"], path+".on_missing_key", "skip", "skip", "deny", "shared")
@@ -55,9 +60,14 @@ func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	if r.Overrides, err = boolean(o["overrides"], path+".overrides", false); err != nil {
 		return r, err
 	}
+	if r.JSONRPC != nil {
+		if err := notWithJSONRPC(o, path, &r); err != nil {
+			return r, err
+		}
+	}
 	r.Cost = Cost{Default: 1}
 	if v := o["cost"]; v.Exists() {
-		r.Cost, err = parseCost(v, path+".cost", r.Limits)
+		r.Cost, err = parseCost(v, path+".cost", &r)
 	} else {
 		err = checkCosts(path+".cost", 1, r.Limits)
 	}
@@ -180,7 +190,7 @@ const DefaultRefusalStatus = 400
 // 499), which only a rule that can refuse a request for its content takes.
 func parseRefusalStatus(v jsonvalue.Value, path string, r *Rule) (int, error) {
 	if v.Exists() && !r.RefusesContent() {
-		return 0, errAt(path, "only for a rule that can refuse a request for its content (on_missing_key: deny, a cost header, or response_cost), not a shadow rule")
+		return 0, errAt(path, "only for a rule that can refuse a request for its content (on_missing_key: deny, a cost header, response_cost, or jsonrpc), not a shadow rule")
 	}
 	n, err := integer(v, path, DefaultRefusalStatus, 400, 499)
 	return int(n), err
@@ -189,17 +199,21 @@ func parseRefusalStatus(v jsonvalue.Value, path string, r *Rule) (int, error) {
 // RefusesContent reports whether the rule can refuse a request for what it
 // holds, with RefusalStatus: a key part missing under on_missing_key:
 // deny, a cost header above a limit's capacity, or a response_cost
-// reservation above it, or a model its price table refuses.
+// reservation above it, or a model its price table refuses; for a
+// jsonrpc rule, also a batch's cost above a capacity, more keys than
+// max_keys, or a name its cost table refuses.
 func (r *Rule) RefusesContent() bool {
-	return !r.Shadow && (r.OnMissing == MissingDeny || r.Cost.Header != "" || r.Response != nil)
+	return !r.Shadow && (r.OnMissing == MissingDeny || r.Cost.Header != "" || r.Response != nil || r.JSONRPC != nil)
 }
 
-func parseMatch(v jsonvalue.Value, path string) (Match, error) {
+// parseMatch reads a rule's match; rpc says the rule has jsonrpc, which
+// match.call needs.
+func parseMatch(v jsonvalue.Value, path string, rpc bool) (Match, error) {
 	m := Match{}
 	if !v.Exists() {
 		return m, nil
 	}
-	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers", "body")
+	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers", "body", "call")
 	if err != nil {
 		return m, err
 	}
@@ -243,12 +257,22 @@ func parseMatch(v jsonvalue.Value, path string) (Match, error) {
 	if m.Body, err = parseBodyMatches(o["body"], path+".body"); err != nil {
 		return m, err
 	}
+	if c := o["call"]; c.Exists() {
+		if !rpc {
+			return m, errAt(path+".call", "only for a rule with jsonrpc")
+		}
+		if m.Call, err = parseCallMatches(c, path+".call"); err != nil {
+			return m, err
+		}
+	}
 	return m, nil
 }
 
 const maxKeyParts = 8
 
-func parseKey(v jsonvalue.Value, path string) ([]KeyPart, error) {
+// parseKey reads a rule's key; rpc says the rule has jsonrpc, which the
+// call source needs.
+func parseKey(v jsonvalue.Value, path string, rpc bool) ([]KeyPart, error) {
 	if !v.Exists() {
 		return nil, errAt(path, "required")
 	}
@@ -268,6 +292,9 @@ func parseKey(v jsonvalue.Value, path string) ([]KeyPart, error) {
 		}
 		if src == "" {
 			return nil, errAt(at+".source", "required")
+		}
+		if src == "call" && !rpc {
+			return nil, errAt(at+".source", "call is only for a rule with jsonrpc")
 		}
 		part, err := parseKeyPart(o, at, KeySource(slices.Index(sourceNames, src)))
 		if err != nil {
@@ -325,61 +352,3 @@ func fieldsOf(algo string) paramFields {
 }
 
 const maxLimitsPerRule = MaxRequestLimits
-
-func parseCost(v jsonvalue.Value, path string, limits []NamedLimit) (Cost, error) {
-	c := Cost{Default: 1}
-	var err error
-	switch {
-	case !v.Exists():
-	case v.Type == jsonvalue.Number:
-		if c.Default, err = integer(v, path, 1, 0, 1<<53); err != nil {
-			return c, err
-		}
-	case v.IsObject():
-		o, err := fields(v, path, "header", "default", "min")
-		if err != nil {
-			return c, err
-		}
-		if c.Header, err = str(o["header"], path+".header", ""); err != nil {
-			return c, err
-		}
-		if c.Header == "" {
-			return c, errAt(path+".header", "required")
-		}
-		c.Header = strings.ToLower(c.Header)
-		if c.Default, err = integer(o["default"], path+".default", 1, 0, 1<<53); err != nil {
-			return c, err
-		}
-		if c.Min, err = integer(o["min"], path+".min", 1, 0, 1<<53); err != nil {
-			return c, err
-		}
-		if c.Default < c.Min {
-			return c, errAt(path+".default", "must be >= min (%d): a request that omits the header pays the default", c.Min)
-		}
-		path += ".default"
-	default:
-		return c, errAt(path, "must be a number or an object with header and default")
-	}
-	return c, checkCosts(path, c.Default, limits)
-}
-
-// checkCosts checks that each limit can take a cost of n.
-func checkCosts(path string, n int64, limits []NamedLimit) error {
-	for i, l := range limits {
-		if err := l.Limit.CheckCost(n); err != nil {
-			return costError(path, i, err)
-		}
-	}
-	return nil
-}
-
-// costError wraps a cost that limits[i] cannot take with the path of the
-// cost's field: "<path>: must be <= 10, the limit's capacity of limits[0]".
-func costError(path string, i int, err error) error {
-	msg := err.Error()
-	var pe *algorithms.ParamError
-	if errors.As(err, &pe) {
-		msg = pe.Message(string(pe.Param)) // the path names the cost
-	}
-	return &fieldError{path: path, err: err, msg: format.Sprintf("%s of limits[%d]", msg, i)}
-}
