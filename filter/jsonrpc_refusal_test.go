@@ -210,3 +210,95 @@ func TestRPCRefusalIDsInOrder(t *testing.T) {
 		t.Errorf("ids %v", ids)
 	}
 }
+
+// sendRPC runs a request whose body is body through the filter, the
+// JSON-RPC step's reading of it set beforehand (as that step leaves it).
+func (h *fakeHost) sendRPC(body string) *filtertest.Stream {
+	h.t.Helper()
+	fs := filtertest.NewStream("192.0.2.7:40000", nil)
+	st := h.plugin.NewStream(fs)
+	defer st.OnDone()
+	calls, fault := jsonrpc.Read(body, config.MaxCalls, nil)
+	if fault != 0 {
+		h.t.Fatalf("%s: %v", body, fault)
+	}
+	st.rpc = &rpcState{read: true, calls: calls, batch: jsonrpc.Batch(body)}
+	st.SetBodyFollows(true)
+	st.OnRequestHeaders([][2]string{{":method", "POST"}, {":path", "/mcp"}, {":authority", "mcp"}, {"x-user", "alice"}})
+	if st.WantsRequestBody() {
+		st.OnRequestBody([]byte(body))
+	}
+	h.Pump()
+	return fs
+}
+
+// rpcAnswer is a JSON-RPC error answer as encoding/json reads it: its
+// ids, and each object's code and retry times.
+func rpcAnswer(t *testing.T, body string) (ids []string) {
+	t.Helper()
+	type object struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code int
+			Data struct {
+				RetryAfter   int64 `json:"retry_after"`
+				RetryAfterMs int64 `json:"retry_after_ms"`
+			}
+		}
+	}
+	var objects []object
+	if strings.HasPrefix(body, "[") {
+		if err := json.Unmarshal([]byte(body), &objects); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+	} else {
+		objects = make([]object, 1)
+		if err := json.Unmarshal([]byte(body), &objects[0]); err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+	}
+	for _, o := range objects {
+		d := o.Error.Data
+		if o.JSONRPC != "2.0" || o.Error.Code != -32005 || d.RetryAfter < 1 || d.RetryAfterMs > d.RetryAfter*1000 || d.RetryAfterMs <= (d.RetryAfter-1)*1000 {
+			t.Errorf("%s: want -32005 and retry_after_ms within retry_after's second", body)
+		}
+		ids = append(ids, string(o.ID))
+	}
+	return ids
+}
+
+// A denial of a jsonrpc rule through Redis, then from the deny cache: each
+// request gets its own ids (the cached reply's body is not reused), its
+// status (200 with ids, else 429), and the rate-limit headers.
+func TestRPCRefusalFromDenyCache(t *testing.T) {
+	h := newRPCHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
+	{"name":"tools","key":[{"source":"header","name":"x-user"}],
+	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":2,"window":"1h"}]}]}`, false)
+	single := func(id string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"search"}}`
+	}
+	for _, id := range []string{`"first"`, `2`} {
+		if fs := h.sendRPC(single(id)); fs.Status != 0 || fs.Resumed != 1 {
+			t.Fatalf("request %s: %d %s; want admitted", id, fs.Status, fs.Body)
+		}
+	}
+	for _, c := range []struct {
+		body, from string
+		status     int
+		ids        string
+	}{
+		{single(`"third"`), "", 200, `"third"`},
+		{`[{"jsonrpc":"2.0","id":"x","method":"tools/call"},{"jsonrpc":"2.0","method":"notifications/n"},{"jsonrpc":"2.0","id":4.0,"method":"tools/call"}]`,
+			" from=deny_cache", 200, `"x" 4.0`},
+		{`[{"jsonrpc":"2.0","method":"notifications/n"}]`, " from=deny_cache", 429, `null`},
+		{single(`"again"`), " from=deny_cache", 200, `"again"`},
+	} {
+		fs := h.sendRPC(c.body)
+		ids := strings.Join(rpcAnswer(t, fs.Body), " ")
+		if fs.Status != c.status || ids != c.ids || fs.Headers["retry-after"] == "" || fs.Headers["ratelimit"] == "" ||
+			fs.Decision != "rule=tools limit=per-hour remaining=0 decision=denied reason=rate_limited"+c.from {
+			t.Errorf("%s:\n got %d %v %s, told %q\nwant %d, ids %s, retry-after, ratelimit%s", c.body, fs.Status, fs.Headers, fs.Body, fs.Decision, c.status, c.ids, c.from)
+		}
+	}
+}
