@@ -113,6 +113,10 @@ func TestRPCRefusalBodies(t *testing.T) {
 			`{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request","data":{"reason":"too_many_keys","rule":"tools","max_keys":2,"call":0}}}`},
 		{"missing call part", rpcNoName, verdict{rule: 0, limit: -1, reason: reasonMissingKey, call: 2}, 200,
 			`[{"jsonrpc":"2.0","id":1,` + missingObj + `,{"jsonrpc":"2.0","id":2,` + missingObj + `]`},
+		{"cost above capacity", rpcSingle, verdict{rule: 0, limit: 0, reason: reasonCostExceedsCapacity, call: 1}, 200,
+			`{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request","data":{"reason":"cost_exceeds_capacity","rule":"tools","limit":"per-hour","call":0}}}`},
+		{"cost above the local share: rejected_status", rpcNotes, verdict{rule: 0, limit: 0, reason: reasonCostExceedsCapacity, call: 1}, 429,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"Rate limited","data":{"reason":"cost_exceeds_capacity","rule":"tools","call":0}}}`},
 		{"unreadable: syntax", rpcSingle, verdict{rule: 0, limit: -1, reason: reasonUnreadableBody, body: jsonbound.RefuseSyntax}, 400,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":{"reason":"not JSON or truncated","rule":"tools"}}}`},
 		{"unreadable: not JSON-RPC", rpcSingle, verdict{rule: 0, limit: -1, reason: reasonUnreadableBody, body: jsonbound.RefuseNotJSONRPC}, 400,
@@ -143,6 +147,7 @@ func TestRPCRefusalBodies(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := rpcStream(t, h, c.body)
+			s.local = strings.Contains(c.name, "local")
 			status, headers, body := s.render(&c.v)
 			if status != c.status || string(body) != c.want {
 				t.Errorf("%d %s\nwant %d %s", status, body, c.status, c.want)
