@@ -40,6 +40,21 @@ func compiledPolicy(t *testing.T, conf string) *policy {
 	return NewPlugin(cfg, &benchHost{}).top()
 }
 
+// fullPolicy is fullConfig's policy with a jsonrpc rule added (by hand:
+// config parses jsonrpc on branch wp33-config).
+func fullPolicy(t *testing.T) *policy {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fullConfig))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rpc := cfg.Rules[2] // "body"
+	rpc.Name = "rpc"
+	rpcSpec{callParts: []string{"params.name"}}.apply(&rpc)
+	cfg.Rules = append(cfg.Rules, rpc)
+	return NewPlugin(cfg, &benchHost{}).top()
+}
+
 // A plain rule's policy compiles to the core steps only; a configuration
 // with every feature compiles to all of them.
 func TestPlainRuleSteps(t *testing.T) {
@@ -47,7 +62,7 @@ func TestPlainRuleSteps(t *testing.T) {
 	if got := compiledPolicy(t, plainConfig).steps.String(); got != plain {
 		t.Errorf("plain rule: %s, want %s", got, plain)
 	}
-	if got, want := compiledPolicy(t, fullConfig).steps, steps(1<<numSteps-1); got != want {
+	if got, want := fullPolicy(t).steps, steps(1<<numSteps-1); got != want {
 		t.Errorf("every feature: %s, want %s", got, want)
 	}
 }
@@ -138,13 +153,13 @@ func TestStepStatesMadeWhenUsed(t *testing.T) {
 
 // A policy's steps print in the order a request visits them: the
 // request headers' (quota, usage ask, body wait), each rule's in the
-// rule loop (evaluate.go: reserve before cost, the deny cache before
-// capacity), the reply's (decide.go: the fallback before the verdict,
+// rule loop (evaluate.go: a jsonrpc rule's calls before a rule's key,
+// reserve before cost, the deny cache before capacity), the reply's (decide.go: the fallback before the verdict,
 // near limit before degrade) and the response's.
 func TestStepsInRequestOrder(t *testing.T) {
-	const want = "quota, usage ask, body wait, match, key, reserve, cost, deny cache, capacity, lease, call, " +
+	const want = "quota, usage ask, body wait, match, calls, key, reserve, cost, deny cache, capacity, lease, call, " +
 		"fallback, verdict, near limit, degrade, throttle, headers, near header, settle, concurrency"
-	if got := compiledPolicy(t, fullConfig).steps.String(); got != want {
+	if got := fullPolicy(t).steps.String(); got != want {
 		t.Errorf("steps: %s\nwant   %s", got, want)
 	}
 }

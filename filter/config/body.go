@@ -16,9 +16,9 @@ import (
 const DefaultMaxRequestBodyBytes = 1 << 20
 
 // ReadsBody reports whether the rule's key or match reads the request
-// body.
+// body, as a jsonrpc rule's calls do.
 func (r *Rule) ReadsBody() bool {
-	if len(r.Match.Body) > 0 {
+	if len(r.Match.Body) > 0 || r.JSONRPC != nil {
 		return true
 	}
 	for _, p := range r.Key {
