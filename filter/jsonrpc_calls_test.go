@@ -11,6 +11,7 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/jsonrpc"
+	"github.com/redisrate/envoy-redis-ratelimit/filter/keyspace"
 )
 
 // toolsConf is one rule on /rpc keyed by x-user; toolsSpec makes it an
@@ -235,8 +236,88 @@ func TestLargestBatchDecided(t *testing.T) {
 		calls = append(calls, tool(i, "t"+strconv.Itoa(i)))
 	}
 	for i, want := range []int{0, 0, 0, 0, 0, 429} {
-		if o := h.sendRPC(rpcBatch(calls...), "x-user=a"); o.status != want || len(o.keys) != 64 {
+		o := h.sendRPC(rpcBatch(calls...), "x-user=a")
+		if o.status != want || len(o.keys) != 64 || h.Counters["ratelimit.redis.errors"] != 0 {
 			t.Fatalf("batch %d: %d keys, status %d %s; want %d (%v)", i, len(o.keys), o.status, o.body, want, h.logs)
 		}
+	}
+}
+
+// A body a jsonrpc rule cannot read as calls (more than its max_calls,
+// not JSON-RPC, a call's field given in two cases) is unreadable: under
+// on_unreadable_body deny it is refused, nothing called.
+func TestUnreadableCalls(t *testing.T) {
+	h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.j.MaxCalls = 2 })
+	for _, c := range []struct{ body, why string }{
+		{rpcBatch(tool(1, "a"), tool(2, "b"), tool(3, "c")), "more than max_calls calls"},
+		{`[1]`, "not a JSON-RPC request"},
+		{`[]`, "not a JSON-RPC request"},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, "only in case"},
+	} {
+		o := h.sendRPC(c.body, "x-user=u")
+		if o.status < 400 || o.fcalls != 0 || !strings.Contains(o.body, `"error":"unreadable_body"`) || !strings.Contains(o.body, c.why) {
+			t.Errorf("%s: %+v; want refused as unreadable (%s), no call", c.body, o, c.why)
+		}
+	}
+	if o := h.sendRPC("", "x-user=u"); o.status != 0 || o.fcalls != 0 {
+		t.Errorf("no body: %+v; want admitted, no calls to charge", o)
+	}
+}
+
+// Under on_unreadable_body: missing, an unreadable body is one call with
+// every call part missing (on_missing_key applies), charged the dearest
+// a call can cost.
+func TestUnreadableCallsMissing(t *testing.T) {
+	for _, c := range []struct {
+		missing config.MissingKey
+		status  int
+		keys    []string
+	}{
+		{config.MissingSkip, 0, nil},
+		{config.MissingShared, 0, []string{"{tools|u}|}"}},
+		{config.MissingDeny, 400, nil},
+	} {
+		h := toolsHost(t, "", 100, nil)
+		h.plugin.cfg.Rules[0].OnUnreadableBody = config.UnreadableMissing
+		h.plugin.cfg.Rules[0].OnMissing = c.missing
+		o := h.sendRPC(`[1]`, "x-user=u")
+		if o.status != c.status || !slices.Equal(o.keys, c.keys) || len(c.keys) > 0 && !slices.Equal(o.costs, []int64{5}) {
+			t.Errorf("on_missing_key %d: %+v; want %d, keys %q charged 5", c.missing, o, c.status, c.keys)
+		}
+	}
+}
+
+// failure_mode local decides a batch's call of 64 keys in the VM.
+func TestLocalFallbackDecidesLargestBatch(t *testing.T) {
+	h := rpcHost(t, `{"redis":{"cluster":"redis"},"failure_mode":"local","local_fallback":{"share":1},"rules":[{"name":"t","manual_block":false,
+		"key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":2,"window":"1h"}]}]}`,
+		map[string]rpcSpec{"t": {j: config.JSONRPC{MaxKeys: config.MaxCallKeys}, callParts: []string{"params.name"}}})
+	h.Down = true
+	var calls []string
+	for i := range config.MaxBatchStates {
+		calls = append(calls, tool(i, "t"+strconv.Itoa(i)))
+	}
+	for i, want := range []int{0, 0, 429} {
+		if o := h.sendRPC(rpcBatch(calls...), "x-user=a"); o.status != want || len(o.keys) != 64 && want == 0 {
+			t.Fatalf("batch %d: %d keys, status %d %s; want %d", i, len(o.keys), o.status, o.body, want)
+		}
+	}
+	if got := h.Counters["ratelimit.failure_mode.local_allowed"]; got != 2 {
+		t.Fatalf("local_allowed %d, want 2", got)
+	}
+	if o := h.sendRPC(rpcBatch(tool(1, "other")), "x-user=a"); o.status != 0 {
+		t.Fatalf("another tool: %+v; want admitted", o)
+	}
+}
+
+// The filter's key of a call equals keyspace.RuleKey's for the same
+// parts, in configured order: what ratelimitctl names.
+func TestCallKeyAgreesWithKeyspace(t *testing.T) {
+	h := toolsHost(t, "", 100, nil)
+	o := h.sendRPC(tool(1, "web search"), "x-user=al|ce")
+	cfg := h.plugin.cfg
+	base, err := keyspace.RuleKey(cfg, &cfg.Rules[0], []string{"al|ce", "web search"})
+	if err != nil || len(o.keys) != 1 || cfg.Redis.Prefix+o.keys[0] != base {
+		t.Fatalf("filter %q, keyspace %q %v", o.keys, base, err)
 	}
 }
