@@ -35,10 +35,10 @@ func toolsHost(t *testing.T, redis string, limit int, edit func(*rpcSpec)) *fake
 // nothing.
 func TestBatchChargesEachKeyItsSum(t *testing.T) {
 	h := toolsHost(t, "", 100, nil)
-	body := rpcBatch(`{"jsonrpc":"2.0","id":9,"result":{}}`, tool(1, "search"), rpcCall(2, "ping", ""), tool(3, "deep"),
-		tool(4, "search"), rpcNote("notifications/initialized"), tool(5, "fetch"), tool(6, "deep"), tool(7, "search"),
+	body := rpcBatch(`{"jsonrpc":"2.0","id":9,"result":{}}`, toolCall(1, "search"), rpcCall(2, "ping", ""), toolCall(3, "deep"),
+		toolCall(4, "search"), rpcNote("notifications/initialized"), toolCall(5, "fetch"), toolCall(6, "deep"), toolCall(7, "search"),
 		rpcCall(8, "initialize", "{}"))
-	o := h.sendRPC(body, "x-user=alice")
+	o := h.sendCalls(body, "x-user=alice")
 	want := []string{"{tools|alice}|search}", "{tools|alice}|deep}", "{tools|alice}|fetch}"}
 	if o.status != 0 || o.fcalls != 1 || !slices.Equal(o.keys, want) || !slices.Equal(o.costs, []int64{6, 10, 1}) {
 		t.Fatalf("%+v; want admitted, one call charging %q 6, 10, 1", o, want)
@@ -46,7 +46,7 @@ func TestBatchChargesEachKeyItsSum(t *testing.T) {
 	if c, b := h.Counters["ratelimit.jsonrpc.calls"], h.Counters["ratelimit.jsonrpc.batches"]; c != 10 || b != 1 {
 		t.Fatalf("metrics: calls %d, batches %d; want 10, 1", c, b)
 	}
-	if o := h.sendRPC(tool(1, "deep"), "x-user=alice"); o.status != 0 || !slices.Equal(o.costs, []int64{5}) {
+	if o := h.sendCalls(toolCall(1, "deep"), "x-user=alice"); o.status != 0 || !slices.Equal(o.costs, []int64{5}) {
 		t.Fatalf("one call: %+v", o)
 	}
 	if b := h.Counters["ratelimit.jsonrpc.batches"]; b != 1 {
@@ -61,12 +61,12 @@ func TestBatchOneKeyNotificationsCharged(t *testing.T) {
 	h := rpcHost(t, fmt.Sprintf(toolsConf, "", 100), map[string]rpcSpec{"tools": {
 		j:       config.JSONRPC{Free: []string{"eth_free*"}},
 		methods: map[string]jsonrpc.Entry{"eth_chainId": {}, "eth_call": {Units: 26}, "eth_get*": {Units: 20}}, def: 3}})
-	o := h.sendRPC(rpcBatch(rpcCall(1, "eth_chainId", ""), rpcCall(2, "eth_call", "[]"), rpcNote("eth_getBalance"),
+	o := h.sendCalls(rpcBatch(rpcCall(1, "eth_chainId", ""), rpcCall(2, "eth_call", "[]"), rpcNote("eth_getBalance"),
 		rpcCall(3, "eth_freeStuff", ""), rpcCall(4, "other", ""), `{"jsonrpc":"2.0","id":5,"error":{"code":1}}`), "x-user=bob")
 	if o.status != 0 || !slices.Equal(o.keys, []string{"{tools|bob}"}) || !slices.Equal(o.costs, []int64{49}) {
 		t.Fatalf("%+v; want one key charged 26+20+3", o)
 	}
-	if o := h.sendRPC(rpcBatch(rpcCall(1, "eth_chainId", ""), rpcCall(2, "eth_freeX", "")), "x-user=bob"); o.status != 0 || o.fcalls != 0 {
+	if o := h.sendCalls(rpcBatch(rpcCall(1, "eth_chainId", ""), rpcCall(2, "eth_freeX", "")), "x-user=bob"); o.status != 0 || o.fcalls != 0 {
 		t.Fatalf("only free and cost-0 calls: %+v; want admitted with no call", o)
 	}
 }
@@ -77,7 +77,7 @@ func TestMatchCall(t *testing.T) {
 		sp.j.Free = nil
 		sp.match = []config.HeaderMatch{{Name: "method", Op: config.HeaderExact, Value: "tools/call"}}
 	})
-	o := h.sendRPC(rpcBatch(rpcCall(1, "ping", ""), tool(2, "search"), rpcCall(3, "resources/list", "{}")), "x-user=a")
+	o := h.sendCalls(rpcBatch(rpcCall(1, "ping", ""), toolCall(2, "search"), rpcCall(3, "resources/list", "{}")), "x-user=a")
 	if o.status != 0 || !slices.Equal(o.keys, []string{"{tools|a}|search}"}) || !slices.Equal(o.costs, []int64{2}) {
 		t.Fatalf("%+v; want only the tools/call charged", o)
 	}
@@ -119,17 +119,17 @@ func TestCallRefusals(t *testing.T) {
 		why        reason
 		call       int
 	}{
-		{"unknown tool", rpcBatch(tool(1, "search"), tool(2, "nope")), reasonUnknownTool, 2},
+		{"unknown tool", rpcBatch(toolCall(1, "search"), toolCall(2, "nope")), reasonUnknownTool, 2},
 		{"tool name not a string", rpcBatch(rpcCall(1, "tools/call", `{"name":7}`)), reasonUnknownTool, 1},
 		{"unknown method", rpcBatch(rpcCall(1, "tools/list", `{"name":"x"}`), rpcNote("resources/list")), reasonUnknownMethod, 2},
-		{"too many keys", rpcBatch(tool(1, "search"), tool(2, "deep"), tool(3, "search"), tool(4, "fetch")), reasonTooManyKeys, 4},
+		{"too many keys", rpcBatch(toolCall(1, "search"), toolCall(2, "deep"), toolCall(3, "search"), toolCall(4, "fetch")), reasonTooManyKeys, 4},
 		{"missing part", rpcBatch(rpcCall(1, "tools/list", "")), reasonMissingKey, 1},
 	} {
 		v, _ := h.callVerdict(0, c.body)
 		if v.reason != c.why || v.call != c.call || v.rule != 0 {
 			t.Errorf("%s: %+v; want %s at call %d", c.name, v, c.why, c.call)
 		}
-		if o := h.sendRPC(c.body, "x-user=u"); o.status != 400 || o.fcalls != 0 || !strings.Contains(o.body, c.why.String()) {
+		if o := h.sendCalls(c.body, "x-user=u"); o.status != 400 || o.fcalls != 0 || !strings.Contains(o.body, c.why.String()) {
 			t.Errorf("%s: %+v; want 400 %s, no call", c.name, o, c.why)
 		}
 	}
@@ -138,7 +138,7 @@ func TestCallRefusals(t *testing.T) {
 // A missing call part: skip leaves that call uncharged by the rule;
 // shared keys it with an empty part.
 func TestMissingCallPart(t *testing.T) {
-	body := rpcBatch(tool(1, "search"), rpcCall(2, "tools/call", `{"arguments":{}}`), rpcCall(3, "tools/call", `{"name":""}`))
+	body := rpcBatch(toolCall(1, "search"), rpcCall(2, "tools/call", `{"arguments":{}}`), rpcCall(3, "tools/call", `{"name":""}`))
 	for _, c := range []struct {
 		missing config.MissingKey
 		keys    []string
@@ -149,7 +149,7 @@ func TestMissingCallPart(t *testing.T) {
 	} {
 		h := toolsHost(t, "", 100, nil)
 		h.plugin.cfg.Rules[0].OnMissing = c.missing
-		if o := h.sendRPC(body, "x-user=u"); o.status != 0 || !slices.Equal(o.keys, c.keys) || !slices.Equal(o.costs, c.costs) {
+		if o := h.sendCalls(body, "x-user=u"); o.status != 0 || !slices.Equal(o.keys, c.keys) || !slices.Equal(o.costs, c.costs) {
 			t.Errorf("on_missing_key %d: %+v; want %q %v", c.missing, o, c.keys, c.costs)
 		}
 	}
@@ -160,25 +160,25 @@ func TestMissingCallPart(t *testing.T) {
 // answered from the deny cache, a cheaper one goes to Redis.
 func TestRefusedBatchChargesNothing(t *testing.T) {
 	h := toolsHost(t, "", 10, nil)
-	if o := h.sendRPC(rpcBatch(tool(1, "search"), tool(2, "search"), tool(3, "deep")), "x-user=a"); o.status != 0 {
+	if o := h.sendCalls(rpcBatch(toolCall(1, "search"), toolCall(2, "search"), toolCall(3, "deep")), "x-user=a"); o.status != 0 {
 		t.Fatalf("first batch: %+v", o) // search 4, deep 5
 	}
-	spent := rpcBatch(tool(1, "search"), tool(2, "deep"), tool(3, "deep"), tool(4, "fetch"))
-	if o := h.sendRPC(spent, "x-user=a"); o.status != 429 || o.fcalls != 1 {
+	spent := rpcBatch(toolCall(1, "search"), toolCall(2, "deep"), toolCall(3, "deep"), toolCall(4, "fetch"))
+	if o := h.sendCalls(spent, "x-user=a"); o.status != 429 || o.fcalls != 1 {
 		t.Fatalf("deep 5 + 10: %+v; want 429 from Redis", o)
 	}
 	// search took nothing: 4 + 2*3 fits 10, one more search does not.
-	if o := h.sendRPC(rpcBatch(tool(1, "search"), tool(2, "search"), tool(3, "search")), "x-user=a"); o.status != 0 {
+	if o := h.sendCalls(rpcBatch(toolCall(1, "search"), toolCall(2, "search"), toolCall(3, "search")), "x-user=a"); o.status != 0 {
 		t.Fatalf("search after the refused batch: %+v; want admitted (the refusal charged nothing)", o)
 	}
-	if o := h.sendRPC(tool(1, "search"), "x-user=a"); o.status != 429 {
+	if o := h.sendCalls(toolCall(1, "search"), "x-user=a"); o.status != 429 {
 		t.Fatalf("search at 10: %+v; want 429", o)
 	}
-	if o := h.sendRPC(tool(1, "fetch"), "x-user=a"); o.status != 0 || !slices.Equal(o.costs, []int64{1}) {
+	if o := h.sendCalls(toolCall(1, "fetch"), "x-user=a"); o.status != 0 || !slices.Equal(o.costs, []int64{1}) {
 		t.Fatalf("fetch: %+v; want admitted, its first unit", o)
 	}
 	hits := h.Counters["ratelimit.deny_cache.hits"]
-	if o := h.sendRPC(rpcBatch(tool(1, "deep"), tool(2, "fetch"), tool(3, "deep")), "x-user=a"); o.status != 429 || o.fcalls != 0 {
+	if o := h.sendCalls(rpcBatch(toolCall(1, "deep"), toolCall(2, "fetch"), toolCall(3, "deep")), "x-user=a"); o.status != 429 || o.fcalls != 0 {
 		t.Fatalf("deep 10 again: %+v; want 429 from the deny cache", o)
 	}
 	if h.Counters["ratelimit.deny_cache.hits"] != hits+1 {
@@ -190,11 +190,11 @@ func TestRefusedBatchChargesNothing(t *testing.T) {
 // still reaches Redis for a smaller one.
 func TestDenyCacheBatchKeyCost(t *testing.T) {
 	h := toolsHost(t, "", 10, nil)
-	h.sendRPC(rpcBatch(tool(1, "deep")), "x-user=a") // deep 5
-	if o := h.sendRPC(rpcBatch(tool(1, "deep"), tool(2, "deep")), "x-user=a"); o.status != 429 {
+	h.sendCalls(rpcBatch(toolCall(1, "deep")), "x-user=a") // deep 5
+	if o := h.sendCalls(rpcBatch(toolCall(1, "deep"), toolCall(2, "deep")), "x-user=a"); o.status != 429 {
 		t.Fatalf("deep 10 more: %+v; want 429", o)
 	}
-	if o := h.sendRPC(rpcBatch(tool(1, "fetch"), tool(2, "deep")), "x-user=a"); o.status != 0 || o.fcalls != 1 {
+	if o := h.sendCalls(rpcBatch(toolCall(1, "fetch"), toolCall(2, "deep")), "x-user=a"); o.status != 0 || o.fcalls != 1 {
 		t.Fatalf("deep 5 more: %+v; want admitted by Redis", o)
 	}
 }
@@ -205,12 +205,12 @@ func TestClusterModeCallKeysOneSlot(t *testing.T) {
 	h := toolsHost(t, `,"cluster_mode":true`, 100, nil)
 	var calls []string
 	for i := range 20 {
-		calls = append(calls, tool(i, "tool-"+strconv.Itoa(i)))
+		calls = append(calls, toolCall(i, "tool-"+strconv.Itoa(i)))
 	}
-	if o := h.sendRPC(rpcBatch(calls...), "x-user=alice"); o.status != 400 || o.fcalls != 0 {
+	if o := h.sendCalls(rpcBatch(calls...), "x-user=alice"); o.status != 400 || o.fcalls != 0 {
 		t.Fatalf("20 tools: %+v; want 400 (max_keys 16)", o)
 	}
-	o := h.sendRPC(rpcBatch(calls[:16]...), "x-user=alice")
+	o := h.sendCalls(rpcBatch(calls[:16]...), "x-user=alice")
 	if o.status != 0 || o.fcalls != 1 || len(o.keys) != 16 {
 		t.Fatalf("%+v; want one call of 16 keys", o)
 	}
@@ -233,10 +233,10 @@ func TestLargestBatchDecided(t *testing.T) {
 		map[string]rpcSpec{"t": {j: config.JSONRPC{MaxKeys: config.MaxCallKeys}, callParts: []string{"params.name"}}})
 	var calls []string
 	for i := range config.MaxBatchStates {
-		calls = append(calls, tool(i, "t"+strconv.Itoa(i)))
+		calls = append(calls, toolCall(i, "t"+strconv.Itoa(i)))
 	}
 	for i, want := range []int{0, 0, 0, 0, 0, 429} {
-		o := h.sendRPC(rpcBatch(calls...), "x-user=a")
+		o := h.sendCalls(rpcBatch(calls...), "x-user=a")
 		if o.status != want || len(o.keys) != 64 || h.Counters["ratelimit.redis.errors"] != 0 {
 			t.Fatalf("batch %d: %d keys, status %d %s; want %d (%v)", i, len(o.keys), o.status, o.body, want, h.logs)
 		}
@@ -249,17 +249,17 @@ func TestLargestBatchDecided(t *testing.T) {
 func TestUnreadableCalls(t *testing.T) {
 	h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.j.MaxCalls = 2 })
 	for _, c := range []struct{ body, why string }{
-		{rpcBatch(tool(1, "a"), tool(2, "b"), tool(3, "c")), "more than max_calls calls"},
+		{rpcBatch(toolCall(1, "a"), toolCall(2, "b"), toolCall(3, "c")), "more than max_calls calls"},
 		{`[1]`, "not a JSON-RPC request"},
 		{`[]`, "not a JSON-RPC request"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, "only in case"},
 	} {
-		o := h.sendRPC(c.body, "x-user=u")
+		o := h.sendCalls(c.body, "x-user=u")
 		if o.status < 400 || o.fcalls != 0 || !strings.Contains(o.body, `"error":"unreadable_body"`) || !strings.Contains(o.body, c.why) {
 			t.Errorf("%s: %+v; want refused as unreadable (%s), no call", c.body, o, c.why)
 		}
 	}
-	if o := h.sendRPC("", "x-user=u"); o.status != 0 || o.fcalls != 0 {
+	if o := h.sendCalls("", "x-user=u"); o.status != 0 || o.fcalls != 0 {
 		t.Errorf("no body: %+v; want admitted, no calls to charge", o)
 	}
 }
@@ -280,7 +280,7 @@ func TestUnreadableCallsMissing(t *testing.T) {
 		h := toolsHost(t, "", 100, nil)
 		h.plugin.cfg.Rules[0].OnUnreadableBody = config.UnreadableMissing
 		h.plugin.cfg.Rules[0].OnMissing = c.missing
-		o := h.sendRPC(`[1]`, "x-user=u")
+		o := h.sendCalls(`[1]`, "x-user=u")
 		if o.status != c.status || !slices.Equal(o.keys, c.keys) || len(c.keys) > 0 && !slices.Equal(o.costs, []int64{5}) {
 			t.Errorf("on_missing_key %d: %+v; want %d, keys %q charged 5", c.missing, o, c.status, c.keys)
 		}
@@ -295,17 +295,17 @@ func TestLocalFallbackDecidesLargestBatch(t *testing.T) {
 	h.Down = true
 	var calls []string
 	for i := range config.MaxBatchStates {
-		calls = append(calls, tool(i, "t"+strconv.Itoa(i)))
+		calls = append(calls, toolCall(i, "t"+strconv.Itoa(i)))
 	}
 	for i, want := range []int{0, 0, 429} {
-		if o := h.sendRPC(rpcBatch(calls...), "x-user=a"); o.status != want || len(o.keys) != 64 && want == 0 {
+		if o := h.sendCalls(rpcBatch(calls...), "x-user=a"); o.status != want || len(o.keys) != 64 && want == 0 {
 			t.Fatalf("batch %d: %d keys, status %d %s; want %d", i, len(o.keys), o.status, o.body, want)
 		}
 	}
 	if got := h.Counters["ratelimit.failure_mode.local_allowed"]; got != 2 {
 		t.Fatalf("local_allowed %d, want 2", got)
 	}
-	if o := h.sendRPC(rpcBatch(tool(1, "other")), "x-user=a"); o.status != 0 {
+	if o := h.sendCalls(rpcBatch(toolCall(1, "other")), "x-user=a"); o.status != 0 {
 		t.Fatalf("another tool: %+v; want admitted", o)
 	}
 }
@@ -314,7 +314,7 @@ func TestLocalFallbackDecidesLargestBatch(t *testing.T) {
 // parts, in configured order: what ratelimitctl names.
 func TestCallKeyAgreesWithKeyspace(t *testing.T) {
 	h := toolsHost(t, "", 100, nil)
-	o := h.sendRPC(tool(1, "web search"), "x-user=al|ce")
+	o := h.sendCalls(toolCall(1, "web search"), "x-user=al|ce")
 	cfg := h.plugin.cfg
 	base, err := keyspace.RuleKey(cfg, &cfg.Rules[0], []string{"al|ce", "web search"})
 	if err != nil || len(o.keys) != 1 || cfg.Redis.Prefix+o.keys[0] != base {

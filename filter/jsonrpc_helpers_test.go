@@ -79,9 +79,9 @@ type rpcOutcome struct {
 	fcalls int
 }
 
-// sendRPC posts body to /rpc with headers ("name=value") through the
+// sendCalls posts body to /rpc with headers ("name=value") through the
 // filter, records the decide calls it sends, then pumps them.
-func (h *fakeHost) sendRPC(body string, headers ...string) rpcOutcome {
+func (h *fakeHost) sendCalls(body string, headers ...string) rpcOutcome {
 	h.t.Helper()
 	fs := filtertest.NewStream("192.0.2.7:40000", nil)
 	st := h.plugin.NewStream(fs)
@@ -159,7 +159,7 @@ func rpcCall(id int, method, params string) string {
 // rpcNote is a notification of method.
 func rpcNote(method string) string { return `{"jsonrpc":"2.0","method":"` + method + `"}` }
 
-// tool is a tools/call of tool name.
-func tool(id int, name string) string {
+// toolCall is a tools/call of tool name.
+func toolCall(id int, name string) string {
 	return rpcCall(id, "tools/call", `{"name":"`+name+`","arguments":{}}`)
 }

@@ -23,6 +23,7 @@ const fullConfig = `{"redis":{"cluster":"redis"},"body_while_headers_paused":tru
 	 "response_cost":{"usage":"openai_chat","reserve":{"header":"x-max-tokens","default":1000},
 	 "price":{"unit":"micro_usd","default":"refuse","model_header":"x-model","models":{"gpt-4o":{"input":"2.50","output":"10"}}}}},
 	{"name":"body","key":[{"source":"body","path":"user"}],"limits":[{"algorithm":"sliding_log","limit":10,"window":"1s"}]},
+	{"name":"rpc","key":[{"source":"call","path":"params.name"}],"jsonrpc":{},"limits":[{"algorithm":"sliding_log","limit":10,"window":"1s"}]},
 	{"name":"degrade","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":10,"window":"1s"}],
 	 "on_limit":{"action":"degrade"}},
 	{"name":"calm","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"funnel","capacity":1,"rate":1,"period":"1s"}],
@@ -40,21 +41,6 @@ func compiledPolicy(t *testing.T, conf string) *policy {
 	return NewPlugin(cfg, &benchHost{}).top()
 }
 
-// fullPolicy is fullConfig's policy with a jsonrpc rule added (by hand:
-// config parses jsonrpc on branch wp33-config).
-func fullPolicy(t *testing.T) *policy {
-	t.Helper()
-	cfg, err := config.Parse([]byte(fullConfig))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rpc := cfg.Rules[2] // "body"
-	rpc.Name = "rpc"
-	rpcSpec{callParts: []string{"params.name"}}.apply(&rpc)
-	cfg.Rules = append(cfg.Rules, rpc)
-	return NewPlugin(cfg, &benchHost{}).top()
-}
-
 // A plain rule's policy compiles to the core steps only; a configuration
 // with every feature compiles to all of them.
 func TestPlainRuleSteps(t *testing.T) {
@@ -62,7 +48,7 @@ func TestPlainRuleSteps(t *testing.T) {
 	if got := compiledPolicy(t, plainConfig).steps.String(); got != plain {
 		t.Errorf("plain rule: %s, want %s", got, plain)
 	}
-	if got, want := fullPolicy(t).steps, steps(1<<numSteps-1); got != want {
+	if got, want := compiledPolicy(t, fullConfig).steps, steps(1<<numSteps-1); got != want {
 		t.Errorf("every feature: %s, want %s", got, want)
 	}
 }
@@ -154,12 +140,13 @@ func TestStepStatesMadeWhenUsed(t *testing.T) {
 // A policy's steps print in the order a request visits them: the
 // request headers' (quota, usage ask, body wait), each rule's in the
 // rule loop (evaluate.go: a jsonrpc rule's calls before a rule's key,
-// reserve before cost, the deny cache before capacity), the reply's (decide.go: the fallback before the verdict,
-// near limit before degrade) and the response's.
+// reserve before cost, the deny cache before capacity), the reply's
+// (decide.go: the fallback before the verdict, near limit before
+// degrade) and the response's.
 func TestStepsInRequestOrder(t *testing.T) {
 	const want = "quota, usage ask, body wait, match, calls, key, reserve, cost, deny cache, capacity, lease, call, " +
 		"fallback, verdict, near limit, degrade, throttle, headers, near header, settle, concurrency"
-	if got := fullPolicy(t).steps.String(); got != want {
+	if got := compiledPolicy(t, fullConfig).steps.String(); got != want {
 		t.Errorf("steps: %s\nwant   %s", got, want)
 	}
 }
