@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -319,5 +320,23 @@ func TestCallKeyAgreesWithKeyspace(t *testing.T) {
 	base, err := keyspace.RuleKey(cfg, &cfg.Rules[0], []string{"al|ce", "web search"})
 	if err != nil || len(o.keys) != 1 || cfg.Redis.Prefix+o.keys[0] != base {
 		t.Fatalf("filter %q, keyspace %q %v", o.keys, base, err)
+	}
+}
+
+// The MCP fixture, parsed: each rule charges its own keys in the one
+// call, in rule order; a tool's formula reads its call's arguments.
+func TestParsedMCPRules(t *testing.T) {
+	conf, err := os.ReadFile("config/testdata/valid/jsonrpc-mcp-tools.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newFakeHost(t, string(conf))
+	body := rpcBatch(rpcCall(1, "ping", ""), toolCall(2, "search"), toolCall(3, "deep_research"),
+		rpcCall(4, "tools/call", `{"name":"list_files","arguments":{"limit":35}}`), rpcNote("notifications/initialized"), toolCall(5, "search"))
+	o := h.sendCalls(body, ":path=/mcp", "x-user=alice", "mcp-session-id=s1")
+	want := []string{"{user-tools|alice}|search}", "{user-tools|alice}|deep_research}", "{user-tools|alice}|list_files}",
+		"{deep-research|alice}", "{session|s1}"}
+	if o.status != 0 || o.fcalls != 1 || !slices.Equal(o.keys, want) || !slices.Equal(o.costs, []int64{2, 1, 1, 1, 11}) {
+		t.Fatalf("%+v; want one call charging %q 2, 1, 1, 1, 11", o, want)
 	}
 }
