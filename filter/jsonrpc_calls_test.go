@@ -340,3 +340,21 @@ func TestParsedMCPRules(t *testing.T) {
 		t.Fatalf("%+v; want one call charging %q 2, 1, 1, 1, 11", o, want)
 	}
 }
+
+// A shadow jsonrpc rule never refuses: a name its table refuses, or too
+// many keys, is counted as would_deny and charges nothing for the rule.
+func TestShadowCallRule(t *testing.T) {
+	h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.refuse, sp.j.MaxKeys = true, 1 })
+	h.plugin.cfg.Rules[0].Shadow = true
+	for i, body := range []string{rpcBatch(toolCall(1, "search"), toolCall(2, "nope")), rpcBatch(toolCall(1, "search"), toolCall(2, "deep"))} {
+		if o := h.sendCalls(body, "x-user=u"); o.status != 0 || o.fcalls != 0 {
+			t.Fatalf("%s: %+v; want admitted, no call", body, o)
+		}
+		if got := h.Counters["ratelimit.rule.tools.would_deny"]; got != uint64(i+1) {
+			t.Fatalf("would_deny %d, want %d", got, i+1)
+		}
+	}
+	if o := h.sendCalls(rpcBatch(toolCall(1, "search"), toolCall(2, "search")), "x-user=u"); o.status != 0 || !slices.Equal(o.costs, []int64{4}) {
+		t.Fatalf("%+v; want the shadow call charging search 4", o)
+	}
+}
