@@ -173,6 +173,8 @@ func (s *Stream) keyCalls(ri int, r *rpcState) verdict {
 		switch {
 		case s.req.refused != 0:
 			return verdict{}
+		case !headOK && rule.OnMissing == config.MissingDeny: // the request's part, no call's
+			return verdict{rule: ri, limit: -1, reason: reasonMissingKey}
 		case !ok && rule.OnMissing == config.MissingDeny:
 			return refuse(reasonMissingKey, i)
 		case !ok: // skip: this call is not charged by the rule

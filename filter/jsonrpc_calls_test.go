@@ -86,13 +86,16 @@ func TestMatchCall(t *testing.T) {
 
 // callVerdict evaluates rule ri over body as OnRequestBody would and
 // returns the refusal keyCalls makes, and the rule's keys.
-func (h *fakeHost) callVerdict(ri int, body string) (verdict, []string) {
+func (h *fakeHost) callVerdict(ri int, body string, headers ...[2]string) (verdict, []string) {
 	h.t.Helper()
 	fs := filtertest.NewStream("192.0.2.7:40000", nil)
 	st := h.plugin.NewStream(fs)
 	defer st.OnDone()
 	st.SetBodyFollows(true)
-	st.OnRequestHeaders([][2]string{{":method", "POST"}, {":path", "/rpc"}, {"x-user", "u"}})
+	if headers == nil {
+		headers = [][2]string{{"x-user", "u"}}
+	}
+	st.OnRequestHeaders(append([][2]string{{":method", "POST"}, {":path", "/rpc"}}, headers...))
 	st.req.body, st.req.bodyLen = append(st.req.body[:0], body...), len(body)
 	st.req.bodyMax = st.pol.cfg.Rules[ri].MaxRequestBodyBytes
 	r := st.readCalls()
@@ -133,6 +136,23 @@ func TestCallRefusals(t *testing.T) {
 		if o := h.sendCalls(c.body, "x-user=u"); o.status != 400 || o.fcalls != 0 || !strings.Contains(o.body, c.why.String()) {
 			t.Errorf("%s: %+v; want 400 %s, no call", c.name, o, c.why)
 		}
+	}
+}
+
+// A request part missing under on_missing_key deny refuses the batch,
+// naming no call.
+func TestMissingRequestPart(t *testing.T) {
+	h := toolsHost(t, "", 100, nil)
+	h.plugin.cfg.Rules[0].OnMissing = config.MissingDeny
+	v, _ := h.callVerdict(0, jsonArray(reqMsg(1, "ping", ""), toolMsg(2, "search")), [2]string{"x-other", "u"})
+	if v.reason != reasonMissingKey || v.call != 0 {
+		t.Fatalf("%+v; want missing_key of no call", v)
+	}
+	if o := h.sendCalls(jsonArray(reqMsg(1, "ping", ""), toolMsg(2, "search"))); o.status != 400 || o.fcalls != 0 {
+		t.Fatalf("no x-user: %+v; want 400", o)
+	}
+	if o := h.sendCalls(jsonArray(reqMsg(1, "ping", ""))); o.status != 0 {
+		t.Fatalf("no x-user, only a free call: %+v; want admitted, nothing to charge", o)
 	}
 }
 
