@@ -82,6 +82,9 @@ func parseFree(v jsonvalue.Value, path string) ([]string, error) {
 	}
 	free := []string{}
 	for i, e := range v.Array() {
+		if e.Type == jsonvalue.String && e.Str == "*" {
+			return nil, errAt(elem(path, i), `"*" alone would make every call free: list the methods to leave uncharged`)
+		}
 		name, _ := strings.CutSuffix(e.Str, "*")
 		if e.Type != jsonvalue.String || name == "" || len(name) > jsonrpc.MaxNameLen || strings.Contains(name, "*") {
 			return nil, errAt(elem(path, i), "must be a method name of 1 to %d bytes, or such a prefix followed by *", jsonrpc.MaxNameLen)
@@ -158,11 +161,14 @@ func parseCostTables(o map[string]jsonvalue.Value, path string, r *Rule) (Cost, 
 		return c, errAt(path+".default", `must be a number of units, or "refuse"`)
 	}
 	var err error
-	if methods.Names, err = parseCallTable(o["methods"], path+".methods", r.Limits); err != nil {
+	if methods.Names, err = parseCallTable(o["methods"], path+".methods", r.Limits, r.JSONRPC.unusedMethod); err != nil {
 		return c, err
 	}
-	if tools.Names, err = parseCallTable(o["tools"], path+".tools", r.Limits); err != nil {
+	if tools.Names, err = parseCallTable(o["tools"], path+".tools", r.Limits, r.JSONRPC.unusedTool); err != nil {
 		return c, err
+	}
+	if !methods.Refuse && methods.Default == 0 && allZero(methods.Names) && allZero(tools.Names) {
+		return c, errAt(path+".default", "every name costs 0, so the rule would charge nothing: a call of cost 0 adds no key")
 	}
 	methods.Seal()
 	tools.Seal()
@@ -171,8 +177,9 @@ func parseCostTables(o map[string]jsonvalue.Value, path string, r *Rule) (Cost, 
 }
 
 // parseCallTable reads cost.methods or cost.tools: names (exact, or a
-// prefix ending in '*') to units or a formula; nil when absent.
-func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit) (map[string]jsonrpc.Entry, error) {
+// prefix ending in '*') to units or a formula; nil when absent. unused
+// says why an entry could never be looked up, "" when it can.
+func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit, unused func(name string) string) (map[string]jsonrpc.Entry, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -193,6 +200,8 @@ func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit) (map[st
 			err = errAt(at, "duplicate field")
 		case len(names) == maxCallNames:
 			err = errAt(path, "must list at most %d names", maxCallNames)
+		case unused(name) != "":
+			err = errAt(at, "never used: %s", unused(name))
 		}
 		names[name] = jsonrpc.Entry{}
 		return err == nil
@@ -240,11 +249,11 @@ func parseFormula(v jsonvalue.Value, at string) (*jsonrpc.Formula, error) {
 		return nil, err
 	}
 	f := &jsonrpc.Formula{}
-	if f.Param, err = callPath(o["param"], at+".param"); err != nil {
+	if f.Param, err = paramPath(o["param"], at+".param"); err != nil {
 		return nil, err
 	}
 	if o["minus"].Exists() {
-		if f.Minus, err = callPath(o["minus"], at+".minus"); err != nil {
+		if f.Minus, err = paramPath(o["minus"], at+".minus"); err != nil {
 			return nil, err
 		}
 	}
@@ -281,6 +290,17 @@ func parseFormula(v jsonvalue.Value, at string) (*jsonrpc.Formula, error) {
 // "params.name", "params.0.toBlock").
 func callPath(v jsonvalue.Value, at string) (string, error) {
 	return dottedPath(v, at, `must be a dotted field path such as method or params.name: at most 16 names, without # * ? | @ \ or NUL`)
+}
+
+// paramPath reads a formula's path, which must lie under params: the
+// other fields of a call name it (jsonrpc, method) or are the client's
+// tag (id), never what it pays for.
+func paramPath(v jsonvalue.Value, at string) (string, error) {
+	p, err := callPath(v, at)
+	if err == nil && !strings.HasPrefix(p, "params.") {
+		err = errAt(at, "must be a path under params, such as params.0.toBlock: a call's other fields (jsonrpc, method, id) never hold what it pays for")
+	}
+	return p, err
 }
 
 // parseCallMatches reads match.call: fields of each call that must all

@@ -71,6 +71,9 @@ func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	} else {
 		err = checkCosts(path+".cost", 1, r.Limits)
 	}
+	if err == nil && r.JSONRPC != nil {
+		err = checkCallMatches(&r, path)
+	}
 	if err != nil {
 		return r, err
 	}
