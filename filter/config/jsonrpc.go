@@ -289,7 +289,11 @@ func parseFormula(v jsonvalue.Value, at string) (*jsonrpc.Formula, error) {
 // callPath reads a dotted path in a JSON-RPC call's object ("method",
 // "params.name", "params.0.toBlock").
 func callPath(v jsonvalue.Value, at string) (string, error) {
-	return dottedPath(v, at, `must be a dotted field path such as method or params.name: at most 16 names, without # * ? | @ \ or NUL`)
+	p, err := dottedPath(v, at, `must be a dotted field path such as method or params.name: at most 16 names, without # * ? | @ \ or NUL`)
+	if err == nil && p == "params" {
+		err = errAt(at, "must name a field inside params, such as params.name: params itself is an object or an array, never a value")
+	}
+	return p, err
 }
 
 // paramPath reads a formula's path, which must lie under params: the
