@@ -196,6 +196,8 @@ func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit, unused 
 		switch {
 		case name == "" || len(name) > jsonrpc.MaxNameLen:
 			err = errAt(at, "a name must have 1 to %d bytes", jsonrpc.MaxNameLen)
+		case strings.Contains(strings.TrimSuffix(name, "*"), "*"):
+			err = errAt(at, `"*" may only end a name, making it a prefix such as "eth_get*"`)
 		case dup:
 			err = errAt(at, "duplicate field")
 		case len(names) == maxCallNames:
