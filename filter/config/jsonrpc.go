@@ -327,11 +327,14 @@ func (r *Rule) HasCallParts() bool {
 }
 
 // BatchStates is the most limit states one request's batch carries for
-// the rule: per key (batchKeys) its limits and its block key.
+// the rule: per key (batchKeys) its limits, its block key, and the tier
+// and override keys Redis reads to choose its limits.
 func (r *Rule) BatchStates() int {
 	n := r.Positions()
-	if r.ManualBlock {
-		n++
+	for _, more := range []bool{r.ManualBlock, r.TiersFromRedis(), r.Overrides} {
+		if more {
+			n++
+		}
 	}
 	return n * r.batchKeys()
 }
