@@ -285,6 +285,9 @@ func parseFormula(v jsonvalue.Value, at string) (*jsonrpc.Formula, error) {
 	default:
 		return nil, errAt(at+"."+bad, "out of bounds") // the reads above bound every field
 	}
+	if f.Max > 0 && f.Base == 0 && f.Min == 0 {
+		return nil, errAt(at+".min", "must be >= 1 when base is 0: else a call whose param reads 0 pays nothing, so the client chooses what it pays")
+	}
 	return f, nil
 }
 
