@@ -167,6 +167,9 @@ func parseCostTables(o map[string]jsonvalue.Value, path string, r *Rule) (Cost, 
 	if tools.Names, err = parseCallTable(o["tools"], path+".tools", r.Limits, r.JSONRPC.unusedTool); err != nil {
 		return c, err
 	}
+	if methods.Refuse && r.JSONRPC.Protocol == ProtocolMCP && !o["methods"].Exists() && !onlyToolCalls(r) {
+		return c, errAt(path+".default", `"refuse" without cost.methods refuses every call but tools/call and the free ones, tools/list too: list cost.methods ({} to mean it), or add match.call {"path": "method", "exact": "tools/call"}`)
+	}
 	if !methods.Refuse && methods.Default == 0 && allZero(methods.Names) && allZero(tools.Names) {
 		return c, errAt(path+".default", "every name costs 0, so the rule would charge nothing: a call of cost 0 adds no key")
 	}

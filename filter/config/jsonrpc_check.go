@@ -77,3 +77,14 @@ func allZero(names map[string]jsonrpc.Entry) bool {
 	}
 	return true
 }
+
+// onlyToolCalls reports whether the rule's match.call lets through only
+// tools/call.
+func onlyToolCalls(r *Rule) bool {
+	for _, m := range r.Match.Call {
+		if m.Name == "method" && m.Op == HeaderExact && m.Value == "tools/call" {
+			return true
+		}
+	}
+	return false
+}
