@@ -31,6 +31,11 @@ type Call struct {
 	Kind Kind
 	// Method is the method's value, unescaped; "" for a Response.
 	Method string
+	// Params is the params member's JSON text, "" when absent or when
+	// ParamsFault says why a path inside it is refused (a case variant
+	// or a repeated "params"); see Param.
+	Params      string
+	ParamsFault Fault
 }
 
 // Text is the call's object in body.
@@ -80,33 +85,51 @@ func Read(body string, max int, dst []Call) ([]Call, Fault) {
 	return calls, 0
 }
 
-// readCall reads the message body[at:end].
+// callNames are the members readCall reads, in one scan of a call.
+var callNames = [...]string{"jsonrpc", "id", "method", "result", "error", "params"}
+
+const (
+	memberVersion = iota
+	memberID
+	memberMethod
+	memberResult
+	memberError
+	memberParams
+)
+
+// readCall reads the message body[at:end]: its members in one scan
+// (jsonbound.Members), then each as jsonbound.Lookup would read it, in
+// the order the faults are told.
 func readCall(body string, at, end int) (Call, Fault) {
 	c := Call{At: at, End: end}
 	text := body[at:end]
 	if text == "" || text[0] != '{' {
 		return c, jsonbound.RefuseNotJSONRPC
 	}
-	version, why := jsonbound.Lookup(text, "jsonrpc")
-	if why != 0 {
+	var ms [len(callNames)]jsonbound.Member
+	jsonbound.Members(text, callNames[:], ms[:])
+	if why := ms[memberVersion].Refusal(false); why != 0 {
 		return c, why
 	}
-	if s, ok := stringOf(version); !ok || s != "2.0" {
+	if s, ok := stringOf(ms[memberVersion].Value); !ok || s != "2.0" {
 		return c, jsonbound.RefuseNotJSONRPC
 	}
-	id, why := jsonbound.Lookup(text, "id")
-	if why != 0 {
+	if why := ms[memberID].Refusal(false); why != 0 {
 		return c, why
 	}
+	id := ms[memberID].Value
 	if id != "" && (id[0] == '{' || id[0] == '[' || id[0] == 't' || id[0] == 'f') {
 		return c, jsonbound.RefuseNotJSONRPC
 	}
 	c.ID = id
-	method, why := jsonbound.Lookup(text, "method")
-	if why != 0 {
+	c.Params, c.ParamsFault = ms[memberParams].Value, ms[memberParams].Refusal(true)
+	if c.ParamsFault != 0 {
+		c.Params = ""
+	}
+	if why := ms[memberMethod].Refusal(false); why != 0 {
 		return c, why
 	}
-	if method != "" {
+	if method := ms[memberMethod].Value; method != "" {
 		name, ok := stringOf(method)
 		if !ok {
 			return c, jsonbound.RefuseNotJSONRPC
@@ -117,17 +140,27 @@ func readCall(body string, at, end int) (Call, Fault) {
 		}
 		return c, 0
 	}
-	for _, field := range [...]string{"result", "error"} {
-		v, why := jsonbound.Lookup(text, field)
-		if why != 0 {
+	for _, m := range ms[memberResult : memberError+1] {
+		if why := m.Refusal(false); why != 0 {
 			return c, why
 		}
-		if v != "" && id != "" {
+		if m.Value != "" && id != "" {
 			c.Kind = Response
 			return c, 0
 		}
 	}
 	return c, jsonbound.RefuseNotJSONRPC
+}
+
+// Param is the field at path (dotted, as jsonbound.Lookup's) inside the
+// call's params, as jsonbound.Lookup(c.Text(body), "params."+path) reads
+// it, without scanning the call again: its JSON text, "" when absent, or
+// why it is refused.
+func (c *Call) Param(path string) (string, Fault) {
+	if c.ParamsFault != 0 || c.Params == "" {
+		return "", c.ParamsFault
+	}
+	return jsonbound.Lookup(c.Params, path)
 }
 
 // stringOf is the value of a JSON string's text, unescaped (allocating
