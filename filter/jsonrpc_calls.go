@@ -310,7 +310,11 @@ func (r *request) callCost(rule *config.Rule, c *jsonrpc.Call, call string) (int
 	t, name, why := cs.Methods, c.Method, reasonUnknownMethod
 	if rule.JSONRPC.Protocol == config.ProtocolMCP && c.Method == "tools/call" {
 		t, name, why = cs.Tools, "", reasonUnknownTool
-		if raw := r.callField(call, "params.name"); raw != "" && raw[0] == '"' {
+		raw, fault := c.Param("name") // in the params Read kept: no second scan of the call
+		if fault != 0 {
+			r.refuse(fault)
+		}
+		if raw != "" && raw[0] == '"' {
 			name = jsonvalue.Parse(raw).Str
 		}
 	}
