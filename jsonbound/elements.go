@@ -38,6 +38,25 @@ func NextElement(body string, i int) (start, end, next int) {
 	return i, end, next
 }
 
+// NextStart is where an element of body's array begins, as NextElement
+// finds it but without skipping the element: i is 0 for the first, else
+// the end of the element before (its caller skipped it); -1 past the
+// last element or when body's value is not an array.
+func NextStart(body string, i int) int {
+	if i == 0 {
+		if i = skipSpace(body, 0); i == len(body) || body[i] != '[' {
+			return -1
+		}
+		i++
+	} else if i = skipSpace(body, i); i < len(body) && body[i] == ',' {
+		i++
+	}
+	if i = skipSpace(body, i); i >= len(body) || body[i] == ']' {
+		return -1
+	}
+	return i
+}
+
 // clampZero is n, or 0 when n is negative.
 func clampZero(n int) int {
 	if n < 0 {

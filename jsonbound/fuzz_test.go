@@ -145,5 +145,15 @@ func FuzzElements(f *testing.F) {
 				t.Fatalf("Elements(%q): element %d is %q; encoding/json reads %q", body, k, got, all[k])
 			}
 		}
+		k := 0 // NextStart finds each element's start, told where the one before ends
+		for i := NextStart(body, 0); i >= 0; i = NextStart(body, skipValue(body, i)) {
+			if k == len(all) || k < len(spans) && i != spans[k][0] {
+				t.Fatalf("NextStart(%q): element %d at %d; Elements reads %v", body, k, i, spans)
+			}
+			k++
+		}
+		if k != len(all) {
+			t.Fatalf("NextStart(%q): %d elements; encoding/json reads %d", body, k, len(all))
+		}
 	})
 }

@@ -25,34 +25,37 @@ func (m *Member) Refusal(parent bool) Refusal {
 	return 0
 }
 
-// Members reads the object obj (a value of a text ReadBody accepted, from
-// its '{') for several names in one scan of its members, not looking
-// inside their values: dst[k] is what Lookup(obj, names[k]) reads, its
-// refusal in dst[k].Refusal. names are a few, none a case variant of
-// another; dst is as long as names. When obj is not an object every
-// dst[k] is zero. Its work is linear in obj's size (times the few
-// names), without recursion or allocation.
-func Members(obj string, names []string, dst []Member) {
+// Members reads the object at the start of obj (after spaces; obj may
+// run on past it, as a batch's element does) for several names, in one
+// scan of its members, not looking inside their values: dst[k] is what
+// Lookup(object, names[k]) reads, its refusal in dst[k].Refusal. names
+// are a few, none a case variant of another; dst is as long as names.
+// It returns the offset in obj just past the object, or -1 (every dst[k]
+// zero) when obj's value is not an object. obj is a text ReadBody
+// accepted, or such a text from one of its values on. Its work is linear
+// in the object's size (times the few names), without recursion or
+// allocation.
+func Members(obj string, names []string, dst []Member) (end int) {
 	clear(dst)
 	i := skipSpace(obj, 0)
 	if i == len(obj) || obj[i] != '{' {
-		return
+		return -1
 	}
 	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] == '"'; {
-		end := stringEnd(obj, i)
-		key := obj[i+1 : end-1]
-		i = skipSpace(obj, skipSpace(obj, end)+1) // past ':'
-		at := i
-		i = skipSpace(obj, skipValue(obj, i))
+		quote := stringEnd(obj, i) // past the key's closing quote
+		key := obj[i+1 : quote-1]
+		i = skipSpace(obj, skipSpace(obj, quote)+1) // past ':'
+		at, end := i, skipValue(obj, i)
+		i = skipSpace(obj, end)
 		for k, name := range names {
-			if !mayBe(key, name) {
+			if plainDiffer(key, name) {
 				continue
 			}
 			exact, folded := keyIs(key, name)
 			if exact {
 				m := &dst[k]
 				m.Many = m.Value != "" || m.Many
-				m.Value = obj[at:skipValue(obj, at)]
+				m.Value = obj[at:end]
 			} else if folded {
 				dst[k].Variant = true
 			}
@@ -61,32 +64,17 @@ func Members(obj string, names []string, dst []Member) {
 			i = skipSpace(obj, i+1)
 		}
 	}
+	return min(i+1, len(obj)) // past '}'
 }
 
-// mayBe is false when key (raw) can be neither name nor a case variant
-// of it: ASCII without escapes, key and name, of other lengths or first
-// letters that differ in more than case.
-func mayBe(key, name string) bool {
+// plainDiffer is true when key (raw) can be neither name nor a case
+// variant of it, by their first characters: both ASCII, unescaped, and
+// other than in a letter's case. (It may be false for other keys too:
+// keyIs then decides.)
+func plainDiffer(key, name string) bool {
 	if key == "" || name == "" {
-		return key == name
-	}
-	a, b := key[0], name[0]
-	if a == '\\' || a >= utf8.RuneSelf || b >= utf8.RuneSelf {
-		return true
-	}
-	if a != b && (a|0x20 != b|0x20 || a|0x20 < 'a' || a|0x20 > 'z') {
 		return false
 	}
-	return len(key) == len(name) || hasEscapeOrWide(key) || hasEscapeOrWide(name)
-}
-
-// hasEscapeOrWide reports whether s holds a '\\' or a byte past ASCII,
-// which can make a key's text longer or shorter than what it matches.
-func hasEscapeOrWide(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' || s[i] >= utf8.RuneSelf {
-			return true
-		}
-	}
-	return false
+	a, b := key[0], name[0]
+	return a != '\\' && a < utf8.RuneSelf && b < utf8.RuneSelf && a|0x20 != b|0x20
 }

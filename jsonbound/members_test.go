@@ -19,6 +19,7 @@ func TestMembers(t *testing.T) {
 		{`{"\u0049d":1}`, [4]Member{{}, {Variant: true}}},
 		{`{"idx":1,"i":2,"":3}`, [4]Member{}},
 		{`[{"id":1}]`, [4]Member{}},
+		{`{"id":1},{"id":2}`, [4]Member{{}, {Value: `1`}}},
 		{`{}`, [4]Member{}},
 	} {
 		got := make([]Member, len(names))
@@ -27,6 +28,15 @@ func TestMembers(t *testing.T) {
 			if got[k] != c.want[k] {
 				t.Errorf("Members(%s)[%s] = %+v; want %+v", c.obj, names[k], got[k], c.want[k])
 			}
+		}
+	}
+}
+
+func TestMembersOfNoObject(t *testing.T) {
+	dst := []Member{{Value: "x", Many: true}}
+	for _, body := range []string{`[{"id":1}]`, `"id"`, ``, `  `} {
+		if end := Members(body, []string{"id"}, dst); end != -1 || dst[0] != (Member{}) {
+			t.Errorf("Members(%q) = %d, %+v; want -1, nothing", body, end, dst[0])
 		}
 	}
 }
@@ -66,6 +76,7 @@ func FuzzMembers(f *testing.F) {
 	f.Add([]byte(`{"\u006dethod":"a","method":"b","Na\u006de":{"x":[1]}}`), "name")
 	f.Add([]byte(`{"params":{"x":1},"params":{"x":2},"\u212aey":0}`), "key")
 	f.Add([]byte(`{"Ä":1,"ä":2,"":3,"x\"y":4}`), "ä")
+	f.Add([]byte(`{"key":1,"ſ":2}`), "\u212aey") // the Kelvin sign, a variant of "key"
 	f.Fuzz(func(t *testing.T, in []byte, extra string) {
 		text, why := ReadBody(in)
 		if why != 0 {
@@ -87,7 +98,10 @@ func FuzzMembers(f *testing.F) {
 			}
 		}
 		got := make([]Member, len(names))
-		Members(obj, names, got)
+		end := len(strings.TrimRight(obj, " \t\r\n"))
+		if at := Members(obj+`,{"jsonrpc":0}]`, names, got); at != end {
+			t.Fatalf("%q: Members ends the object at %d; want %d", obj, at, end)
+		}
 		for k, name := range names {
 			m := &got[k]
 			v, why := Lookup(obj, name)

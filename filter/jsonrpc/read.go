@@ -63,21 +63,22 @@ func Read(body string, max int, dst []Call) ([]Call, Fault) {
 	}
 	if !Batch(body) {
 		i := len(body) - len(strings.TrimLeft(body, " \t\r\n"))
-		c, why := readCall(body, i, len(strings.TrimRight(body, " \t\r\n")))
+		c, why := readCall(body[:len(strings.TrimRight(body, " \t\r\n"))], i)
 		if why != 0 {
 			return calls, why
 		}
 		return append(calls, c), 0
 	}
-	for start, end, i := jsonbound.NextElement(body, 0); start >= 0; start, end, i = jsonbound.NextElement(body, i) {
+	for i := jsonbound.NextStart(body, 0); i >= 0; {
 		if len(calls) == max {
 			return calls, jsonbound.RefuseTooManyCalls
 		}
-		c, why := readCall(body, start, end)
+		c, why := readCall(body, i)
 		if why != 0 {
 			return calls, why
 		}
 		calls = append(calls, c)
+		i = jsonbound.NextStart(body, c.End)
 	}
 	if len(calls) == 0 {
 		return calls, jsonbound.RefuseNotJSONRPC
@@ -97,17 +98,19 @@ const (
 	memberParams
 )
 
-// readCall reads the message body[at:end]: its members in one scan
-// (jsonbound.Members), then each as jsonbound.Lookup would read it, in
-// the order the faults are told.
-func readCall(body string, at, end int) (Call, Fault) {
-	c := Call{At: at, End: end}
-	text := body[at:end]
-	if text == "" || text[0] != '{' {
+// readCall reads the message at body[at:], which ends in body (c.End):
+// its members in one scan (jsonbound.Members), then each as
+// jsonbound.Lookup would read it, in the order the faults are told.
+func readCall(body string, at int) (Call, Fault) {
+	c := Call{At: at, End: -1}
+	var ms [len(callNames)]jsonbound.Member
+	if at < len(body) {
+		c.End = jsonbound.Members(body[at:], callNames[:], ms[:])
+	}
+	if c.End < 0 {
 		return c, jsonbound.RefuseNotJSONRPC
 	}
-	var ms [len(callNames)]jsonbound.Member
-	jsonbound.Members(text, callNames[:], ms[:])
+	c.End += at
 	if why := ms[memberVersion].Refusal(false); why != 0 {
 		return c, why
 	}
