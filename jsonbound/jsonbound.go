@@ -8,7 +8,8 @@
 // ReadBody and Lookup (body.go, lookup.go) read a request body as the
 // upstream's parser will: the last of duplicate keys, a UTF-8 BOM
 // skipped, NaN and Infinity numbers, or a refusal with its reason where
-// the parsers disagree.
+// the parsers disagree. Members (members.go) reads several of an
+// object's members as Lookup reads each, in one scan.
 //
 // gjson's Valid (the filter's reader before package jsonvalue) recursed
 // once or twice per level of nesting, so 10,000 levels (20 KB of '[')

@@ -5,12 +5,12 @@
 // (AppendErrors).
 //
 // It is pure: it reads a body that jsonbound.ReadBody accepted, through
-// jsonbound.Lookup, so a call's fields are read as the upstream's parser
-// reads them (the last of duplicate keys) or refused (a case variant of a
-// name, an object on a path given twice). Its work is linear in the body
+// jsonbound.Members and Lookup, so a call's fields are read as the
+// upstream's parser reads them (the last of duplicate keys) or refused (a
+// case variant of a name, an object on a path given twice). Read scans
+// each call's members once (and keeps its params for Call.Param); a
+// formula's path is a Lookup in the call. Its work is linear in the body
 // per field read, without recursion, and it allocates only where a
 // function says so. It imports neither the proxy-wasm SDK nor fmt,
 // reflect or encoding/json.
-//
-// Nothing in the filter calls it yet.
 package jsonrpc
