@@ -86,6 +86,9 @@ func (s *Stream) readCalls() *rpcState {
 	}
 	body := bytesString(s.req.body)
 	r.calls, r.fault = jsonrpc.Read(body, config.MaxCalls, r.calls[:0])
+	if r.fault == 0 && nonFiniteID(r.calls) {
+		r.fault = jsonbound.RefuseNotJSONRPC
+	}
 	r.batch = jsonrpc.Batch(body)
 	if m := s.pol.metrics.jsonrpc; m != nil && r.fault == 0 {
 		m.calls.Increment(uint64(len(r.calls)))
@@ -94,6 +97,18 @@ func (s *Stream) readCalls() *rpcState {
 		}
 	}
 	return r
+}
+
+// nonFiniteID reports a call whose id is NaN, Infinity or -Infinity:
+// numbers to jsonbound.ReadBody (as to Python), but no JSON-RPC id, and
+// no JSON a refusal could echo.
+func nonFiniteID(calls []jsonrpc.Call) bool {
+	for i := range calls {
+		if id := calls[i].ID; id != "" && (id[0] == 'N' || id[0] == 'I' || len(id) > 1 && id[1] == 'I') {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluateCalls evaluates jsonrpc rule ri over the request's calls: it

@@ -1,6 +1,7 @@
 package filter
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -29,6 +30,24 @@ func TestCachedHTTPRefusalNamesItsCall(t *testing.T) {
 		o := h.sendCalls(c.body, "x-user=u")
 		if o.fcalls != c.fcalls || !strings.Contains(o.body, c.want) {
 			t.Fatalf("request %d %s: %+v; want %d calls, a body with %s", i, c.body, o, c.fcalls, c.want)
+		}
+	}
+}
+
+// An id JSON-RPC does not allow (NaN, Infinity: a number only to
+// Python's parser) makes the body not JSON-RPC, so no refusal echoes it
+// into a body that is not JSON.
+func TestNonFiniteIDNotJSONRPC(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
+	{"name":"tools","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"refusal":"jsonrpc"},
+	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":1,"window":"1h"}]}]}`)
+	h.sendRPC(`{"jsonrpc":"2.0","id":1,"method":"a"}`) // spends the limit
+	for _, id := range []string{"NaN", "Infinity", "-Infinity"} {
+		for _, body := range []string{`{"jsonrpc":"2.0","id":` + id + `,"method":"a"}`, `[{"jsonrpc":"2.0","id":2,"method":"a"},{"jsonrpc":"2.0","id":` + id + `,"method":"a"}]`} {
+			fs := h.sendRPC(body)
+			if fs.Status != 400 || !json.Valid([]byte(fs.Body)) || !strings.Contains(fs.Body, `"id":null`) || !strings.Contains(fs.Body, "not a JSON-RPC request") {
+				t.Errorf("%s: %d %s; want 400, one JSON object, id null, not JSON-RPC", body, fs.Status, fs.Body)
+			}
 		}
 	}
 }
