@@ -83,3 +83,21 @@ func TestUnreadableBatchMissingChargesEachElement(t *testing.T) {
 		t.Errorf("1000 calls past max_calls: %+v; want 400 cost_exceeds_capacity (7000 > 1000)", o)
 	}
 }
+
+// A body read only in part (a bad element after good ones) is answered
+// as an unreadable one: one object with id null, not errors for the ids
+// before the bad element alone.
+func TestUnreadableBatchAnsweredWithoutPartialIDs(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
+	{"name":"tools","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"refusal":"jsonrpc"},"on_unreadable_body":"missing",
+	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":3,"window":"1h"}]}]}`)
+	for range 3 {
+		if fs := h.sendRPC(`{"jsonrpc":"2.0","id":1,"method":"a"}`); fs.Status != 0 {
+			t.Fatalf("%d %s; want admitted", fs.Status, fs.Body)
+		}
+	}
+	fs := h.sendRPC(`[{"jsonrpc":"2.0","id":7,"method":"a"},1,{"jsonrpc":"2.0","id":8,"method":"a"}]`)
+	if fs.Status != 429 || !strings.HasPrefix(fs.Body, `{"jsonrpc":"2.0","id":null,`) || !json.Valid([]byte(fs.Body)) {
+		t.Fatalf("%d %s; want 429, one object with id null", fs.Status, fs.Body)
+	}
+}
