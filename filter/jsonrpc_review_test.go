@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
 // A deny-cache hit of a rule in the HTTP form names the call of its own
@@ -99,5 +101,27 @@ func TestUnreadableBatchAnsweredWithoutPartialIDs(t *testing.T) {
 	fs := h.sendRPC(`[{"jsonrpc":"2.0","id":7,"method":"a"},1,{"jsonrpc":"2.0","id":8,"method":"a"}]`)
 	if fs.Status != 429 || !strings.HasPrefix(fs.Body, `{"jsonrpc":"2.0","id":null,`) || !json.Valid([]byte(fs.Body)) {
 		t.Fatalf("%d %s; want 429, one object with id null", fs.Status, fs.Body)
+	}
+}
+
+// A jsonrpc rule's near_limit header names each limit once, by the key
+// with the least left: a client reading it as the RateLimit header's
+// list is not told of a looser key's remaining.
+func TestNearHeaderOncePerLimit(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
+	{"name":"tools","key":[{"source":"header","name":"x-user"},{"source":"call","path":"params.name"}],"jsonrpc":{},
+	 "near_limit":{"ratio":0.05,"header":"x-near"},
+	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":10,"window":"1h"}]}]}`)
+	fs := filtertest.NewStream("192.0.2.7:40000", nil)
+	st := h.plugin.NewStream(fs)
+	st.SetBodyFollows(true)
+	st.OnRequestHeaders([][2]string{{":method", "POST"}, {":path", "/rpc"}, {"x-user", "u"}})
+	st.OnRequestBody([]byte(jsonArray(toolMsg(1, "b"), toolMsg(2, "a"), toolMsg(3, "a"), toolMsg(4, "c"), toolMsg(5, "a"))))
+	h.Pump()
+	fs.Upstream = map[string]string{":status": "200"}
+	st.OnResponseHeaders(true)
+	st.OnDone()
+	if got := fs.Response["x-near"]; got != `"per-hour";r=7` {
+		t.Fatalf("x-near: %s; want \"per-hour\";r=7 (key a's)", got)
 	}
 }
