@@ -278,7 +278,8 @@ func (s *Stream) reject(v *verdict) Action {
 }
 
 // rejectCached answers a deny-cache hit with r, its key's last reply,
-// rendering v again only when the second Retry-After shows has changed.
+// rendering v again only when the second Retry-After shows, the policy
+// or the JSON-RPC call its body names has changed.
 func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 	s.decided, s.allowed = true, false
 	s.refundLeased()
@@ -287,12 +288,13 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 	if v.blocked {
 		secs = headerparts.CeilSeconds(v.blockedFor)
 	}
-	if policy := s.cachedPolicy(r, v.rule); r.secs != secs || r.shown != policy {
+	rpc := s.rpcForm(v) // its body is this request's: rendered below
+	if policy := s.cachedPolicy(r, v.rule); r.secs != secs || r.shown != policy || !rpc && r.call != v.call {
 		r.status, r.headers, r.body = s.renderPolicy(v, policy)
-		r.secs, r.shown = secs, policy
+		r.secs, r.shown, r.call = secs, policy, v.call
 	}
 	status, body := r.status, r.body
-	if s.rpcForm(v) { // this request's ids
+	if rpc { // this request's ids
 		status, body = s.rpcReply(v, s.status(v), s.retryShown(v))
 	}
 	s.tellDenied(v, true)

@@ -138,8 +138,7 @@ func (s *Stream) countNear() {
 				counted = ri // a rule's results are adjacent
 			}
 			if !c.shadow && rules[ri].NearLimit.Header != "" {
-				n := s.nearWarnings()
-				n.warnings = append(n.warnings, nearWarning{rule: ri, limit: o.limit, tier: o.tier, remaining: r.Remaining})
+				s.nearWarnings().note(nearWarning{rule: ri, limit: o.limit, tier: o.tier, remaining: r.Remaining})
 			}
 		}
 	}

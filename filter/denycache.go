@@ -24,15 +24,17 @@ type denyEntry struct {
 
 // denyReply is the 429 last rendered for an entry, with the whole seconds
 // of Retry-After it shows: a flood on one key is answered with it, and
-// rendered again only when that second changes, or the policy it shows.
+// rendered again only when that second changes, or the policy it shows,
+// or the call of a JSON-RPC batch it names.
 // policy is the RateLimit-Policy of the fresh denial that stored the
 // entry, listing every enforced rule that request matched, and rules
 // those rules, set once (Stream.stampDenials): a cached denial repeats it
 // to a request that shares them ("" until set, or for another request:
 // the entry's rule's own; see Stream.cachedPolicy). shown is the policy
-// rendered last.
+// rendered last, and call the JSON-RPC call (verdict.call) its body names.
 type denyReply struct {
 	secs    int64
+	call    int
 	status  int
 	headers [][2]string
 	body    []byte

@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"math"
+
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/jsonrpc"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
@@ -86,6 +88,9 @@ func (s *Stream) readCalls() *rpcState {
 	}
 	body := bytesString(s.req.body)
 	r.calls, r.fault = jsonrpc.Read(body, config.MaxCalls, r.calls[:0])
+	if r.fault == 0 && nonFiniteID(r.calls) {
+		r.fault = jsonbound.RefuseNotJSONRPC
+	}
 	r.batch = jsonrpc.Batch(body)
 	if m := s.pol.metrics.jsonrpc; m != nil && r.fault == 0 {
 		m.calls.Increment(uint64(len(r.calls)))
@@ -94,6 +99,18 @@ func (s *Stream) readCalls() *rpcState {
 		}
 	}
 	return r
+}
+
+// nonFiniteID reports a call whose id is NaN, Infinity or -Infinity:
+// numbers to jsonbound.ReadBody (as to Python), but no JSON-RPC id, and
+// no JSON a refusal could echo.
+func nonFiniteID(calls []jsonrpc.Call) bool {
+	for i := range calls {
+		if id := calls[i].ID; id != "" && (id[0] == 'N' || id[0] == 'I' || len(id) > 1 && id[1] == 'I') {
+			return true
+		}
+	}
+	return false
 }
 
 // evaluateCalls evaluates jsonrpc rule ri over the request's calls: it
@@ -188,7 +205,8 @@ func (s *Stream) keyCalls(ri int, r *rpcState) verdict {
 
 // keyUnread keys a body rule ri cannot read, under on_unreadable_body:
 // missing, as one call whose call parts are all missing, charged the
-// dearest a call can cost: never the cheapest guess. It returns the
+// dearest a call can cost once per element of a batch (the upstream may
+// run each it can read): never the cheapest guess. It returns the
 // refusal of a missing key under on_missing_key: deny.
 func (s *Stream) keyUnread(ri int, r *rpcState) verdict {
 	cfg := s.pol.cfg
@@ -201,6 +219,7 @@ func (s *Stream) keyUnread(ri int, r *rpcState) verdict {
 	if cost == 0 {
 		return verdict{}
 	}
+	cost = perElement(cost, bytesString(s.req.body))
 	var ok bool
 	r.keys, ok = appendCallKey(r.keys, cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops, "")
 	switch {
@@ -212,6 +231,23 @@ func (s *Stream) keyUnread(ri int, r *rpcState) verdict {
 		r.keys = r.keys[:0]
 	}
 	return verdict{}
+}
+
+// perElement is cost once per element of body, a text ReadBody accepted,
+// when it is an array, else once (also for no text); math.MaxInt64, past
+// any capacity, when the product is larger.
+func perElement(cost int64, body string) int64 {
+	n := int64(0)
+	for at, _, i := jsonbound.NextElement(body, 0); at >= 0; at, _, i = jsonbound.NextElement(body, i) {
+		n++
+	}
+	switch {
+	case n <= 1:
+		return cost
+	case cost > math.MaxInt64/n:
+		return math.MaxInt64
+	}
+	return cost * n
 }
 
 // refuseCall answers the request with v, a refusal of rule v.rule, and

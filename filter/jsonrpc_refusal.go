@@ -55,7 +55,7 @@ func (s *Stream) rpcReply(v *verdict, status int, retry time.Duration) (int, []b
 	}
 	var calls []jsonrpc.Call
 	batch := false
-	if s.rpc != nil && s.rpc.read && v.reason != reasonUnreadableBody {
+	if r := s.rpc; r != nil && r.read && r.fault == 0 && v.reason != reasonUnreadableBody { // a body read whole
 		calls, batch = s.rpc.calls, s.rpc.batch
 	}
 	if answersIDs(calls, batch) {

@@ -27,6 +27,19 @@ type nearWarning struct {
 	remaining         int64
 }
 
+// note adds w, or lowers the remaining of the warning of w's limit: a
+// jsonrpc rule's keys share their rule's limits, and the header names
+// each limit once, by its key with the least left.
+func (n *nearState) note(w nearWarning) {
+	for i := range n.warnings {
+		if x := &n.warnings[i]; x.rule == w.rule && x.limit == w.limit && x.tier == w.tier {
+			x.remaining = min(x.remaining, w.remaining)
+			return
+		}
+	}
+	n.warnings = append(n.warnings, w)
+}
+
 // addNearWarnings adds the warning headers to an admitted response.
 func (s *Stream) addNearWarnings() {
 	if s.near == nil || len(s.near.warnings) == 0 {
