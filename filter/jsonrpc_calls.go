@@ -1,7 +1,6 @@
 package filter
 
 import (
-	"math"
 
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/jsonrpc"
@@ -138,12 +137,7 @@ func (s *Stream) evaluateCalls(ri int, rs steps) bool {
 		if s.unreadable(ri) {
 			return true
 		}
-		if rule.Shadow && rule.OnUnreadableBody == config.UnreadableDeny {
-			return false // its denial is noted
-		}
-		if v := s.keyUnread(ri, r); v.reason != 0 {
-			return s.refuseCall(&v)
-		}
+		return false // a shadow rule: its denial is noted (config refuses missing)
 	}
 	return s.addCallKeys(ri, rs, r)
 }
@@ -201,53 +195,6 @@ func (s *Stream) keyCalls(ri int, r *rpcState) verdict {
 		}
 	}
 	return verdict{}
-}
-
-// keyUnread keys a body rule ri cannot read, under on_unreadable_body:
-// missing, as one call whose call parts are all missing, charged the
-// dearest a call can cost once per element of a batch (the upstream may
-// run each it can read): never the cheapest guess. It returns the
-// refusal of a missing key under on_missing_key: deny.
-func (s *Stream) keyUnread(ri int, r *rpcState) verdict {
-	cfg := s.pol.cfg
-	rule := &cfg.Rules[ri]
-	r.resetKeys()
-	cost := rule.Cost.Default
-	if t := rule.Cost.Methods; t != nil {
-		cost = max(t.Dearest, rule.Cost.Tools.Dearest)
-	}
-	if cost == 0 {
-		return verdict{}
-	}
-	cost = perElement(cost, bytesString(s.req.body))
-	var ok bool
-	r.keys, ok = appendCallKey(r.keys, cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops, "")
-	switch {
-	case ok:
-		r.merge(0, cost, 0)
-	case rule.OnMissing == config.MissingDeny:
-		return verdict{rule: ri, limit: -1, reason: reasonMissingKey}
-	default:
-		r.keys = r.keys[:0]
-	}
-	return verdict{}
-}
-
-// perElement is cost once per element of body, a text ReadBody accepted,
-// when it is an array, else once (also for no text); math.MaxInt64, past
-// any capacity, when the product is larger.
-func perElement(cost int64, body string) int64 {
-	n := int64(0)
-	for at, _, i := jsonbound.NextElement(body, 0); at >= 0; at, _, i = jsonbound.NextElement(body, i) {
-		n++
-	}
-	switch {
-	case n <= 1:
-		return cost
-	case cost > math.MaxInt64/n:
-		return math.MaxInt64
-	}
-	return cost * n
 }
 
 // refuseCall answers the request with v, a refusal of rule v.rule, and

@@ -285,29 +285,6 @@ func TestUnreadableCalls(t *testing.T) {
 	}
 }
 
-// Under on_unreadable_body: missing, an unreadable body is one call with
-// every call part missing (on_missing_key applies), charged the dearest
-// a call can cost.
-func TestUnreadableCallsMissing(t *testing.T) {
-	for _, c := range []struct {
-		missing config.MissingKey
-		status  int
-		keys    []string
-	}{
-		{config.MissingSkip, 0, nil},
-		{config.MissingShared, 0, []string{"{tools|u}|}"}},
-		{config.MissingDeny, 400, nil},
-	} {
-		h := toolsHost(t, "", 100, nil)
-		h.plugin.cfg.Rules[0].OnUnreadableBody = config.UnreadableMissing
-		h.plugin.cfg.Rules[0].OnMissing = c.missing
-		o := h.sendCalls(`[1]`, "x-user=u")
-		if o.status != c.status || !slices.Equal(o.keys, c.keys) || len(c.keys) > 0 && !slices.Equal(o.costs, []int64{5}) {
-			t.Errorf("on_missing_key %d: %+v; want %d, keys %q charged 5", c.missing, o, c.status, c.keys)
-		}
-	}
-}
-
 // failure_mode local decides a batch's call of 64 keys in the VM.
 func TestLocalFallbackDecidesLargestBatch(t *testing.T) {
 	h := rpcHost(t, `{"redis":{"cluster":"redis"},"failure_mode":"local","local_fallback":{"share":1},"rules":[{"name":"t","manual_block":false,

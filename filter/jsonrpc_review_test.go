@@ -2,7 +2,6 @@ package filter
 
 import (
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -55,43 +54,12 @@ func TestNonFiniteIDNotJSONRPC(t *testing.T) {
 	}
 }
 
-// Under on_unreadable_body: missing, a batch the rule cannot read is
-// charged the dearest call once per element: the upstream may run each
-// element it can, so appending one bad element, or a call past
-// max_calls, buys no discount.
-func TestUnreadableBatchMissingChargesEachElement(t *testing.T) {
-	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
-	{"name":"rpc","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"max_calls":2},"on_unreadable_body":"missing",
-	 "cost":{"methods":{"cheap":1,"dear":7},"default":2},
-	 "limits":[{"algorithm":"sliding_log","limit":1000,"window":"1h"}]}]}`)
-	const cheap = `{"jsonrpc":"2.0","id":1,"method":"cheap"}`
-	for _, c := range []struct {
-		body string
-		cost int64
-	}{
-		{jsonArray(cheap, cheap), 2},
-		{jsonArray(cheap, cheap, cheap, cheap, cheap), 5 * 7},
-		{jsonArray(cheap, `1`), 2 * 7},
-		{jsonArray(cheap, `[`+cheap+`]`, cheap), 3 * 7},
-		{`{"jsonrpc":"2.0","id":1,"method":"cheap","Method":"x"}`, 7},
-		{`{"jsonrpc":"2.0","id":1,"method":"cheap"`, 7},
-	} {
-		if o := h.sendCalls(c.body, "x-user=u"); o.status != 0 || !slices.Equal(o.costs, []int64{c.cost}) {
-			t.Errorf("%s: %+v; want admitted, charged %d", c.body, o, c.cost)
-		}
-	}
-	many := strings.Repeat(cheap+",", 999) + cheap
-	if o := h.sendCalls("["+many+"]", "x-user=u"); o.status != 400 || o.fcalls != 0 || !strings.Contains(o.body, "cost_exceeds_capacity") {
-		t.Errorf("1000 calls past max_calls: %+v; want 400 cost_exceeds_capacity (7000 > 1000)", o)
-	}
-}
-
 // A body read only in part (a bad element after good ones) is answered
 // as an unreadable one: one object with id null, not errors for the ids
 // before the bad element alone.
 func TestUnreadableBatchAnsweredWithoutPartialIDs(t *testing.T) {
 	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
-	{"name":"tools","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"refusal":"jsonrpc"},"on_unreadable_body":"missing",
+	{"name":"tools","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"refusal":"jsonrpc"},
 	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":3,"window":"1h"}]}]}`)
 	for range 3 {
 		if fs := h.sendRPC(`{"jsonrpc":"2.0","id":1,"method":"a"}`); fs.Status != 0 {
@@ -99,8 +67,8 @@ func TestUnreadableBatchAnsweredWithoutPartialIDs(t *testing.T) {
 		}
 	}
 	fs := h.sendRPC(`[{"jsonrpc":"2.0","id":7,"method":"a"},1,{"jsonrpc":"2.0","id":8,"method":"a"}]`)
-	if fs.Status != 429 || !strings.HasPrefix(fs.Body, `{"jsonrpc":"2.0","id":null,`) || !json.Valid([]byte(fs.Body)) {
-		t.Fatalf("%d %s; want 429, one object with id null", fs.Status, fs.Body)
+	if fs.Status != 400 || !strings.HasPrefix(fs.Body, `{"jsonrpc":"2.0","id":null,`) || !json.Valid([]byte(fs.Body)) {
+		t.Fatalf("%d %s; want 400, one object with id null", fs.Status, fs.Body)
 	}
 }
 

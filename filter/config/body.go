@@ -85,6 +85,9 @@ func parseUnreadableBody(v jsonvalue.Value, path string, r *Rule) (UnreadableBod
 		return 0, errAt(path, onlyBodyRules)
 	}
 	s, err := enum(v, path, "deny", "deny", "missing")
+	if err == nil && s == "missing" && r.JSONRPC != nil {
+		return 0, errAt(path, "must be deny in a jsonrpc rule: a body it cannot read (too large, late, compressed, or not JSON-RPC) may hold any number of calls the upstream runs, which no guess may undercharge")
+	}
 	return map[string]UnreadableBody{"deny": UnreadableDeny, "missing": UnreadableMissing}[s], err
 }
 
