@@ -1,7 +1,6 @@
 package filter
 
 import (
-
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/jsonrpc"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
