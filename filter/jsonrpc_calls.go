@@ -1,6 +1,8 @@
 package filter
 
 import (
+	"strings"
+
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/jsonrpc"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
@@ -155,15 +157,14 @@ func (s *Stream) keyCalls(ri int, r *rpcState) verdict {
 		if c.Kind == jsonrpc.Response || rule.JSONRPC.IsFree(c.Method) {
 			continue
 		}
-		text := c.Text(body)
-		matched := s.req.callMatch(rule.Match.Call, text)
+		matched := s.req.callMatch(rule.Match.Call, c, body)
 		if s.req.refused != 0 {
 			return verdict{}
 		}
 		if !matched {
 			continue
 		}
-		cost, why := s.req.callCost(rule, c, text)
+		cost, why := s.req.callCost(rule, c, c.Text(body))
 		switch {
 		case s.req.refused != 0:
 			return verdict{}
@@ -178,7 +179,7 @@ func (s *Stream) keyCalls(ri int, r *rpcState) verdict {
 		}
 		at, ok := len(r.keys), headOK
 		if ok {
-			r.keys, ok = appendCallParts(append(r.keys, r.head...), rule, &s.req, text)
+			r.keys, ok = appendCallParts(append(r.keys, r.head...), rule, &s.req, c, body)
 		}
 		switch {
 		case s.req.refused != 0:
@@ -251,19 +252,26 @@ func (s *Stream) addCallKeys(ri int, rs steps, r *rpcState) bool {
 	return false
 }
 
-// callValue reads a field of a JSON-RPC call's object as bodyValue reads
-// the body's: a call part or match.call entry.
-func (r *request) callValue(call, path string) (v string, present bool) {
-	return r.fieldValue(r.callField(call, path))
+// callValue reads a field of a JSON-RPC call (c, of body) as bodyValue
+// reads one of the body: a path under params is read in the call's params
+// alone (Call.Param, as Lookup reads the call), any other in the call.
+func (r *request) callValue(c *jsonrpc.Call, body, path string) (v string, present bool) {
+	return r.fieldValue(r.callField(c, body, path))
 }
 
 // callField is a call's field as jsonbound.Lookup reads it; "" when it is
-// absent or refused (r.refused then says why).
-func (r *request) callField(call, path string) string {
-	if call == "" {
+// absent or refused (r.refused then says why), or c is nil.
+func (r *request) callField(c *jsonrpc.Call, body, path string) string {
+	if c == nil {
 		return ""
 	}
-	raw, why := jsonbound.Lookup(call, path)
+	var raw string
+	var why jsonbound.Refusal
+	if rest, ok := strings.CutPrefix(path, "params."); ok {
+		raw, why = c.Param(rest)
+	} else {
+		raw, why = jsonbound.Lookup(c.Text(body), path)
+	}
 	if why != 0 {
 		r.refuse(why)
 	}
@@ -271,9 +279,9 @@ func (r *request) callField(call, path string) string {
 }
 
 // callMatch reports whether every match.call entry holds for the call.
-func (r *request) callMatch(ms []config.HeaderMatch, call string) bool {
+func (r *request) callMatch(ms []config.HeaderMatch, c *jsonrpc.Call, body string) bool {
 	for i := range ms {
-		if v, present := r.callValue(call, ms[i].Name); !valueMatches(&ms[i], v, present) {
+		if v, present := r.callValue(c, body, ms[i].Name); !valueMatches(&ms[i], v, present) {
 			return false
 		}
 	}
