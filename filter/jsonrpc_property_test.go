@@ -101,9 +101,9 @@ type rpcFCall struct {
 	decision     algorithms.Decision
 }
 
-// sendRPC posts body as user through the filter and returns the stream
+// postBatch posts body as user through the filter and returns the stream
 // and the decide calls it made (an epoch read aside).
-func (h *fakeHost) sendRPC(t *testing.T, user, body string) (*filtertest.Stream, []rpcFCall) {
+func (h *fakeHost) postBatch(t *testing.T, user, body string) (*filtertest.Stream, []rpcFCall) {
 	t.Helper()
 	replies := map[uint32][]byte{}
 	h.Deliver = func(id uint32, ok bool, reply []byte) {
@@ -237,7 +237,7 @@ func TestJSONRPCBatchesMatchModel(t *testing.T) {
 		body := genBatch(r)
 		want := propOracle(prefix, user, body)
 		before := snapshot(t, prefix)
-		fs, calls := h.sendRPC(t, user, body)
+		fs, calls := h.postBatch(t, user, body)
 		fail := func(format string, args ...any) {
 			t.Helper()
 			t.Fatalf("batch %d (user %s, %d bytes): "+format+"\nbody: %.2000s", append(append([]any{b, user, len(body)}, args...), body)...)
