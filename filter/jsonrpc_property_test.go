@@ -249,6 +249,7 @@ func TestJSONRPCBatchesMatchModel(t *testing.T) {
 			if after := snapshot(t, prefix); !slices.Equal(before, after) {
 				fail("a batch refused for its content changed Redis")
 			}
+			checkRPCErrors(t, fs, body)
 			content++
 			continue
 		}
