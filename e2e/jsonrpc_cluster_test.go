@@ -110,8 +110,8 @@ func TestJSONRPCBatchOneSlot(t *testing.T) {
 			for _, tap := range taps {
 				from[tap] = tap.seen()
 			}
-			if resp, body := postRPC(t, tg.h.URL()+"/mcp", "erin", batch); resp.StatusCode != 200 {
-				t.Fatalf("%d %s; want 200", resp.StatusCode, body)
+			if resp, body := postRPC(t, tg.h.URL()+"/mcp", "erin", batch); resp.StatusCode != 200 || body != "upstream /mcp" {
+				t.Fatalf("%d %s; want the upstream's 200", resp.StatusCode, body)
 			}
 			var got []string
 			for _, tap := range taps {
