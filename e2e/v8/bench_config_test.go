@@ -19,7 +19,7 @@ var benchScenarios = []struct {
 	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
 	{"llm_priced", "200", "LLM stream, response_cost priced per model (refund)", 2},
 	{"body_key", "200", "admitted, keyed on the JSON body's model", 1},
-	{"jsonrpc_batch", "200", "admitted, a JSON-RPC batch of 100 calls over 8 methods, per call", 1},
+	{"jsonrpc_batch", "200", "admitted, a JSON-RPC batch of 100 calls over 8 methods", 1},
 }
 
 // The LLM streams: 100 token events in 4 KiB chunks, whose usage (prompt
@@ -187,7 +187,7 @@ func rpcBatchConfig(redis, prefix string) string {
 		"cost":{"methods":{"eth_chainId":0,"eth_blockNumber":10,"eth_call":26,"eth_get*":20,
 			"eth_getLogs":{"param":"params.0.toBlock","minus":"params.0.fromBlock","base":60,"per":1,"every":100,"min":60,"max":600}},
 			"default":10},
-		"limits":[{"name":"cups","algorithm":"token_bucket","capacity":100000000,"refill":100000000,"period":"1s"}]}]}`, redis, prefix)
+		"limits":[{"name":"cups","algorithm":"token_bucket","capacity":100000000,"refill":1000000,"period":"1s"}]}]}`, redis, prefix)
 }
 
 const chatBody = `{"model":"gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant that answers ` +
