@@ -42,6 +42,10 @@ var genMethods = []struct {
 	{"eth_call", 10}, {"eth_getBalance", 8}, {"eth_getLogs", 5}, {"eth_chainId", 5}, {"eth_blockNumber", 6},
 	{"net_version", 4}, {"debug_traceCall", 1}, {"ping", 4}, {"notifications/initialized", 3},
 	{"tools/call", 7}, {"initialize", 2}, {"web3_clientVersion", 3},
+	// A name whose key part is percent-encoded, one hashed (past 64
+	// bytes once encoded) under debug_*, one past 128 bytes, which no
+	// table lists.
+	{"débug size", 1}, {"debug_" + strings.Repeat("x", 70), 1}, {strings.Repeat("m", 130), 1},
 }
 
 // genTools are the tools a tools/call names, by weight; translate is
@@ -79,7 +83,7 @@ func genMessage(r *rand.Rand, i int, hostile bool) string {
 	}) int {
 		return m.weight
 	}).name
-	fields := []string{`"jsonrpc":"2.0"`, `"method":"` + method + `"`}
+	fields := []string{`"jsonrpc":"2.0"`, `"method":"` + genEscape(r, method) + `"`}
 	if method != "notifications/initialized" && r.IntN(8) != 0 {
 		fields = append(fields, `"id":`+genID(r, i))
 	}
@@ -155,10 +159,24 @@ func genToolName(r *rand.Rand, hostile bool) string {
 			return `"name":7,`
 		}
 	}
-	return `"name":"` + pick(r, genTools, func(t struct {
+	return `"name":"` + genEscape(r, pick(r, genTools, func(t struct {
 		name   string
 		weight int
 	}) int {
 		return t.weight
-	}).name + `",`
+	}).name) + `",`
+}
+
+// genEscape writes s as JSON string text, one time in ten with one of
+// its ASCII letters escaped (\u0063 for c): the same name to a reader.
+func genEscape(r *rand.Rand, s string) string {
+	if r.IntN(10) != 0 {
+		return s
+	}
+	for range 8 {
+		if i := r.IntN(len(s)); s[i] >= 'a' && s[i] <= 'z' {
+			return s[:i] + `\u00` + strconv.FormatInt(int64(s[i]), 16) + s[i+1:]
+		}
+	}
+	return s
 }

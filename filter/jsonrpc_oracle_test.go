@@ -2,7 +2,10 @@ package filter
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"math/big"
 	"strings"
 )
@@ -184,6 +187,12 @@ func (t oTable) cost(name string, call json.RawMessage) (units int64, refused bo
 		u, ok := t.units[n]
 		return u, ok
 	}
+	if len(name) > 128 { // no table lists a longer name
+		if t.refuse {
+			return 0, true
+		}
+		return t.def, false
+	}
 	if !strings.HasSuffix(name, "*") {
 		if u, ok := entry(name); ok {
 			return u, false
@@ -216,6 +225,27 @@ func (t oTable) all() map[string]bool {
 		out[n] = true
 	}
 	return out
+}
+
+// oPart is a key part as keys hold it: the bytes A-Z a-z 0-9 and
+// -._~!$&'()*+,;=@/ kept, every other byte %XX; past 64 bytes so
+// written, "#" and the base64url of the first 16 bytes of the value's
+// SHA-256.
+func oPart(v string) string {
+	var b strings.Builder
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || strings.IndexByte("-._~!$&'()*+,;=@/", c) >= 0 {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	if b.Len() > 64 {
+		sum := sha256.Sum256([]byte(v))
+		return "#" + base64.RawURLEncoding.EncodeToString(sum[:16])
+	}
+	return b.String()
 }
 
 // oCharge is one key's expected charge.

@@ -64,7 +64,7 @@ func propOracle(prefix, user, body string) propExpect {
 		if c.method != "ping" && c.method != "" {
 			units, _ := propRPC.cost(c.method, c.raw)
 			if units > 0 {
-				rpc = oMerge(rpc, prefix+"{rpc|"+user+"}|"+c.method+"}:0", units)
+				rpc = oMerge(rpc, prefix+"{rpc|"+user+"}|"+oPart(c.method)+"}:0", units)
 			}
 		}
 		if c.method == "tools/call" {
@@ -74,7 +74,7 @@ func propOracle(prefix, user, body string) propExpect {
 				return propExpect{refused: true}
 			}
 			if units > 0 {
-				tools = oMerge(tools, prefix+"{tools|"+user+"}|"+name+"}:0", units)
+				tools = oMerge(tools, prefix+"{tools|"+user+"}|"+oPart(name)+"}:0", units)
 			}
 		}
 	}
