@@ -149,7 +149,8 @@ func rpcKeys(state []string, tag string) []string {
 
 // A 100-call batch over 8 methods reaches the upstream byte for byte and
 // charges one key per charged method; a batch one of whose keys is spent
-// is refused (429), never reaches the upstream and charges nothing.
+// is refused (429), never reaches the upstream and charges nothing; a
+// batch past max_calls is 413.
 func TestJSONRPCBatchThroughBuilds(t *testing.T) {
 	methods := []string{"eth_call", "eth_getBalance", "eth_blockNumber", "eth_getLogs", "eth_chainId", "net_version", "eth_gasPrice", "eth_getCode"}
 	for _, kind := range moduleKinds {
@@ -188,8 +189,11 @@ func TestJSONRPCBatchThroughBuilds(t *testing.T) {
 			if after := redisState(t, prefix); !slices.Equal(before, after) {
 				t.Fatalf("the refused batch changed Redis:\nbefore %q\nafter  %q", stateKeys(before), stateKeys(after))
 			}
+			if resp, body := postRPC(t, h.URL()+"/rpc", "alice", rpcBatch(201, "eth_call")); resp.StatusCode != 413 {
+				t.Fatalf("201 calls: %d %s; want 413, past max_calls", resp.StatusCode, body)
+			}
 			if got := up.received(); len(got) != 2 {
-				t.Fatalf("upstream received %d bodies; want 2, the refused batch not among them", len(got))
+				t.Fatalf("upstream received %d bodies; want 2, the refused batches not among them", len(got))
 			}
 		})
 	}
