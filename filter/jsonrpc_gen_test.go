@@ -99,7 +99,12 @@ func genMessage(r *rand.Rand, i int, hostile bool) string {
 	if r.IntN(20) == 0 { // a duplicate member before the one that counts
 		fields = append([]string{[]string{`"method":"eth_chainId"`, `"id":"dup"`}[r.IntN(2)]}, fields...)
 	}
-	return "{" + strings.Join(fields, ",") + "}"
+	msg := "{" + strings.Join(fields, ",") + "}"
+	if r.IntN(10) == 0 { // white space between the tokens
+		msg = strings.ReplaceAll(strings.ReplaceAll(msg, `":`, `" : `), `,"`, ` ,
+	"`)
+	}
+	return msg
 }
 
 // genID is an id: a number, a string, null, 2^60 as written, or a
@@ -114,6 +119,8 @@ func genID(r *rand.Rand, i int) string {
 		return "1152921504606846976"
 	case 3:
 		return "1.50"
+	case 4:
+		return `"q\"` + strconv.Itoa(i) + `\u00e9"`
 	}
 	return strconv.Itoa(i)
 }
@@ -131,7 +138,7 @@ func genRange(r *rand.Rand) string {
 		case 2:
 			return `"0x20000000000001"` // 2^53 + 1
 		case 3:
-			return "12.5"
+			return []string{"12.5", "1e3", "-0", "0", `"0x0001"`, `"0X10"`, `"0x"`}[r.IntN(7)]
 		case 4, 5:
 			return strconv.Itoa(v)
 		}
