@@ -81,6 +81,7 @@ func (tap *webdisTap) seen() int {
 // to the one node whose slot the user's hash tag names, with its 20 keys
 // (and their block keys), and the batch is admitted.
 func TestJSONRPCBatchOneSlot(t *testing.T) {
+	t.Parallel()
 	c := redistest.StartClusterWith(t, redistest.ClusterOptions{Masters: 3})
 	w, taps := tapWebdis(t, startClusterWebdis(t, c, "FCALL", "CLUSTER"))
 	rules := `[{"name":"tools","match":{"path":"/mcp"},"key":[{"source":"header","name":"x-user"},{"source":"call","path":"params.name"}],
