@@ -15,7 +15,8 @@
 //   scan: { bytes, chunks: [size], requests, rounds, warmup, prompt_tokens,
 //     completion_tokens },
 //   bodies: { <scenario>: { headers: [[name, value]], body } },
-//   startup_only: a module's name, to time only its start-up }
+//   startup_only: a module's name, to time only its start-up,
+//   scenarios: [scenario], to run only those (and admitted) }
 //
 // Each module gets one VM per scenario. The scenario's Redis (or Webdis)
 // replies are first recorded from the real server: the first reply for
@@ -63,9 +64,12 @@ import { Transport } from "./transport.mjs";
 import { streamResponse } from "./sse.mjs";
 
 const spec = JSON.parse(readFileSync(process.argv[2], "utf8"));
-const SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "held", "llm", "llm_exact", "llm_priced", "body_key"];
+const ALL_SCENARIOS = ["admitted", "denied", "cached", "tiered", "leased", "held", "llm", "llm_exact", "llm_priced", "body_key", "jsonrpc_batch"];
+// spec.scenarios, when set, runs those alone ("admitted" always runs: it
+// starts each module's VMs).
+const SCENARIOS = spec.scenarios ? ALL_SCENARIOS.filter((x) => x === "admitted" || spec.scenarios.includes(x)) : ALL_SCENARIOS;
 // Scenarios whose requests are admitted with no response to follow.
-const ADMITTED = new Set(["admitted", "tiered", "leased", "held", "body_key"]);
+const ADMITTED = new Set(["admitted", "tiered", "leased", "held", "body_key", "jsonrpc_batch"]);
 // A request a throttle holds (the module set its tick fast) is let through
 // at a tick with the guest's clock moved this far forward: beyond the
 // held scenario's max_delay, so that its time has come.

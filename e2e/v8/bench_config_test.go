@@ -19,6 +19,7 @@ var benchScenarios = []struct {
 	{"llm_exact", "200", "LLM stream, response_cost: cost = reservation", 1},
 	{"llm_priced", "200", "LLM stream, response_cost priced per model (refund)", 2},
 	{"body_key", "200", "admitted, keyed on the JSON body's model", 1},
+	{"jsonrpc_batch", "200", "admitted, a JSON-RPC batch of 100 calls over 8 methods", 1},
 }
 
 // The LLM streams: 100 token events in 4 KiB chunks, whose usage (prompt
@@ -142,6 +143,51 @@ var benchBodies = map[string]benchRequest{
 		{":scheme", "https"}, {"user-agent", "bench/1.0"}, {"accept", "application/json"}, {"content-type", "application/json"},
 		{"content-length", fmt.Sprint(len(chatBody))}, {"x-user", "alice"}},
 		Body: chatBody},
+	"jsonrpc_batch": {Headers: [][2]string{{":method", "POST"}, {":path", "/rpc"}, {":authority", "api.example.com"},
+		{":scheme", "https"}, {"user-agent", "bench/1.0"}, {"accept", "application/json"}, {"content-type", "application/json"},
+		{"content-length", fmt.Sprint(len(rpcBatchBody))}, {"x-user", "alice"}},
+		Body: rpcBatchBody},
+}
+
+// rpcBatchCalls is the calls of rpcBatchBody.
+const rpcBatchCalls = 100
+
+// rpcBatchBody is an Ethereum client's batch of rpcBatchCalls calls over
+// 8 methods in turn, about 9 KiB.
+var rpcBatchBody = func() string {
+	params := []struct{ method, params string }{
+		{"eth_call", `[{"to":"0x6b175474e89094c44da98b954eedeac495271d0f","data":"0x70a08231000000000000000000000000"},"latest"]`},
+		{"eth_getBalance", `["0xd8da6bf26964af9d7eed9e03e53415d37aa96045","latest"]`},
+		{"eth_blockNumber", `[]`},
+		{"eth_getLogs", `[{"fromBlock":"0x1312d00","toBlock":"0x13130d0","address":"0x6b175474e89094c44da98b954eedeac495271d0f"}]`},
+		{"eth_chainId", `[]`},
+		{"eth_getTransactionCount", `["0xd8da6bf26964af9d7eed9e03e53415d37aa96045","latest"]`},
+		{"eth_gasPrice", `[]`},
+		{"eth_getCode", `["0x6b175474e89094c44da98b954eedeac495271d0f","latest"]`},
+	}
+	var b strings.Builder
+	b.WriteByte('[')
+	for i := range rpcBatchCalls {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		p := params[i%len(params)]
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, i+1, p.method, p.params)
+	}
+	return b.String() + "]"
+}()
+
+// rpcBatchConfig is a JSON-RPC provider's rule: compute units per user
+// and method (8 keys for rpcBatchBody) from a methods table with a block
+// range formula, in a token bucket far from empty.
+func rpcBatchConfig(redis, prefix string) string {
+	return fmt.Sprintf(`{"redis":{%s,"timeout":"5s","key_prefix":%q},
+		"rules":[{"name":"bench","key":[{"source":"header","name":"x-user"},{"source":"call","path":"method"}],
+		"jsonrpc":{"max_calls":200},
+		"cost":{"methods":{"eth_chainId":0,"eth_blockNumber":10,"eth_call":26,"eth_get*":20,
+			"eth_getLogs":{"param":"params.0.toBlock","minus":"params.0.fromBlock","base":60,"per":1,"every":100,"min":60,"max":600}},
+			"default":10},
+		"limits":[{"name":"cups","algorithm":"token_bucket","capacity":100000000,"refill":1000000,"period":"1s"}]}]}`, redis, prefix)
 }
 
 const chatBody = `{"model":"gpt-4o","messages":[{"role":"system","content":"You are a helpful assistant that answers ` +
@@ -153,16 +199,17 @@ const chatBody = `{"model":"gpt-4o","messages":[{"role":"system","content":"You 
 
 func benchConfigs(redis, prefix string) map[string]string {
 	return map[string]string{
-		"admitted":   benchConfig(redis, prefix+"a:", false, true),
-		"denied":     benchConfig(redis, prefix+"d:", true, false),
-		"cached":     benchConfig(redis, prefix+"c:", true, true),
-		"tiered":     tieredConfig(redis, prefix+"t:"),
-		"leased":     leasedConfig(redis, prefix+"h:"),
-		"held":       heldConfig(redis, prefix+"w:"),
-		"llm":        llmConfig(redis, prefix+"l:", true),
-		"llm_exact":  llmConfig(redis, prefix+"e:", true),
-		"llm_plain":  llmConfig(redis, prefix+"p:", false),
-		"llm_priced": pricedConfig(redis, prefix+"m:"),
-		"body_key":   bodyKeyConfig(redis, prefix+"b:"),
+		"admitted":      benchConfig(redis, prefix+"a:", false, true),
+		"denied":        benchConfig(redis, prefix+"d:", true, false),
+		"cached":        benchConfig(redis, prefix+"c:", true, true),
+		"tiered":        tieredConfig(redis, prefix+"t:"),
+		"leased":        leasedConfig(redis, prefix+"h:"),
+		"held":          heldConfig(redis, prefix+"w:"),
+		"llm":           llmConfig(redis, prefix+"l:", true),
+		"llm_exact":     llmConfig(redis, prefix+"e:", true),
+		"llm_plain":     llmConfig(redis, prefix+"p:", false),
+		"llm_priced":    pricedConfig(redis, prefix+"m:"),
+		"body_key":      bodyKeyConfig(redis, prefix+"b:"),
+		"jsonrpc_batch": rpcBatchConfig(redis, prefix+"j:"),
 	}
 }

@@ -77,6 +77,7 @@ func printBench(w io.Writer, r benchResults) {
 				n, body.CPUUs-ad.CPUUs, body.CPUUs/ad.CPUUs, body.HostCalls-ad.HostCalls, body.GuestCalls-ad.GuestCalls)
 		}
 	}
+	printRPCBatch(w, r)
 	printImports(w, r, names)
 	printScan(w, r, names)
 	fmt.Fprintln(w, "\n| module | memory after start | after warm-up | after N requests | start-up per VM: first (compile + start) | next VMs | _initialize | configure |")
@@ -162,5 +163,21 @@ func printImports(w io.Writer, r benchResults, names []string) {
 			}
 			fmt.Fprintf(w, "- %s %s: %s\n", n, sc, strings.Join(parts, ", "))
 		}
+	}
+}
+
+// printRPCBatch writes, per build, a JSON-RPC batch's CPU per batch and
+// per call beside one body_key request (issue 33's goal: a call at most
+// 0.25× such a request).
+func printRPCBatch(w io.Writer, r benchResults) {
+	for _, n := range []string{"higress", "stock"} {
+		sc := r.Modules[n].Scenarios
+		body, batch := sc["body_key"], sc["jsonrpc_batch"]
+		if body == nil || batch == nil {
+			continue
+		}
+		perCall := batch.CPUUs / rpcBatchCalls
+		fmt.Fprintf(w, "%s: a JSON-RPC batch of %d calls (jsonrpc_batch): %.1f µs CPU per batch, %.2f µs per call (%.2f× one body_key request, %.1f µs), %.0f host calls, %.0f guest calls, guest %.1f µs per batch\n",
+			n, rpcBatchCalls, batch.CPUUs, perCall, perCall/body.CPUUs, body.CPUUs, batch.HostCalls, batch.GuestCalls, batch.GuestUs)
 	}
 }

@@ -39,6 +39,8 @@ type benchSpec struct {
 	Scan    *scanSpec          `json:"scan,omitempty"`
 	// Bodies: per scenario whose request has a body, the request.
 	Bodies map[string]benchRequest `json:"bodies,omitempty"`
+	// Scenarios, when set, are the only scenarios run (and admitted).
+	Scenarios []string `json:"scenarios,omitempty"`
 }
 
 // benchRequest is a request with a body: its headers, then the body in one
