@@ -55,7 +55,7 @@ func dottedPath(v jsonvalue.Value, at, want string) (string, error) {
 		return "", err
 	}
 	if p == "" || strings.ContainsAny(p, "#*?|@\\\x00") || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") || strings.Count(p, ".") >= maxPropertySegments {
-		return "", errAt(at, want)
+		return "", errAt(at, "%s", want)
 	}
 	return p, nil
 }
