@@ -17,16 +17,17 @@ func quotaEndpoints(doc map[string]any) (qs, in []map[string]any) {
 }
 
 // quotaRulesOK reports whether a quota_endpoint's rules (named, or by
-// default every rule not shadow) name this configuration's rules once
-// each, none missing, at most 8 limits in all, as far as a document
-// shows: limits of a tier count as their tier's longest list.
+// default every rule not shadow and without call key parts) name this
+// configuration's rules once each, none missing nor with call key parts,
+// at most 8 limits in all, as far as a document shows: limits of a tier
+// count as their tier's longest list.
 func quotaRulesOK(q, c map[string]any) bool {
 	byName := map[string]map[string]any{}
 	var order []string
 	for _, r := range objects(c["rules"]) {
 		n, _ := r["name"].(string)
 		byName[n] = r
-		if s, _ := r["shadow"].(bool); !s {
+		if s, _ := r["shadow"].(bool); !s && !hasCallPart(r) {
 			order = append(order, n)
 		}
 	}
@@ -35,7 +36,7 @@ func quotaRulesOK(q, c map[string]any) bool {
 		seen := map[string]bool{}
 		for _, v := range names {
 			n, _ := v.(string)
-			if byName[n] == nil || seen[n] {
+			if byName[n] == nil || seen[n] || hasCallPart(byName[n]) {
 				return false
 			}
 			seen[n] = true
@@ -51,6 +52,16 @@ func quotaRulesOK(q, c map[string]any) bool {
 		total += most
 	}
 	return len(order) > 0 && total <= 8
+}
+
+// hasCallPart reports whether a rule's key has a part of source call.
+func hasCallPart(r map[string]any) bool {
+	for _, p := range objects(r["key"]) {
+		if p["source"] == "call" {
+			return true
+		}
+	}
+	return false
 }
 
 // Checks of quota_endpoint the schema cannot make.
@@ -73,7 +84,7 @@ var quotaExceptions = []exception{
 	{
 		name:    "quota-endpoint-rules",
 		why:     "the names must be rules of the same configuration, each once, with at most 8 limits in all (by default the rules not shadow): a schema cannot compare one property with another's values, nor sum them",
-		message: regexp.MustCompile(`^(_rules_\[\d+\]\.)?quota_endpoint\.rules(\[\d+\])?: (no rule|rule "[^"]*" is named twice|every rule is shadow|\d+ limits in all)`),
+		message: regexp.MustCompile(`^(_rules_\[\d+\]\.)?quota_endpoint\.rules(\[\d+\])?: (no rule|rule "[^"]*" is named twice|rule "[^"]*" has call key parts|every rule is shadow|\d+ limits in all)`),
 		applies: func(_ []byte, doc map[string]any) bool {
 			qs, in := quotaEndpoints(doc)
 			for i := range qs {

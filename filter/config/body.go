@@ -16,9 +16,9 @@ import (
 const DefaultMaxRequestBodyBytes = 1 << 20
 
 // ReadsBody reports whether the rule's key or match reads the request
-// body.
+// body, as a jsonrpc rule's calls do.
 func (r *Rule) ReadsBody() bool {
-	if len(r.Match.Body) > 0 {
+	if len(r.Match.Body) > 0 || r.JSONRPC != nil {
 		return true
 	}
 	for _, p := range r.Key {
@@ -41,7 +41,12 @@ func (r *Rule) AsksUsage() bool { return r.Response != nil && r.Response.Preset 
 
 // bodyPath reads a body field's path: dotted names, no operators.
 func bodyPath(v jsonvalue.Value, at string) (string, error) {
-	const want = `must be a dotted field path such as model or metadata.team: at most 16 names, without # * ? | @ \ or NUL`
+	return dottedPath(v, at, `must be a dotted field path such as model or metadata.team: at most 16 names, without # * ? | @ \ or NUL`)
+}
+
+// dottedPath reads a path of dotted names, without operators; want is the
+// error's text.
+func dottedPath(v jsonvalue.Value, at, want string) (string, error) {
 	if !v.Exists() {
 		return "", errAt(at, "required")
 	}
@@ -83,7 +88,7 @@ func parseUnreadableBody(v jsonvalue.Value, path string, r *Rule) (UnreadableBod
 	return map[string]UnreadableBody{"deny": UnreadableDeny, "missing": UnreadableMissing}[s], err
 }
 
-const onlyBodyRules = "only for a rule that reads the request body (a body key part, match.body, response_cost.reserve.body, response_cost.price or the usage openai_chat)"
+const onlyBodyRules = "only for a rule that reads the request body (a body key part, match.body, jsonrpc, response_cost.reserve.body, response_cost.price or the usage openai_chat)"
 
 // ReadsRequestBody reports whether the rule reads fields of the request
 // body: its key or match, its reservation, its price table's model, or a

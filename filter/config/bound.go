@@ -36,6 +36,44 @@ func checkRequestLimits(rules []Rule, path string) error {
 	return nil
 }
 
+// checkBatchStates rejects a configuration in which one request's batch
+// could carry more than MaxBatchStates limit states: for a jsonrpc rule
+// and every rule that may match with it, each key's limits and block key,
+// a jsonrpc rule with call key parts having up to max_keys keys. A request
+// that matches no jsonrpc rule carries at most 2 * MaxRequestLimits.
+func checkBatchStates(rules []Rule, path string) error {
+	for i := range rules {
+		r := &rules[i]
+		if r.JSONRPC == nil {
+			continue
+		}
+		n, with := r.BatchStates(), []string(nil)
+		for j := range rules {
+			if j != i && !r.Match.excludes(&rules[j].Match) {
+				n += rules[j].BatchStates()
+				with = append(with, rules[j].Name)
+			}
+		}
+		if n <= MaxBatchStates {
+			continue
+		}
+		limits := format.Sprintf("%d limits", r.Positions())
+		if r.Positions() == 1 {
+			limits = "1 limit"
+		}
+		if r.ManualBlock {
+			limits += " and its block key"
+		}
+		others := ""
+		if len(with) > 0 {
+			others = ", and " + quoteNames(with)
+		}
+		return errAt(format.Sprintf("%s[%d].jsonrpc.max_keys", path, i), "one batch may carry %d keys of this rule's %s%s, %d limit states in all; at most %d, since each costs Redis about 10us: lower max_keys, or make the rules exclusive",
+			r.batchKeys(), limits, others, n, MaxBatchStates)
+	}
+	return nil
+}
+
 func quoteNames(names []string) string {
 	if len(names) == 0 {
 		return "no other rule"

@@ -256,6 +256,9 @@ func parseConfig(root jsonvalue.Value) (*Config, error) {
 	if err := checkRequestLimits(c.Rules, "rules"); err != nil {
 		return nil, err
 	}
+	if err := checkBatchStates(c.Rules, "rules"); err != nil {
+		return nil, err
+	}
 	if c.Local != nil {
 		if err := checkLocalLimits(c); err != nil {
 			return nil, err

@@ -20,6 +20,7 @@ var keyPartFields = [...][]string{
 	SourceJWTClaim: {"name", "payload_in_metadata"},
 	SourceProperty: {"path"},
 	SourceBody:     {"path"},
+	SourceCall:     {"path"},
 }
 
 // JWTAuthnNamespace is the dynamic metadata namespace Envoy's jwt_authn
@@ -77,6 +78,11 @@ func parseKeyPart(o map[string]jsonvalue.Value, at string, src KeySource) (KeyPa
 			return part, errAt(at+".path", "required for source body")
 		}
 		part.BodyPath, err = bodyPath(o["path"], at+".path")
+	case SourceCall:
+		if !o["path"].Exists() {
+			return part, errAt(at+".path", "required for source call: a dotted path in the call, such as params.name")
+		}
+		part.BodyPath, err = callPath(o["path"], at+".path")
 	}
 	return part, err
 }
@@ -238,14 +244,14 @@ func mustBeTrue(v jsonvalue.Value, path, other string) error {
 // Describe names the part as a refusal's body names a missing one: its
 // source, then what it reads ("header x-api-key", "jwt_claim org.id",
 // "property connection.uri_san_peer_certificate", "body model",
-// "client_ip").
+// "call params.name", "client_ip").
 func (p *KeyPart) Describe() string {
 	switch p.Source {
 	case SourceHeader, SourceQuery, SourceCookie, SourceJWTClaim:
 		return p.Source.String() + " " + p.Name
 	case SourceProperty:
 		return p.Source.String() + " " + strings.Join(p.Path, ".")
-	case SourceBody:
+	case SourceBody, SourceCall:
 		return p.Source.String() + " " + p.BodyPath
 	}
 	return p.Source.String()

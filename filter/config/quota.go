@@ -18,8 +18,10 @@ type QuotaEndpoint struct {
 	Path    string
 	Methods []string
 	// Rules are the rules shown, as indexes into Config.Rules, in the
-	// order named (default: every rule that is not shadow, in order);
-	// their limits are at most MaxRequestLimits, read in one call.
+	// order named (default: every rule that is not shadow and has no call
+	// key parts, in order); their limits are at most MaxRequestLimits,
+	// read in one call. A rule with call key parts (a jsonrpc rule's
+	// source call) has a key per call, which a quota request cannot name.
 	Rules []int
 }
 
@@ -84,6 +86,9 @@ func parseQuotaEndpoint(v jsonvalue.Value, rules []Rule) (*QuotaEndpoint, error)
 		if at < 0 {
 			return nil, errAt(elem(path+".rules", i), "no rule %q in this configuration's rules", name)
 		}
+		if rules[at].HasCallParts() {
+			return nil, errAt(elem(path+".rules", i), "rule %q has call key parts, which a quota request cannot name", name)
+		}
 		for _, seen := range q.Rules {
 			if seen == at {
 				return nil, errAt(elem(path+".rules", i), "rule %q is named twice", name)
@@ -93,13 +98,13 @@ func parseQuotaEndpoint(v jsonvalue.Value, rules []Rule) (*QuotaEndpoint, error)
 	}
 	if len(names) == 0 {
 		for i := range rules {
-			if !rules[i].Shadow {
+			if !rules[i].Shadow && !rules[i].HasCallParts() {
 				q.Rules = append(q.Rules, i)
 			}
 		}
 	}
 	if len(q.Rules) == 0 {
-		return nil, errAt(path+".rules", "every rule is shadow: name the rules to show")
+		return nil, errAt(path+".rules", "every rule is shadow or has call key parts: name the rules to show")
 	}
 	n := 0
 	for _, ri := range q.Rules {

@@ -14,7 +14,7 @@ import (
 
 func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	r := Rule{}
-	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status")
+	o, err := fields(v, path, "name", "match", "key", "on_missing_key", "limits", "tiers", "overrides", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status", "jsonrpc")
 	if err != nil {
 		return r, err
 	}
@@ -24,14 +24,20 @@ func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	if !validName(r.Name) {
 		return r, errAt(path+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
 	}
-	// A feature's parser runs only for a field that is set: V8 compiles a
-	// function when it first runs, at the first VM's configure.
-	if v := o["match"]; v.Exists() {
-		if r.Match, err = parseMatch(v, path+".match"); err != nil {
+	// jsonrpc first: match.call, the call source and cost tables need it.
+	if v := o["jsonrpc"]; v.Exists() {
+		if r.JSONRPC, err = parseJSONRPC(v, path+".jsonrpc"); err != nil {
 			return r, err
 		}
 	}
-	if r.Key, err = parseKey(o["key"], path+".key"); err != nil {
+	// A feature's parser runs only for a field that is set: V8 compiles a
+	// function when it first runs, at the first VM's configure.
+	if v := o["match"]; v.Exists() {
+		if r.Match, err = parseMatch(v, path+".match", r.JSONRPC != nil); err != nil {
+			return r, err
+		}
+	}
+	if r.Key, err = parseKey(o["key"], path+".key", r.JSONRPC != nil); err != nil {
 		return r, err
 	}
 	missing, err := enum(o["on_missing_key"], path+".on_missing_key", "skip", "skip", "deny", "shared")
@@ -55,9 +61,14 @@ func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	if r.Overrides, err = boolean(o["overrides"], path+".overrides", false); err != nil {
 		return r, err
 	}
+	if r.JSONRPC != nil {
+		if err := notWithJSONRPC(o, path, &r); err != nil {
+			return r, err
+		}
+	}
 	r.Cost = Cost{Default: 1}
 	if v := o["cost"]; v.Exists() {
-		r.Cost, err = parseCost(v, path+".cost", r.Limits)
+		r.Cost, err = parseCost(v, path+".cost", &r)
 	} else {
 		err = checkCosts(path+".cost", 1, r.Limits)
 	}
@@ -180,7 +191,7 @@ const DefaultRefusalStatus = 400
 // 499), which only a rule that can refuse a request for its content takes.
 func parseRefusalStatus(v jsonvalue.Value, path string, r *Rule) (int, error) {
 	if v.Exists() && !r.RefusesContent() {
-		return 0, errAt(path, "only for a rule that can refuse a request for its content (on_missing_key: deny, a cost header, or response_cost), not a shadow rule")
+		return 0, errAt(path, "only for a rule that can refuse a request for its content (on_missing_key: deny, a cost header, response_cost, or jsonrpc), not a shadow rule")
 	}
 	n, err := integer(v, path, DefaultRefusalStatus, 400, 499)
 	return int(n), err
@@ -189,17 +200,21 @@ func parseRefusalStatus(v jsonvalue.Value, path string, r *Rule) (int, error) {
 // RefusesContent reports whether the rule can refuse a request for what it
 // holds, with RefusalStatus: a key part missing under on_missing_key:
 // deny, a cost header above a limit's capacity, or a response_cost
-// reservation above it, or a model its price table refuses.
+// reservation above it, or a model its price table refuses; for a
+// jsonrpc rule, also a batch's cost above a capacity, more keys than
+// max_keys, or a name its cost table refuses.
 func (r *Rule) RefusesContent() bool {
-	return !r.Shadow && (r.OnMissing == MissingDeny || r.Cost.Header != "" || r.Response != nil)
+	return !r.Shadow && (r.OnMissing == MissingDeny || r.Cost.Header != "" || r.Response != nil || r.JSONRPC != nil)
 }
 
-func parseMatch(v jsonvalue.Value, path string) (Match, error) {
+// parseMatch reads a rule's match; rpc says the rule has jsonrpc, which
+// match.call needs.
+func parseMatch(v jsonvalue.Value, path string, rpc bool) (Match, error) {
 	m := Match{}
 	if !v.Exists() {
 		return m, nil
 	}
-	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers", "body")
+	o, err := fields(v, path, "path", "path_prefix", "methods", "hosts", "headers", "body", "call")
 	if err != nil {
 		return m, err
 	}
@@ -243,12 +258,22 @@ func parseMatch(v jsonvalue.Value, path string) (Match, error) {
 	if m.Body, err = parseBodyMatches(o["body"], path+".body"); err != nil {
 		return m, err
 	}
+	if c := o["call"]; c.Exists() {
+		if !rpc {
+			return m, errAt(path+".call", "only for a rule with jsonrpc")
+		}
+		if m.Call, err = parseCallMatches(c, path+".call"); err != nil {
+			return m, err
+		}
+	}
 	return m, nil
 }
 
 const maxKeyParts = 8
 
-func parseKey(v jsonvalue.Value, path string) ([]KeyPart, error) {
+// parseKey reads a rule's key; rpc says the rule has jsonrpc, which the
+// call source needs.
+func parseKey(v jsonvalue.Value, path string, rpc bool) ([]KeyPart, error) {
 	if !v.Exists() {
 		return nil, errAt(path, "required")
 	}
@@ -268,6 +293,9 @@ func parseKey(v jsonvalue.Value, path string) ([]KeyPart, error) {
 		}
 		if src == "" {
 			return nil, errAt(at+".source", "required")
+		}
+		if src == "call" && !rpc {
+			return nil, errAt(at+".source", "call is only for a rule with jsonrpc")
 		}
 		part, err := parseKeyPart(o, at, KeySource(slices.Index(sourceNames, src)))
 		if err != nil {
@@ -326,8 +354,8 @@ func fieldsOf(algo string) paramFields {
 
 const maxLimitsPerRule = MaxRequestLimits
 
-func parseCost(v jsonvalue.Value, path string, limits []NamedLimit) (Cost, error) {
-	c := Cost{Default: 1}
+func parseCost(v jsonvalue.Value, path string, r *Rule) (Cost, error) {
+	c, limits := Cost{Default: 1}, r.Limits
 	var err error
 	switch {
 	case !v.Exists():
@@ -336,9 +364,17 @@ func parseCost(v jsonvalue.Value, path string, limits []NamedLimit) (Cost, error
 			return c, err
 		}
 	case v.IsObject():
-		o, err := fields(v, path, "header", "default", "min")
+		o, err := fields(v, path, "header", "default", "min", "methods", "tools")
 		if err != nil {
 			return c, err
+		}
+		switch {
+		case r.JSONRPC != nil && o["header"].Exists():
+			return c, errAt(path+".header", "not with jsonrpc: a call's cost comes from cost.methods, cost.tools or cost.default")
+		case hasTable(o):
+			return parseCostTables(o, path, r)
+		case r.JSONRPC != nil:
+			return c, errAt(path, "must be a number, or an object with methods or tools and default")
 		}
 		if c.Header, err = str(o["header"], path+".header", ""); err != nil {
 			return c, err
