@@ -291,8 +291,12 @@ func (s *Stream) rejectCached(v *verdict, r *denyReply) Action {
 		r.status, r.headers, r.body = s.renderPolicy(v, policy)
 		r.secs, r.shown = secs, policy
 	}
+	status, body := r.status, r.body
+	if s.rpcForm(v) { // this request's ids
+		status, body = s.rpcReply(v, s.status(v), s.retryShown(v))
+	}
 	s.tellDenied(v, true)
-	s.host.SendLocalReply(r.status, r.headers, r.body)
+	s.host.SendLocalReply(status, r.headers, body)
 	return Pause
 }
 
@@ -303,33 +307,15 @@ func (s *Stream) render(v *verdict) (int, [][2]string, []byte) {
 }
 
 // renderPolicy is render with RateLimit-Policy's value given ("": the
-// rules this request decided, or v's rule).
+// rules this request decided, or v's rule). A rule with jsonrpc.refusal:
+// jsonrpc gets its body in the JSON-RPC form (jsonrpc_refusal.go).
 func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []byte) {
 	cfg := s.pol.cfg
-	status := cfg.RejectStatus
-	switch {
-	case v.reason == reasonUnavailable:
-		status = cfg.FailureStatus
-	case v.reason == reasonUnreadableBody && v.body == jsonbound.RefuseTooLarge:
-		status = 413
-	case v.reason == reasonUnreadableBody && v.body == jsonbound.RefuseLate:
-		status = 408
-	case v.reason == reasonUnreadableBody:
-		status = 400
-	case s.refusal(v):
-		status = refusalStatus(&cfg.Rules[v.rule])
-	}
+	status, retry := s.status(v), s.retryShown(v)
 	limited := v.reason == reasonRateLimited
 	// Retry-After, up to five rate-limit headers and Content-Type: one
 	// allocation, as for the body below.
 	headers := make([][2]string, 0, 7)
-	retry := time.Duration(-1)
-	switch {
-	case v.blocked:
-		retry = v.blockedFor
-	case v.limit >= 0 && !v.result.Allowed && limited:
-		retry = v.result.RetryAfter
-	}
 	if retry > 0 {
 		headers = append(headers, [2]string{"retry-after", strconv.FormatInt(headerparts.CeilSeconds(retry), 10)})
 	}
@@ -337,6 +323,10 @@ func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []by
 		headers = s.appendRateLimitHeaders(headers, v, policy)
 	}
 	headers = append(headers, [2]string{"content-type", "application/json"})
+	if s.rpcForm(v) {
+		status, body := s.rpcReply(v, status, retry)
+		return status, headers, body
+	}
 	body := append(append(make([]byte, 0, 128), `{"error":"`...), v.reason.String()...)
 	body = append(body, '"')
 	if v.rule >= 0 {
@@ -351,10 +341,43 @@ func (s *Stream) renderPolicy(v *verdict, policy string) (int, [][2]string, []by
 	if s.refusal(v) {
 		body = s.appendRefusal(body, v)
 	}
+	if v.call > 0 {
+		body = strconv.AppendInt(append(body, `,"call":`...), int64(v.call-1), 10)
+	}
 	if retry > 0 {
 		body = append(body, `,"retry_after":`...)
 		body = strconv.AppendInt(body, headerparts.CeilSeconds(retry), 10)
 	}
 	body = append(body, "}\n"...)
 	return status, headers, body
+}
+
+// status is the HTTP status of v's local reply.
+func (s *Stream) status(v *verdict) int {
+	cfg := s.pol.cfg
+	switch {
+	case v.reason == reasonUnavailable:
+		return cfg.FailureStatus
+	case v.reason == reasonUnreadableBody && (v.body == jsonbound.RefuseTooLarge || v.body == jsonbound.RefuseTooManyCalls):
+		return 413
+	case v.reason == reasonUnreadableBody && v.body == jsonbound.RefuseLate:
+		return 408
+	case v.reason == reasonUnreadableBody:
+		return 400
+	case s.refusal(v):
+		return refusalStatus(&cfg.Rules[v.rule])
+	}
+	return cfg.RejectStatus
+}
+
+// retryShown is the Retry-After v's reply shows: a block's time left, or
+// a denying limit's; <= 0 for none.
+func (s *Stream) retryShown(v *verdict) time.Duration {
+	switch {
+	case v.blocked:
+		return v.blockedFor
+	case v.limit >= 0 && !v.result.Allowed && v.reason == reasonRateLimited:
+		return v.result.RetryAfter
+	}
+	return -1
 }

@@ -10,13 +10,14 @@ import (
 
 // Every reason has its own name, the "error" of the local reply's body.
 func TestReasonNames(t *testing.T) {
-	want := []string{"rate_limited", "blocked", "missing_key", "cost_exceeds_capacity", "ratelimit_unavailable", "unknown_model", "unreadable_body"}
+	want := []string{"rate_limited", "blocked", "missing_key", "cost_exceeds_capacity", "ratelimit_unavailable", "unknown_model", "unreadable_body",
+		"unknown_method", "unknown_tool", "too_many_keys"}
 	for i, name := range want {
 		if got := reason(i + 1).String(); got != name {
 			t.Errorf("reason %d is %q, want %q", i+1, got, name)
 		}
 	}
-	if got := reason(len(want) + 1).String(); got != "reason(8)" {
+	if got := reason(len(want) + 1).String(); got != "reason(11)" {
 		t.Errorf("an unknown reason is %q", got)
 	}
 }

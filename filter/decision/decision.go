@@ -18,7 +18,8 @@
 //     and limit are its first spent limit's);
 //   - reason: why a request was denied (the local reply's "error":
 //     rate_limited, blocked, missing_key, cost_exceeds_capacity,
-//     ratelimit_unavailable, unknown_model, unreadable_body), or
+//     ratelimit_unavailable, unknown_model, unreadable_body,
+//     unknown_method, unknown_tool, too_many_keys), or
 //     ratelimit_unavailable for a request
 //     failure_mode allow admitted;
 //   - shadow=true: only shadow rules decided the request;

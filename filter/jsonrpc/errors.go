@@ -17,10 +17,13 @@ const (
 type Error struct {
 	Code    int
 	Message string // "Rate limited", "Method not found", ...
-	// data: Reason always; Rule and Limit when not ""; RetryAfter (whole
-	// seconds) and RetryAfterMs when > 0; Call (the index of the call that
-	// decided) when >= 0.
-	Reason, Rule, Limit      string
+	// data: Reason always; Rule and Limit when not ""; Detail; RetryAfter
+	// (whole seconds) and RetryAfterMs when > 0; Call (the index of the
+	// call that decided) when >= 0.
+	Reason, Rule, Limit string
+	// Detail is more members of data as JSON text, each after a comma
+	// (`,"tool":"search"`): the caller's, written as given.
+	Detail                   string
 	RetryAfter, RetryAfterMs int64
 	Call                     int
 }
@@ -89,6 +92,7 @@ func appendObject(dst []byte, id string, e *Error) []byte {
 	if e.Limit != "" {
 		dst = appendString(append(dst, `,"limit":`...), e.Limit)
 	}
+	dst = append(dst, e.Detail...)
 	if e.RetryAfter > 0 {
 		dst = strconv.AppendInt(append(dst, `,"retry_after":`...), e.RetryAfter, 10)
 	}
@@ -105,7 +109,7 @@ func appendObject(dst []byte, id string, e *Error) []byte {
 // brace, as appendObject writes them.
 func errorSize(e *Error) int {
 	n := len(`,"error":{"code":,"message":,"data":{"reason":}}}`) + intLen(int64(e.Code)) +
-		stringLen(e.Message) + stringLen(e.Reason)
+		stringLen(e.Message) + stringLen(e.Reason) + len(e.Detail)
 	if e.Rule != "" {
 		n += len(`,"rule":`) + stringLen(e.Rule)
 	}

@@ -25,6 +25,8 @@ func TestAppendErrors(t *testing.T) {
 		{"notification", `{"jsonrpc":"2.0","method":"n"}`, &limited, `{"jsonrpc":"2.0","id":null,` + data},
 		{"unreadable", `[]`, &unreadable,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request","data":{"reason":"not a JSON-RPC request"}}}`},
+		{"detail", `{"jsonrpc":"2.0","id":1,"method":"a"}`, &Error{Code: -32602, Message: "Unknown tool", Reason: "unknown_tool", Rule: "r", Detail: `,"tool":"x"`, Call: 0},
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"Unknown tool","data":{"reason":"unknown_tool","rule":"r","tool":"x","call":0}}}`},
 		{"escaped", `{"jsonrpc":"2.0","id":1,"method":"a"}`, &Error{Code: -32601, Message: "Method \"x\"", Reason: "a\\b\n", Call: 0},
 			`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"Method \"x\"","data":{"reason":"a\\b\u000a","call":0}}}`},
 	} {
@@ -74,7 +76,7 @@ func TestAppendErrorsSize(t *testing.T) {
 		`[{"jsonrpc":"2.0","id":1,"method":"a"},{"jsonrpc":"2.0","id":"22","method":"a"},{"jsonrpc":"2.0","method":"a"}]`} {
 		calls, _ := Read(body, 10, nil)
 		for _, e := range []*Error{{Code: -32700, Message: "Parse error", Reason: "x\"\x01", Call: -1},
-			{Code: 7, Message: "m", Reason: "r", Rule: "a\\", Limit: "l", RetryAfter: 10, RetryAfterMs: 9999, Call: 12}} {
+			{Code: 7, Message: "m", Reason: "r", Rule: "a\\", Limit: "l", Detail: `,"tool":"x"`, RetryAfter: 10, RetryAfterMs: 9999, Call: 12}} {
 			out := AppendErrors(nil, calls, Batch(body), e)
 			if len(out) != cap(out) {
 				t.Errorf("%s: %d bytes in a buffer of %d", body, len(out), cap(out))
