@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/redisrate/envoy-redis-ratelimit/algorithms"
-	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 )
 
 // A request's script calls: which rules share one, and the keys and checks
@@ -14,6 +13,7 @@ import (
 // call is one script call: the limits of one or more rules that share it.
 type call struct {
 	stream   *Stream
+	rule     int // the rule that opened it
 	shadow   bool
 	degrade  bool // the limits of on_limit: degrade rules (degrade.go)
 	blocks   []string
@@ -62,6 +62,9 @@ type origin struct {
 	keyAt, ruleKeyAt, at int // key = keys[keyAt:at], rule's key = keys[ruleKeyAt:ruleKeyAt+ruleKeyLen]
 	ruleKeyLen           int
 	ruleKey              string // the rule's key, "<prefix>{<rule>|<parts>}": the deny cache's key
+	// call is 1 + the index of the first JSON-RPC call charged to the
+	// key, 0 for none (jsonrpc_calls.go); verdict.call takes it.
+	call int
 }
 
 func (c *call) reset(s *Stream, shadow, degrade bool) {
@@ -96,12 +99,18 @@ func (c *call) command(f algorithms.Framing, inv algorithms.Invoke) []byte {
 // add puts a rule's limits, keyed by s.ruleKey, into the call they share,
 // with its block key unless the rule has manual_block off.
 func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
+	s.addFrom(ri, tier, cost, checkOnly, 0)
+}
+
+// addFrom is add for a key first charged by JSON-RPC call call-1 (0:
+// none). A rule's keys, on Redis Cluster, share its one call.
+func (s *Stream) addFrom(ri, tier int, cost int64, checkOnly bool, call int) {
 	rule := &s.pol.cfg.Rules[ri]
 	if s.pol.ruleSteps[ri].has(stepSettle) {
 		s.charge()
 	}
-	c := s.callFor(rule)
-	ruleKeyAt := s.addBlockKey(c, ri, cost)
+	c := s.callFor(ri)
+	ruleKeyAt := s.addBlockKey(c, ri, cost, call)
 	if rule.ChosenInRedis() {
 		s.addChoice(c, ri, tier, cost, checkOnly)
 		return
@@ -121,15 +130,16 @@ func (s *Stream) add(ri, tier int, cost int64, checkOnly bool) {
 			chk.Cost, chk.CheckOnly, c.slot = s.slotID(), false, s.slotID()
 		}
 		c.checks = append(c.checks, chk)
-		c.origins = append(c.origins, origin{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+		c.origins = append(c.origins, origin{rule: ri, limit: li, tier: tier, cost: cost, keyAt: keyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey), call: call})
 	}
 }
 
-// callFor returns the call a rule's limits join: the request's call of
-// enforced, of shadow or of degrade rules, or a new one per rule on Redis
-// Cluster.
-func (s *Stream) callFor(rule *config.Rule) *call {
+// callFor returns the call rule ri's limits join: the request's call of
+// enforced, of shadow or of degrade rules, or one per rule on Redis
+// Cluster (a jsonrpc rule's keys share its tag's slot).
+func (s *Stream) callFor(ri int) *call {
 	var c *call
+	rule := &s.pol.cfg.Rules[ri]
 	degrade := rule.OnLimit.Degrade
 	if !s.pol.cfg.Redis.ClusterMode {
 		for _, existing := range s.calls {
@@ -137,6 +147,8 @@ func (s *Stream) callFor(rule *config.Rule) *call {
 				c = existing
 			}
 		}
+	} else if n := len(s.calls); n > 0 && s.calls[n-1].rule == ri && rule.JSONRPC != nil {
+		c = s.calls[n-1]
 	}
 	if c == nil {
 		if n := len(s.spare); n > 0 {
@@ -145,6 +157,7 @@ func (s *Stream) callFor(rule *config.Rule) *call {
 			c = &call{}
 		}
 		c.reset(s, rule.Shadow, degrade)
+		c.rule = ri
 		s.calls = append(s.calls, c)
 	}
 	return c
@@ -153,12 +166,12 @@ func (s *Stream) callFor(rule *config.Rule) *call {
 // addBlockKey adds the rule's block key to c, unless the rule has
 // manual_block off, and returns where the rule's key starts in c.keys
 // (the block key starts with it), or will start.
-func (s *Stream) addBlockKey(c *call, ri int, cost int64) int {
+func (s *Stream) addBlockKey(c *call, ri int, cost int64, call int) int {
 	ruleKeyAt := len(c.keys)
 	if s.pol.cfg.Rules[ri].ManualBlock {
 		c.keys = append(c.keys, s.ruleKey...)
 		c.keys = append(c.keys, ":block"...)
-		c.blockers = append(c.blockers, origin{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey)})
+		c.blockers = append(c.blockers, origin{rule: ri, limit: -1, cost: cost, keyAt: ruleKeyAt, at: len(c.keys), ruleKeyAt: ruleKeyAt, ruleKeyLen: len(s.ruleKey), call: call})
 	}
 	return ruleKeyAt
 }

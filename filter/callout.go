@@ -40,10 +40,15 @@ type callouts struct {
 
 func (t *callouts) init() {
 	t.byID = map[uint32]awaiting{}
-	// The script's reply is a flat array of 2 + 5 per limit integers, or
-	// 7 per limit position of a choice.
-	t.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: 3 + 8*config.MaxRequestLimits}
+	t.decoder.Limits = redisproto.Limits{MaxDepth: 4, MaxBulkLen: 1 << 16, MaxElements: maxReplyInts}
 }
+
+// maxReplyInts bounds the script's reply (algorithms.FromIntsCall): now
+// and a header, then 5 integers per limit position, or 7 per position of
+// a choice and up to 3 per choice (its pick, lease grant and throttle
+// delay), so at most 10 per limit state; a request carries at most
+// config.MaxBatchStates (a JSON-RPC batch's keys) or MaxRequestLimits.
+const maxReplyInts = 2 + 10*max(config.MaxBatchStates, config.MaxRequestLimits)
 
 func (t *callouts) add(id uint32, a awaiting) { t.byID[id] = a }
 func (t *callouts) remove(id uint32)          { delete(t.byID, id) }

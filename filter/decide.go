@@ -165,7 +165,7 @@ func (s *Stream) noteBlock(c *call, out *callsOutcome) {
 	if out.blocked {
 		return
 	}
-	out.block = verdict{rule: b.rule, limit: -1, reason: reasonBlocked, blocked: true, blockedFor: d.BlockedFor}
+	out.block = verdict{rule: b.rule, limit: -1, reason: reasonBlocked, blocked: true, blockedFor: d.BlockedFor, call: b.call}
 	out.blocked = true
 	if d.BlockedFor > 0 {
 		s.pol.denyCache.store(b.ruleKey, 0, s.clock().Add(d.BlockedFor), out.block)
@@ -217,7 +217,7 @@ func (s *Stream) noteResults(c *call) {
 		if r.Unused() {
 			continue
 		}
-		v := verdict{rule: o.rule, limit: o.limit, tier: o.tier, lim: o.picked, result: r, reason: reasonRateLimited}
+		v := verdict{rule: o.rule, limit: o.limit, tier: o.tier, lim: o.picked, result: r, reason: reasonRateLimited, call: o.call}
 		if !s.hasVerdict || algorithms.Tighter(r, s.verdict.result) {
 			s.verdict, s.hasVerdict = v, true
 		}

@@ -24,6 +24,12 @@ func (s *Stream) evaluate() Action {
 			}
 			continue
 		}
+		if rs.has(stepJSONRPC) {
+			if s.evaluateCalls(ri, rs) {
+				return Pause
+			}
+			continue
+		}
 		if (s.req.bodyLen > 0 || s.req.bodyRefusal != 0) && rule.ReadsRequestBody() {
 			if s.req.jsonBody(); s.req.refused != 0 && s.unreadable(ri) {
 				return Pause

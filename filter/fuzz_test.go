@@ -26,3 +26,24 @@ func FuzzRuleKey(f *testing.F) {
 		}
 	})
 }
+
+// Any body through a stream with a jsonrpc rule: no panic, at most
+// max_keys keys in its decide call, and none sent for a refusal.
+func FuzzBatch(f *testing.F) {
+	f.Add(rpcBatch(toolCall(1, "search"), toolCall(2, "deep"), rpcNote("notifications/x"), toolCall(3, "search")))
+	f.Add(rpcBatch(toolCall(1, "a"), toolCall(2, "b"), toolCall(3, "c"), toolCall(4, "d")))
+	f.Add(toolCall(1, "search"))
+	f.Add(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","Name":"y"}}]`)
+	f.Add(`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"ping"}]`)
+	f.Add(`[]`)
+	f.Add(`[1,2]`)
+	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":9007199254740993}}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.j.MaxKeys = 3 })
+		h.Down = true // every call fails: failure_mode decides
+		o := h.sendCalls(body, "x-user=u")
+		if len(o.keys) > 3 || (o.status == 400 || o.status == 413) && o.fcalls != 0 {
+			t.Fatalf("%q: %+v", body, o)
+		}
+	})
+}

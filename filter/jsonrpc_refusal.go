@@ -160,7 +160,7 @@ func (s *Stream) appendCallRefusal(b []byte, v *verdict, rule *config.Rule) []by
 				continue
 			}
 			if raw, why := jsonbound.Lookup(text, p.BodyPath); why != 0 || raw == "" || raw[0] == 'n' || raw[0] == '{' || raw[0] == '[' {
-				return keyspace.AppendJSONString(append(b, `,"part":`...), "call "+p.BodyPath)
+				return keyspace.AppendJSONString(append(b, `,"part":`...), p.Describe())
 			}
 		}
 	}

@@ -10,45 +10,18 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/jsonrpc"
-	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 	"github.com/redisrate/envoy-redis-ratelimit/jsonbound"
 )
 
 // rpcRules: "tools" answers in the JSON-RPC form, "tools-http" in the HTTP
-// form; each is given its jsonrpc object by newRPCHost (the config parser
-// is another step's), and a call key part params.name.
+// form, the default of protocol jsonrpc.
 const rpcRules = `{"redis":{"cluster":"redis"},"headers":"both","rules":[
-	{"name":"tools","key":[{"source":"header","name":"x-user"}],
+	{"name":"tools","key":[{"source":"header","name":"x-user"},{"source":"call","path":"params.name"}],
+	 "jsonrpc":{"max_calls":3,"max_keys":2,"refusal":"jsonrpc"},
 	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":1,"window":"1h"}]},
-	{"name":"tools-http","key":[{"source":"header","name":"x-user"}],
+	{"name":"tools-http","key":[{"source":"header","name":"x-user"},{"source":"call","path":"params.name"}],
+	 "jsonrpc":{"max_calls":3,"max_keys":2},
 	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":1,"window":"1h"}]}]}`
-
-// newRPCHost is newFakeHost with the rules of conf made jsonrpc rules:
-// the first with refusal jsonrpc, the others http; callPart adds a key
-// part {"source":"call","path":"params.name"} to each.
-func newRPCHost(t *testing.T, conf string, callPart bool) *fakeHost {
-	t.Helper()
-	cfg, err := config.Parse([]byte(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Redis.Prefix = redistest.Prefix(t)
-	for i := range cfg.Rules {
-		r := &cfg.Rules[i]
-		r.JSONRPC = &config.JSONRPC{MaxCalls: 3, MaxKeys: 2, Refusal: config.RefusalHTTP}
-		if i == 0 {
-			r.JSONRPC.Refusal, r.JSONRPC.ErrorCode = config.RefusalJSONRPC, config.DefaultErrorCode
-		}
-		if callPart {
-			r.Key = append(r.Key, config.KeyPart{Source: config.SourceCall, BodyPath: "params.name"})
-		}
-	}
-	h := &fakeHost{Host: filtertest.NewHost(server.Addr), t: t}
-	h.Deliver = func(id uint32, ok bool, reply []byte) { h.plugin.OnRedisReply(id, ok, reply) }
-	t.Cleanup(h.Close)
-	h.plugin = NewPlugin(cfg, h)
-	return h
-}
 
 // rpcStream is a stream whose body was read as body's calls, as the
 // JSON-RPC step leaves it.
@@ -81,7 +54,7 @@ const (
 // A refusal of a jsonrpc rule, per case of the JSON-RPC form's table, and
 // in the HTTP form (the second rule): exact bodies and statuses.
 func TestRPCRefusalBodies(t *testing.T) {
-	h := newRPCHost(t, rpcRules, true)
+	h := newFakeHost(t, rpcRules)
 	lim := h.plugin.top().cfg.Rules[0].Limits[0].Limit
 	limited := func(rule, call int) verdict {
 		return verdict{rule: rule, limit: 0, lim: lim, reason: reasonRateLimited, call: call,
@@ -113,6 +86,10 @@ func TestRPCRefusalBodies(t *testing.T) {
 			`{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request","data":{"reason":"too_many_keys","rule":"tools","max_keys":2,"call":0}}}`},
 		{"missing call part", rpcNoName, verdict{rule: 0, limit: -1, reason: reasonMissingKey, call: 2}, 200,
 			`[{"jsonrpc":"2.0","id":1,` + missingObj + `,{"jsonrpc":"2.0","id":2,` + missingObj + `]`},
+		{"cost above capacity", rpcSingle, verdict{rule: 0, limit: 0, reason: reasonCostExceedsCapacity, call: 1}, 200,
+			`{"jsonrpc":"2.0","id":"a","error":{"code":-32600,"message":"Invalid Request","data":{"reason":"cost_exceeds_capacity","rule":"tools","limit":"per-hour","call":0}}}`},
+		{"cost above the local share: rejected_status", rpcNotes, verdict{rule: 0, limit: 0, reason: reasonCostExceedsCapacity, call: 1}, 429,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32005,"message":"Rate limited","data":{"reason":"cost_exceeds_capacity","rule":"tools","call":0}}}`},
 		{"unreadable: syntax", rpcSingle, verdict{rule: 0, limit: -1, reason: reasonUnreadableBody, body: jsonbound.RefuseSyntax}, 400,
 			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":{"reason":"not JSON or truncated","rule":"tools"}}}`},
 		{"unreadable: not JSON-RPC", rpcSingle, verdict{rule: 0, limit: -1, reason: reasonUnreadableBody, body: jsonbound.RefuseNotJSONRPC}, 400,
@@ -130,6 +107,10 @@ func TestRPCRefusalBodies(t *testing.T) {
 			`{"error":"unknown_method","rule":"tools-http","method":"tools/list","call":2}` + "\n"},
 		{"HTTP form: unknown tool", rpcBatch, verdict{rule: 1, limit: -1, reason: reasonUnknownTool, call: 6}, 400,
 			`{"error":"unknown_tool","rule":"tools-http","tool":"deep_research","call":5}` + "\n"},
+		{"HTTP form: a method not printable ASCII is left out", `{"jsonrpc":"2.0","id":1,"method":"caf\u00e9"}`,
+			verdict{rule: 1, limit: -1, reason: reasonUnknownMethod, call: 1}, 400, `{"error":"unknown_method","rule":"tools-http","call":0}` + "\n"},
+		{"HTTP form: a tool name past 128 bytes is left out", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + strings.Repeat("t", maxModelShown+1) + `"}}`,
+			verdict{rule: 1, limit: -1, reason: reasonUnknownTool, call: 1}, 400, `{"error":"unknown_tool","rule":"tools-http","call":0}` + "\n"},
 		{"HTTP form: too many keys", rpcBatch, verdict{rule: 1, limit: -1, reason: reasonTooManyKeys, call: 6}, 400,
 			`{"error":"too_many_keys","rule":"tools-http","max_keys":2,"call":5}` + "\n"},
 		{"HTTP form: missing call part", rpcNoName, verdict{rule: 1, limit: -1, reason: reasonMissingKey, call: 2}, 400,
@@ -143,6 +124,7 @@ func TestRPCRefusalBodies(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := rpcStream(t, h, c.body)
+			s.local = strings.Contains(c.name, "local")
 			status, headers, body := s.render(&c.v)
 			if status != c.status || string(body) != c.want {
 				t.Errorf("%d %s\nwant %d %s", status, body, c.status, c.want)
@@ -182,7 +164,7 @@ func headerNames(h [][2]string) []string {
 // The ids of a JSON-RPC answer, as encoding/json reads them, are the
 // request's ids in order, and it says the same for every one.
 func TestRPCRefusalIDsInOrder(t *testing.T) {
-	h := newRPCHost(t, rpcRules, false)
+	h := newFakeHost(t, rpcRules)
 	s := rpcStream(t, h, rpcBatch)
 	v := verdict{rule: 0, limit: -1, reason: reasonBlocked, blocked: true, blockedFor: 1500 * time.Millisecond}
 	_, _, body := s.render(&v)
@@ -272,9 +254,9 @@ func rpcAnswer(t *testing.T, body string) (ids []string) {
 // request gets its own ids (the cached reply's body is not reused), its
 // status (200 with ids, else 429), and the rate-limit headers.
 func TestRPCRefusalFromDenyCache(t *testing.T) {
-	h := newRPCHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
-	{"name":"tools","key":[{"source":"header","name":"x-user"}],
-	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":2,"window":"1h"}]}]}`, false)
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
+	{"name":"tools","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"refusal":"jsonrpc"},
+	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":2,"window":"1h"}]}]}`)
 	single := func(id string) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"search"}}`
 	}

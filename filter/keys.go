@@ -46,12 +46,40 @@ func (r *request) keyPartValue(p config.KeyPart, hops int) (string, bool) {
 // "<prefix>{<rule>|<parts>}", or reports that a key part is missing under
 // MissingSkip or MissingDeny. Everything in braces is the hash tag.
 func appendRuleKey(dst []byte, prefix string, rule *config.Rule, r *request, hops int) ([]byte, bool) {
+	return appendCallKey(dst, prefix, rule, r, hops, "")
+}
+
+// appendCallKey is appendRuleKey for one JSON-RPC call, whose object is
+// call ("" for none: its parts are missing). A rule with call parts keys
+// "<prefix>{<rule>|<request parts>}|<call parts>}": only the request's
+// parts are in the hash tag, so one caller's calls share a slot.
+func appendCallKey(dst []byte, prefix string, rule *config.Rule, r *request, hops int, call string) ([]byte, bool) {
 	dst = append(dst, prefix...)
 	dst = append(dst, '{')
 	dst = append(dst, rule.Name...)
+	callParts := false
 	for _, p := range rule.Key {
+		if p.Source == config.SourceCall {
+			callParts = true
+			continue
+		}
 		v, ok := r.keyPartValue(p, hops)
 		if !ok && rule.OnMissing != config.MissingShared {
+			return dst, false
+		}
+		dst = append(dst, '|')
+		dst = keyspace.AppendPart(dst, v)
+	}
+	dst = append(dst, '}')
+	if !callParts {
+		return dst, true
+	}
+	for _, p := range rule.Key {
+		if p.Source != config.SourceCall {
+			continue
+		}
+		v, _ := r.callValue(call, p.BodyPath) // as a body part: "" is missing
+		if v == "" && rule.OnMissing != config.MissingShared {
 			return dst, false
 		}
 		dst = append(dst, '|')

@@ -173,8 +173,8 @@ func (t *leaseTable) batch(e *leaseEntry, cost int64) (least, most int64) {
 // addLeased adds the rule to a call asking for a batch for e's key.
 func (s *Stream) addLeased(e *leaseEntry, ri, tier int, cost int64) {
 	least, most := e.t.batch(e, cost)
-	c := s.callFor(&s.pol.cfg.Rules[ri])
-	s.addBlockKey(c, ri, cost)
+	c := s.callFor(ri)
+	s.addBlockKey(c, ri, cost, 0)
 	ch := len(c.choices)
 	from := len(c.choiceOrigins)
 	s.addChoice(c, ri, tier, least, false)

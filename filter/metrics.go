@@ -22,6 +22,8 @@ type metrics struct {
 	// unreadableBody: ratelimit.request_body.unreadable, requests whose
 	// body a rule that reads it could not read (on_unreadable_body).
 	unreadableBody Counter
+	// jsonrpc counts the JSON-RPC calls read; nil without a jsonrpc rule.
+	jsonrpc *jsonrpcMetrics
 	// replies counts decision replies, for sampleLatency.
 	replies uint32
 }
@@ -38,6 +40,13 @@ const latencyEvery = 16
 func (m *metrics) sampleLatency() bool {
 	m.replies++
 	return m.replies%latencyEvery == 1
+}
+
+// jsonrpcMetrics are ratelimit.jsonrpc.calls, the calls read from
+// request bodies, and ratelimit.jsonrpc.batches, the bodies that were
+// arrays.
+type jsonrpcMetrics struct {
+	calls, batches Counter
 }
 
 // ruleMetrics count each request a rule decided, by outcome:
@@ -88,6 +97,9 @@ func newMetrics(cfg *config.Config, h PluginHost) metrics {
 		unreadableBody: h.Counter("ratelimit.request_body.unreadable"),
 	}
 	for _, r := range cfg.Rules {
+		if r.JSONRPC != nil && m.jsonrpc == nil {
+			m.jsonrpc = &jsonrpcMetrics{calls: h.Counter("ratelimit.jsonrpc.calls"), batches: h.Counter("ratelimit.jsonrpc.batches")}
+		}
 		m.rules = append(m.rules, ruleMetrics{
 			allowed:      h.Counter(config.RuleMetricName(r.Name, config.OutcomeAllowed)),
 			denied:       h.Counter(config.RuleMetricName(r.Name, config.OutcomeDenied)),

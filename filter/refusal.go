@@ -19,8 +19,8 @@ import (
 //	{"error":"too_many_keys","rule":"tools","max_keys":16,"call":40}
 //	{"error":"missing_key","rule":"tools","part":"call params.name","call":0}
 //
-// ("call": the index in the batch of the JSON-RPC call that decided.)
-// A body the filter cannot read has its own statuses (413, 408, 400:
+// ("call": the index in the batch of the JSON-RPC call that decided.) A
+// body the filter cannot read has its own statuses (413, 408, 400:
 // request_body.go).
 
 // refusal reports whether v refuses the request for its content. A cost

@@ -230,7 +230,12 @@ func (r *request) bodyField(path string) string {
 // is false for a field that is absent, null, an object or an array. A
 // number's text lives in r.num until the next call.
 func (r *request) bodyValue(path string) (v string, present bool) {
-	raw := r.bodyField(path)
+	return r.fieldValue(r.bodyField(path))
+}
+
+// fieldValue reads a field's JSON text raw as bodyValue does: a body's
+// field, or a JSON-RPC call's (callValue).
+func (r *request) fieldValue(raw string) (v string, present bool) {
 	switch {
 	case raw == "" || raw[0] == 'n' || raw[0] == '{' || raw[0] == '[':
 		return "", false

@@ -23,6 +23,7 @@ const (
 	stepUsageAsk                // narrow Accept-Encoding, ask a chat stream for its usage (encoding.go, include_usage.go)
 	stepBodyWait                // wait for the request body (request_body.go)
 	stepMatch                   // the rules' match (request.go)
+	stepJSONRPC                 // a jsonrpc rule's calls, each keyed and costed (jsonrpc_calls.go)
 	stepKey                     // a rule's key (keys.go)
 	stepReserve                 // a response_cost rule's reservation and estimate, priced (money.go)
 	stepCost                    // read a request's cost from a header or body field
@@ -43,7 +44,7 @@ const (
 )
 
 var stepNames = [numSteps]string{
-	stepMatch: "match", stepBodyWait: "body wait", stepUsageAsk: "usage ask", stepKey: "key",
+	stepMatch: "match", stepBodyWait: "body wait", stepUsageAsk: "usage ask", stepKey: "key", stepJSONRPC: "calls",
 	stepCost: "cost", stepReserve: "reserve", stepCapacity: "capacity", stepDenyCache: "deny cache",
 	stepLease: "lease", stepCall: "call", stepVerdict: "verdict", stepFallback: "fallback",
 	stepDegrade: "degrade", stepNearLimit: "near limit", stepNearHeader: "near header",
@@ -112,6 +113,10 @@ func (p *policy) ruleStepsOf(ri int) steps {
 	if r.Response != nil {
 		ss.add(stepReserve)
 		ss.add(stepSettle)
+	}
+	if r.JSONRPC != nil {
+		ss.add(stepJSONRPC)
+		ss.add(stepCapacity) // a key's summed cost may pass a capacity
 	}
 	if ss.has(stepCost) || overCapacityAny(r, r.Cost.Default) {
 		ss.add(stepCapacity)

@@ -23,6 +23,7 @@ const fullConfig = `{"redis":{"cluster":"redis"},"body_while_headers_paused":tru
 	 "response_cost":{"usage":"openai_chat","reserve":{"header":"x-max-tokens","default":1000},
 	 "price":{"unit":"micro_usd","default":"refuse","model_header":"x-model","models":{"gpt-4o":{"input":"2.50","output":"10"}}}}},
 	{"name":"body","key":[{"source":"body","path":"user"}],"limits":[{"algorithm":"sliding_log","limit":10,"window":"1s"}]},
+	{"name":"rpc","key":[{"source":"call","path":"params.name"}],"jsonrpc":{},"limits":[{"algorithm":"sliding_log","limit":10,"window":"1s"}]},
 	{"name":"degrade","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"sliding_log","limit":10,"window":"1s"}],
 	 "on_limit":{"action":"degrade"}},
 	{"name":"calm","key":[{"source":"header","name":"x-user"}],"limits":[{"algorithm":"funnel","capacity":1,"rate":1,"period":"1s"}],
@@ -138,11 +139,12 @@ func TestStepStatesMadeWhenUsed(t *testing.T) {
 
 // A policy's steps print in the order a request visits them: the
 // request headers' (quota, usage ask, body wait), each rule's in the
-// rule loop (evaluate.go: reserve before cost, the deny cache before
-// capacity), the reply's (decide.go: the fallback before the verdict,
-// near limit before degrade) and the response's.
+// rule loop (evaluate.go: a jsonrpc rule's calls before a rule's key,
+// reserve before cost, the deny cache before capacity), the reply's
+// (decide.go: the fallback before the verdict, near limit before
+// degrade) and the response's.
 func TestStepsInRequestOrder(t *testing.T) {
-	const want = "quota, usage ask, body wait, match, key, reserve, cost, deny cache, capacity, lease, call, " +
+	const want = "quota, usage ask, body wait, match, calls, key, reserve, cost, deny cache, capacity, lease, call, " +
 		"fallback, verdict, near limit, degrade, throttle, headers, near header, settle, concurrency"
 	if got := compiledPolicy(t, fullConfig).steps.String(); got != want {
 		t.Errorf("steps: %s\nwant   %s", got, want)

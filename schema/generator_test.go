@@ -56,6 +56,14 @@ func kindOf(path []string) string {
 		return "headerMatch"
 	case n == 5 && path[2] == "match" && path[3] == "body":
 		return "bodyMatch"
+	case n == 5 && path[2] == "match" && path[3] == "call":
+		return "callMatch"
+	case n == 3 && path[2] == "jsonrpc":
+		return "jsonrpc"
+	case n == 4 && path[2] == "cost" && (path[3] == "methods" || path[3] == "tools"):
+		return "callTable"
+	case n == 5 && path[2] == "cost" && (path[3] == "methods" || path[3] == "tools"):
+		return "formula"
 	case n == 4 && path[2] == "limits":
 		return "limit"
 	}
@@ -68,13 +76,17 @@ var optionalFields = map[string][]string{
 	"breaker":      {"failures", "backoff"},
 	"redis":        {"transport", "username", "password", "timeout", "database", "key_prefix", "cluster_mode", "authority", "path", "nodes", "slot_map_refresh"},
 	"redisNode":    {"authority"},
-	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status"},
-	"match":        {"path", "path_prefix", "methods", "hosts", "headers", "body"},
+	"rule":         {"match", "on_missing_key", "cost", "response_cost", "shadow", "manual_block", "lease", "throttle", "on_limit", "near_limit", "max_request_body_bytes", "on_unreadable_body", "refusal_status", "jsonrpc"},
+	"match":        {"path", "path_prefix", "methods", "hosts", "headers", "body", "call"},
+	"callMatch":    {"exact", "prefix", "present", "absent"},
+	"jsonrpc":      {"protocol", "max_calls", "max_keys", "free", "refusal", "error_code"},
+	"callTable":    {"eth_call", "eth_get*", "*", "tools/call"},
+	"formula":      {"minus", "base", "per", "every", "min", "max"},
 	"headerMatch":  {"exact", "prefix", "present", "absent"},
 	"bodyMatch":    {"exact", "prefix", "present", "absent"},
 	"keyPart":      {"name", "value", "path", "payload_in_metadata", "ipv4_prefix_len", "ipv6_prefix_len"},
 	"limit":        {"name", "limit", "window", "capacity", "rate", "refill", "period", "max_duration", "time_zone", "week_starts"},
-	"cost":         {"header", "default", "min"},
+	"cost":         {"header", "default", "min", "methods", "tools"},
 	"responseCost": {"header", "usage", "json", "statuses", "reserve", "on_missing", "on_reset", "default", "max_body_bytes", "price", "max_cost"},
 	"reserve":      {"header", "body", "default"},
 	"lease":        {"max_hold", "max_batch", "hot_rate", "max_keys"},
@@ -146,7 +158,7 @@ var pools = map[string][]string{
 	"match.methods":     {`["GET"]`, `["GET","POST"]`, `[]`, `["get"]`, `[""]`, `"GET"`, `[1]`, `["PATCH","Post"]`},
 	"match.hosts":       {`["api.example.com"]`, `["API.example.com"]`, `[]`, `[""]`, `"a"`, `[1]`},
 	"keyPart.source": {`"header"`, `"query"`, `"cookie"`, `"client_ip"`, `"path"`, `"method"`, `"host"`, `"constant"`,
-		`"jwt_claim"`, `"property"`, `"body"`, `"ip"`, `""`},
+		`"jwt_claim"`, `"property"`, `"body"`, `"call"`, `"ip"`, `""`},
 	"keyPart.name":  {`"x-user-id"`, `""`, `"X-Api-Key"`, `"org.id"`, `"org..id"`, `".sub"`, `1`},
 	"keyPart.value": {`"all"`, `""`, `true`},
 	"keyPart.path": {`"model"`, `"metadata.team"`, `"a#b"`, `"a\\b"`, `"source.address"`, `"connection.uri_san_peer_certificate"`, `["xds","route_metadata","filter_metadata","ratelimit","tier"]`,
@@ -184,8 +196,36 @@ var pools = map[string][]string{
 	"limit.period":                append([]string{`"hour"`, `"day"`, `"week"`, `"month"`, `"fortnight"`}, windows...),
 	"limit.max_duration":          windows,
 	"cost.header":                 {`"x-cost"`, `""`, `5`},
-	"cost.default":                {`0`, `1`, `2`, `-1`, `1.5`},
-	"cost.min":                    {`0`, `1`, `3`, `-1`, `1.5`, `"1"`},
+	"cost.default":                {`0`, `1`, `2`, `-1`, `1.5`, `"refuse"`, `"free"`},
+	"cost.methods": {`{"eth_call":1,"eth_get*":2}`, `{"*":1}`, `{"eth_getLogs":{"param":"params.0.toBlock","minus":"params.0.fromBlock","every":100,"min":1,"max":5}}`,
+		`{}`, `{"":1}`, `{"a":-1}`, `{"a":"1"}`, `{"a":{"max":1}}`, `{"a":{"param":"p","max":1,"scale":2}}`, `[]`, `1`},
+	"cost.tools":           {`{"search":1}`, `{"deep_*":{"param":"params.arguments.limit","max":3}}`, `{}`, `{"search":1.5}`, `[]`},
+	"callTable.eth_call":   {`0`, `1`, `2`, `-1`, `1.5`, `"1"`, `{"param":"params.0","max":1}`, `{}`},
+	"callTable.eth_get*":   {`0`, `1`, `9007199254740994`, `{"param":"params.0","min":2,"max":1}`},
+	"callTable.*":          {`1`, `{"param":"params.limit","base":1,"per":1,"every":10,"min":1,"max":3}`},
+	"callTable.tools/call": {`1`, `null`},
+	"formula.param":        {`"params.0.toBlock"`, `"params.arguments.limit"`, `""`, `"a..b"`, `"a*"`, `1`},
+	"formula.minus":        {`"params.0.fromBlock"`, `""`, `"a|b"`, `null`},
+	"formula.base":         {`0`, `1`, `9007199254740992`, `9007199254740993`, `-1`, `1.5`},
+	"formula.per":          {`0`, `1`, `1048576`, `1048577`, `-1`},
+	"formula.every":        {`1`, `100`, `0`, `-1`, `"1"`},
+	"formula.min":          {`0`, `1`, `2`, `-1`},
+	"formula.max":          {`0`, `1`, `2`, `5`, `-1`, `null`},
+	"rule.jsonrpc":         {`{}`, `{"protocol":"mcp"}`, `{"max_calls":1}`, `{"refusal":"jsonrpc"}`, `{"batch":1}`, `[]`, `true`, `null`},
+	"jsonrpc.protocol":     {`"jsonrpc"`, `"mcp"`, `"grpc"`, `""`, `1`},
+	"jsonrpc.max_calls":    {`1`, `100`, `1000`, `1001`, `0`, `-1`, `1.5`, `"1"`},
+	"jsonrpc.max_keys":     {`1`, `2`, `16`, `64`, `65`, `0`, `"2"`},
+	"jsonrpc.free":         {`[]`, `["ping"]`, `["initialize","notifications/*"]`, `[""]`, `["*"]`, `["a*b"]`, `["**"]`, `"ping"`, `[1]`},
+	"jsonrpc.refusal":      {`"http"`, `"jsonrpc"`, `"json"`, `""`, `true`},
+	"jsonrpc.error_code":   {`-32005`, `-32000`, `1`, `-32700`, `-32600`, `-32603`, `-32604`, `2147483648`, `-1.5`, `"-32005"`},
+	"match.call": {`[{"path":"method","exact":"tools/call"}]`, `[{"path":"params.name","prefix":"deep_"},{"path":"id","present":true}]`,
+		`[{"path":"method"}]`, `[{"path":"a.#","present":true}]`, `[]`, `{}`},
+	"callMatch.path":    {`"method"`, `"params.name"`, `""`, `".a"`, `"a|b"`, `1`},
+	"callMatch.exact":   {`"tools/call"`, `""`, `1`},
+	"callMatch.prefix":  {`"eth_"`, `""`},
+	"callMatch.present": {`true`, `false`},
+	"callMatch.absent":  {`true`, `false`},
+	"cost.min":          {`0`, `1`, `3`, `-1`, `1.5`, `"1"`},
 	"rule.response_cost": {`{"usage":"openai_chat"}`, `{"statuses":[401,403]}`, `{"header":"x-usage","reserve":1}`,
 		`{"json":["usage.total_tokens"],"on_missing":"default","default":5}`, `{}`, `{"reserve":1}`, `{"header":"x","usage":"anthropic"}`,
 		`{"usage":"anthropic","json":["a"]}`, `{"usage":"anthropic","on_reset":"default"}`, `"openai_chat"`, `null`},

@@ -54,6 +54,35 @@ func FuzzParseConfig(f *testing.F) {
 					t.Fatalf("bad limit accepted: %+v", l)
 				}
 			}
+			checkJSONRPCRule(t, &r)
 		}
 	})
+}
+
+// checkJSONRPCRule fails t when a rule breaks what jsonrpc promises the
+// filter: bounds, both tables or neither, no entry above a capacity, no
+// call part or match.call or table outside a jsonrpc rule.
+func checkJSONRPCRule(t *testing.T, r *Rule) {
+	j := r.JSONRPC
+	if j == nil {
+		if r.HasCallParts() || r.Match.Call != nil || r.Cost.Methods != nil || r.Cost.Tools != nil {
+			t.Fatalf("a call part, match.call or table without jsonrpc: %+v", r)
+		}
+		return
+	}
+	if j.MaxCalls < 1 || j.MaxCalls > MaxCalls || j.MaxKeys < 1 || j.MaxKeys > MaxCallKeys ||
+		r.Lease != nil || r.Throttle != nil || r.Response != nil || r.Tiers != nil || r.Overrides || r.OnLimit.Degrade || r.HasConcurrency() ||
+		r.Cost.Header != "" || !r.ReadsBody() || (r.Cost.Methods == nil) != (r.Cost.Tools == nil) {
+		t.Fatalf("bad jsonrpc rule accepted: %+v %+v", r, j)
+	}
+	if m := r.Cost.Methods; m != nil {
+		for _, l := range r.Limits {
+			if l.Limit.CheckCost(m.Dearest) != nil || l.Limit.CheckCost(r.Cost.Tools.Dearest) != nil {
+				t.Fatalf("a call cost above a capacity accepted: %+v", r.Cost)
+			}
+		}
+		if m.Refuse != r.Cost.Tools.Refuse || m.Default != r.Cost.Tools.Default || len(r.Cost.Tools.Names) > 0 && j.Protocol != ProtocolMCP {
+			t.Fatalf("tables disagree: %+v %+v", m, r.Cost.Tools)
+		}
+	}
 }

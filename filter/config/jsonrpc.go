@@ -181,7 +181,8 @@ func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit) (map[st
 	}
 	names := map[string]jsonrpc.Entry{}
 	var err error
-	v.ForEach(func(k, ev jsonvalue.Value) bool {
+	// The names first: a name given twice is reported before its values.
+	v.ForEach(func(k, _ jsonvalue.Value) bool {
 		name := k.String()
 		at := format.Sprintf("%s[%q]", path, name)
 		_, dup := names[name]
@@ -193,9 +194,15 @@ func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit) (map[st
 		case len(names) == maxCallNames:
 			err = errAt(path, "must list at most %d names", maxCallNames)
 		}
-		if err != nil {
-			return false
-		}
+		names[name] = jsonrpc.Entry{}
+		return err == nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.ForEach(func(k, ev jsonvalue.Value) bool {
+		name := k.String()
+		at := format.Sprintf("%s[%q]", path, name)
 		var e jsonrpc.Entry
 		if e, err = parseCallCost(ev, at); err != nil {
 			return false

@@ -36,22 +36,35 @@ const (
 // of the rule's key in order, encoded as the filter encodes a request's,
 // after the same normalization (a client address is grouped by its
 // configured prefix length). A part a request lacks under
-// on_missing_key: shared is the empty string.
+// on_missing_key: shared is the empty string. A rule with call parts (a
+// jsonrpc rule's {"source":"call"}) keys "<prefix>{<rule>|<request
+// parts>}|<call parts>}": the hash tag holds only the request's parts.
 func RuleKey(c *config.Config, rule *config.Rule, parts []string) (string, error) {
 	if len(parts) != len(rule.Key) {
 		return "", format.Errorf("rule %s: %d key parts given, its key has %d", rule.Name, len(parts), len(rule.Key))
 	}
 	b := append([]byte(c.Redis.Prefix), '{')
 	b = append(b, rule.Name...)
-	for i, p := range rule.Key {
-		v, err := Canonical(&p, parts[i])
-		if err != nil {
-			return "", format.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
+	calls := false
+	for _, group := range [2]bool{false, true} {
+		for i, p := range rule.Key {
+			if call := p.Source == config.SourceCall; call != group {
+				calls = calls || call
+				continue
+			}
+			v, err := Canonical(&p, parts[i])
+			if err != nil {
+				return "", format.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
+			}
+			b = append(b, '|')
+			b = AppendPart(b, v)
 		}
-		b = append(b, '|')
-		b = AppendPart(b, v)
+		if group && !calls {
+			break
+		}
+		b = append(b, '}')
 	}
-	return string(append(b, '}')), nil
+	return string(b), nil
 }
 
 // StateKey is the key of the state of a rule's limit at position i.
@@ -71,19 +84,27 @@ func OverrideKey(base string) string { return base + OverrideSuffix }
 func EpochKey(prefix string) string { return prefix + epochName }
 
 // SplitKey parses a key of the key space: its rule, its key parts (as
-// encoded: see DecodePart) and what follows the rule key (":0",
-// ":block" ...). ok is false for a key outside prefix's key space.
+// encoded: see DecodePart), request parts then call parts, and what
+// follows the rule key (":0", ":block" ...). ok is false for a key
+// outside prefix's key space.
 func SplitKey(prefix, key string) (rule string, parts []string, suffix string, ok bool) {
 	rest, found := strings.CutPrefix(key, prefix+"{")
 	if !found {
 		return "", nil, "", false
 	}
-	end := strings.IndexByte(rest, '}')
+	end, last := strings.IndexByte(rest, '}'), strings.LastIndexByte(rest, '}')
 	if end < 0 {
 		return "", nil, "", false
 	}
 	fields := strings.Split(rest[:end], "|")
-	return fields[0], fields[1:], rest[end+1:], true
+	if last > end { // "}|<call parts>}"
+		calls, found := strings.CutPrefix(rest[end+1:last], "|")
+		if !found {
+			return "", nil, "", false
+		}
+		fields = append(fields, strings.Split(calls, "|")...)
+	}
+	return fields[0], fields[1:], rest[last+1:], true
 }
 
 // DecodePart undoes AppendPart's percent-encoding. A hashed part

@@ -88,3 +88,18 @@ func FuzzWebdisInts(f *testing.F) {
 		}
 	})
 }
+
+// The reply to the largest call a request makes, a JSON-RPC batch's 64
+// limit states (2 + 5 integers each), is read both ways.
+func TestWebdisIntsLargestBatch(t *testing.T) {
+	body := []byte(`{"FCALL":[1700000000000000,-2`)
+	for range 64 {
+		body = append(body, `,1,1,9,-1,3600000000`...)
+	}
+	body = append(body, "]}"...)
+	ints, ok := Ints(nil, body)
+	long, okLong := viaRESP(body)
+	if !ok || !okLong || len(ints) != 2+5*64 || !slices.Equal(ints, long) {
+		t.Fatalf("Ints %d %v, the long way %d %v", len(ints), ok, len(long), okLong)
+	}
+}
