@@ -114,8 +114,9 @@
 //     tool requests) turned into an integer cost in a named unit
 //     (micro-dollars), times its service tier's multiplier, exactly.
 //   - webdis: the Webdis codec (request headers, JSON replies).
-//   - jsonrpc: JSON-RPC reading, cost tables and error objects, for
-//     issue 33; not yet wired in.
+//   - jsonrpc: JSON-RPC calls read from a body, cost tables and
+//     formulas, error objects: the pure half of jsonrpc rules
+//     (jsonrpc_calls.go, jsonrpc_refusal.go; docs/jsonrpc.md).
 //   - clusterslot: Redis Cluster's key slots (Slot, as CLUSTER KEYSLOT),
 //     the slot map (Map) read from CLUSTER NODES (ParseNodes), each
 //     listed node's other address form (Aliases), and the cluster's
