@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -79,4 +81,42 @@ func TestEchoMCPSessionAndStream(t *testing.T) {
 	if r := get(t, up+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, map[string]string{statusHeader: "503"}); r.status != 503 || !strings.Contains(r.body, `"result":{}`) {
 		t.Errorf("x-echo-status 503: %d %q", r.status, r.body)
 	}
+}
+
+// Any body gets an answer without a panic: 202 and nothing, or JSON (an
+// object, or an array for an array), or an event stream of JSON objects.
+func FuzzEchoRPC(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, `[{"jsonrpc":"2.0","method":"n"},1,{"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":7}}]`,
+		`[]`, `{"jsonrpc":"2.0","id":{},"method":"initialize","params":[]}`, `[[`, `{"jsonrpc":"2.0","result":null}`} {
+		f.Add(s, false)
+		f.Add(s, true)
+	}
+	f.Fuzz(func(t *testing.T, body string, sse bool) {
+		r := httptest.NewRequest("POST", "/mcp", strings.NewReader(body))
+		if sse {
+			r.Header.Set(sseHeader, "1")
+		}
+		w := httptest.NewRecorder()
+		serveRPC(w, r, 200)
+		out := w.Body.String()
+		switch ct := w.Header().Get("Content-Type"); {
+		case w.Code == 202:
+			if out != "" {
+				t.Fatalf("202 with a body %q", out)
+			}
+		case ct == "application/json":
+			if !json.Valid([]byte(out)) {
+				t.Fatalf("%q: invalid JSON %q", body, out)
+			}
+		case ct == "text/event-stream":
+			for _, ev := range strings.Split(strings.TrimSuffix(out, "\n\n"), "\n\n") {
+				data, ok := strings.CutPrefix(ev, "event: message\ndata: ")
+				if !ok || !json.Valid([]byte(data)) {
+					t.Fatalf("%q: event %q", body, ev)
+				}
+			}
+		default:
+			t.Fatalf("%q: status %d, content-type %q", body, w.Code, ct)
+		}
+	})
 }
