@@ -46,16 +46,19 @@ const everyFeature = `{
 // everyNode is the stock build's configuration with redis.nodes, whose
 // metrics (ratelimit.redis.moved, .slot_map_loads, .unknown_node, and
 // .retried once a call waits) exist only there: redis_abi has no nodes.
+// Its rule rpc has jsonrpc (ratelimit.jsonrpc.*).
 const everyNode = `{
   "redis": {"transport": "webdis", "cluster_mode": true, "timeout": "200ms",
             "nodes": [{"address": "node-0:6379", "cluster": "webdis-0"}]},
   "rules": [
     {"name": "per-node", "key": [{"source": "header", "name": "x-user"}],
+     "limits": [{"algorithm": "sliding_counter", "limit": 100, "window": "1m"}]},
+    {"name": "rpc", "key": [{"source": "call", "path": "method"}], "jsonrpc": {"max_keys": 1},
      "limits": [{"algorithm": "sliding_counter", "limit": 100, "window": "1m"}]}
   ]
 }`
 
-var everyFeatureRules = []string{"llm-slots", "leased", "throttled", "per-node"}
+var everyFeatureRules = []string{"llm-slots", "leased", "throttled", "per-node", "rpc"}
 
 // promName is a metric's name as Envoy's /stats/prometheus writes it: the
 // "wasmcustom." namespace stripped, no "envoy_" added, every byte outside

@@ -16,7 +16,8 @@
 //
 //  1. Stream.OnRequestHeaders picks the policy (a _rules_ entry's may
 //     replace the top level's), matches every rule, and builds each
-//     matching rule's key from the request. A missing key part skips the
+//     matching rule's key from the request (a jsonrpc rule's, one per
+//     distinct key of its body's calls). A missing key part skips the
 //     rule, shares one key, or denies the request (on_missing_key); a key
 //     the deny cache holds, or a cost above a limit's capacity, is denied
 //     at once, with no Redis call.
@@ -66,8 +67,12 @@
 // rules' steps, in this order, each in its phase of the stream:
 //
 //   - request headers: quota (the endpoint's request), usage ask, body
-//     wait; then, per rule: match, key, reserve (a response_cost rule's
-//     reservation, priced), cost, deny cache, capacity, lease, call;
+//     wait; then, per rule: match, calls (a jsonrpc rule's: its body read
+//     as JSON-RPC calls once per request, each charged call keyed and
+//     costed, equal keys merged with their costs summed, then per
+//     distinct key the deny cache, capacity and call), key, reserve (a
+//     response_cost rule's reservation, priced), cost, deny cache,
+//     capacity, lease, call;
 //   - the Redis reply: fallback (under failure_mode: local), verdict,
 //     near limit, degrade, throttle;
 //   - the response: headers, near header, settle (response_cost and
@@ -114,9 +119,8 @@
 //     tool requests) turned into an integer cost in a named unit
 //     (micro-dollars), times its service tier's multiplier, exactly.
 //   - webdis: the Webdis codec (request headers, JSON replies).
-//   - jsonrpc: JSON-RPC calls read from a body, cost tables and
-//     formulas, error objects: the pure half of jsonrpc rules
-//     (jsonrpc_calls.go, jsonrpc_refusal.go; docs/jsonrpc.md).
+//   - jsonrpc: JSON-RPC reading (a body's calls), cost tables and
+//     formulas per method or tool, and error objects.
 //   - clusterslot: Redis Cluster's key slots (Slot, as CLUSTER KEYSLOT),
 //     the slot map (Map) read from CLUSTER NODES (ParseNodes), each
 //     listed node's other address form (Aliases), and the cluster's
@@ -161,7 +165,9 @@
 //   - Streams: stream.go (one request's lifecycle, its core state and
 //     its steps' states); steps.go (the steps a policy and each rule
 //     compile to); evaluate.go (the rule loop: match, key, cost, what is
-//     answered without Redis, the calls).
+//     answered without Redis, the calls); jsonrpc_calls.go (a jsonrpc
+//     rule's step: the calls read once, each call's key and cost, merged
+//     per key in first-appearance order, bounded by max_keys).
 //   - Requests: request.go reads headers (package headermap), query (decoded by
 //     pathnorm.QueryUnescape, as url.QueryUnescape does), cookies and the client
 //     address (package ipaddr), the path normalized (package pathnorm),
@@ -175,7 +181,9 @@
 //   - Keys: keys.go builds a rule's key, "<prefix>{<rule>|<parts>}", from
 //     a request, with package keyspace's encoding; each limit's key and
 //     the block key extend it, and its braces hold the Redis Cluster hash
-//     tag.
+//     tag. A rule with call parts keys each call
+//     "<prefix>{<rule>|<request parts>}|<call parts>}": the tag holds the
+//     request's parts only, so one caller's calls share a slot.
 //   - Calls: call.go gathers a request's limits into calls (which rules
 //     share one, and their keys and checks); choice.go adds a rule's
 //     tiers and overrides as the script's choices and reads its picks;
@@ -210,12 +218,9 @@
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); refusal.go answers a request refused for its own
-//     content (a missing key part, a refused model, method or tool, a
-//     cost above a limit's capacity, too many keys in a batch) with its
-//     rule's refusal_status and a body naming what is wrong;
-//     jsonrpc_refusal.go answers a refusal of a rule with
-//     jsonrpc.refusal: jsonrpc as JSON-RPC error objects, one per call
-//     id; headers.go renders RateLimit-Policy and RateLimit
+//     content (a missing key part, a refused model, a cost above a
+//     limit's capacity) with its rule's refusal_status and a body naming
+//     what is wrong; headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
 //     policy renders once (package headerparts); decision.go tells the
 //     proxy which rule and limit decided (the property

@@ -30,9 +30,9 @@ func FuzzRuleKey(f *testing.F) {
 // Any body through a stream with a jsonrpc rule: no panic, at most
 // max_keys keys in its decide call, and none sent for a refusal.
 func FuzzBatch(f *testing.F) {
-	f.Add(rpcBatch(toolCall(1, "search"), toolCall(2, "deep"), rpcNote("notifications/x"), toolCall(3, "search")))
-	f.Add(rpcBatch(toolCall(1, "a"), toolCall(2, "b"), toolCall(3, "c"), toolCall(4, "d")))
-	f.Add(toolCall(1, "search"))
+	f.Add(jsonArray(toolMsg(1, "search"), toolMsg(2, "deep"), noteMsg("notifications/x"), toolMsg(3, "search")))
+	f.Add(jsonArray(toolMsg(1, "a"), toolMsg(2, "b"), toolMsg(3, "c"), toolMsg(4, "d")))
+	f.Add(toolMsg(1, "search"))
 	f.Add(`[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","Name":"y"}}]`)
 	f.Add(`[{"jsonrpc":"2.0","id":1,"result":{}},{"jsonrpc":"2.0","method":"ping"}]`)
 	f.Add(`[]`)

@@ -26,6 +26,8 @@ type rpcState struct {
 	// fault is why the body is not JSON-RPC calls (jsonrpc.Read), 0 if it is.
 	fault jsonbound.Refusal
 
+	// head is the rule's key without its call parts (appendRequestKey).
+	head []byte
 	// The rule's distinct keys: key i is keys[ends[i-1]:ends[i]], charged
 	// costs[i], opened by the call of index first[i]-1 (0: no call).
 	keys  []byte
@@ -137,6 +139,7 @@ func (s *Stream) keyCalls(ri int, r *rpcState) verdict {
 	rule := &cfg.Rules[ri]
 	body := bytesString(s.req.body)
 	refuse := func(why reason, i int) verdict { return verdict{rule: ri, limit: -1, reason: why, call: i + 1} }
+	headRead, headOK := false, false
 	for i := range r.calls {
 		c := &r.calls[i]
 		if c.Kind == jsonrpc.Response || rule.JSONRPC.IsFree(c.Method) {
@@ -159,12 +162,19 @@ func (s *Stream) keyCalls(ri int, r *rpcState) verdict {
 		case cost == 0:
 			continue
 		}
-		at := len(r.keys)
-		var ok bool
-		r.keys, ok = appendCallKey(r.keys, cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops, text)
+		if !headRead { // the request's parts: the same for every call
+			r.head, headOK = appendRequestKey(r.head[:0], cfg.Redis.Prefix, rule, &s.req, cfg.TrustedHops)
+			headRead = true
+		}
+		at, ok := len(r.keys), headOK
+		if ok {
+			r.keys, ok = appendCallParts(append(r.keys, r.head...), rule, &s.req, text)
+		}
 		switch {
 		case s.req.refused != 0:
 			return verdict{}
+		case !headOK && rule.OnMissing == config.MissingDeny: // the request's part, no call's
+			return verdict{rule: ri, limit: -1, reason: reasonMissingKey}
 		case !ok && rule.OnMissing == config.MissingDeny:
 			return refuse(reasonMissingKey, i)
 		case !ok: // skip: this call is not charged by the rule

@@ -2,6 +2,7 @@ package filter
 
 import (
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,9 +36,9 @@ func toolsHost(t *testing.T, redis string, limit int, edit func(*rpcSpec)) *fake
 // nothing.
 func TestBatchChargesEachKeyItsSum(t *testing.T) {
 	h := toolsHost(t, "", 100, nil)
-	body := rpcBatch(`{"jsonrpc":"2.0","id":9,"result":{}}`, toolCall(1, "search"), rpcCall(2, "ping", ""), toolCall(3, "deep"),
-		toolCall(4, "search"), rpcNote("notifications/initialized"), toolCall(5, "fetch"), toolCall(6, "deep"), toolCall(7, "search"),
-		rpcCall(8, "initialize", "{}"))
+	body := jsonArray(`{"jsonrpc":"2.0","id":9,"result":{}}`, toolMsg(1, "search"), reqMsg(2, "ping", ""), toolMsg(3, "deep"),
+		toolMsg(4, "search"), noteMsg("notifications/initialized"), toolMsg(5, "fetch"), toolMsg(6, "deep"), toolMsg(7, "search"),
+		reqMsg(8, "initialize", "{}"))
 	o := h.sendCalls(body, "x-user=alice")
 	want := []string{"{tools|alice}|search}", "{tools|alice}|deep}", "{tools|alice}|fetch}"}
 	if o.status != 0 || o.fcalls != 1 || !slices.Equal(o.keys, want) || !slices.Equal(o.costs, []int64{6, 10, 1}) {
@@ -46,7 +47,7 @@ func TestBatchChargesEachKeyItsSum(t *testing.T) {
 	if c, b := h.Counters["ratelimit.jsonrpc.calls"], h.Counters["ratelimit.jsonrpc.batches"]; c != 10 || b != 1 {
 		t.Fatalf("metrics: calls %d, batches %d; want 10, 1", c, b)
 	}
-	if o := h.sendCalls(toolCall(1, "deep"), "x-user=alice"); o.status != 0 || !slices.Equal(o.costs, []int64{5}) {
+	if o := h.sendCalls(toolMsg(1, "deep"), "x-user=alice"); o.status != 0 || !slices.Equal(o.costs, []int64{5}) {
 		t.Fatalf("one call: %+v", o)
 	}
 	if b := h.Counters["ratelimit.jsonrpc.batches"]; b != 1 {
@@ -61,12 +62,12 @@ func TestBatchOneKeyNotificationsCharged(t *testing.T) {
 	h := rpcHost(t, fmt.Sprintf(toolsConf, "", 100), map[string]rpcSpec{"tools": {
 		j:       config.JSONRPC{Free: []string{"eth_free*"}},
 		methods: map[string]jsonrpc.Entry{"eth_chainId": {}, "eth_call": {Units: 26}, "eth_get*": {Units: 20}}, def: 3}})
-	o := h.sendCalls(rpcBatch(rpcCall(1, "eth_chainId", ""), rpcCall(2, "eth_call", "[]"), rpcNote("eth_getBalance"),
-		rpcCall(3, "eth_freeStuff", ""), rpcCall(4, "other", ""), `{"jsonrpc":"2.0","id":5,"error":{"code":1}}`), "x-user=bob")
+	o := h.sendCalls(jsonArray(reqMsg(1, "eth_chainId", ""), reqMsg(2, "eth_call", "[]"), noteMsg("eth_getBalance"),
+		reqMsg(3, "eth_freeStuff", ""), reqMsg(4, "other", ""), `{"jsonrpc":"2.0","id":5,"error":{"code":1}}`), "x-user=bob")
 	if o.status != 0 || !slices.Equal(o.keys, []string{"{tools|bob}"}) || !slices.Equal(o.costs, []int64{49}) {
 		t.Fatalf("%+v; want one key charged 26+20+3", o)
 	}
-	if o := h.sendCalls(rpcBatch(rpcCall(1, "eth_chainId", ""), rpcCall(2, "eth_freeX", "")), "x-user=bob"); o.status != 0 || o.fcalls != 0 {
+	if o := h.sendCalls(jsonArray(reqMsg(1, "eth_chainId", ""), reqMsg(2, "eth_freeX", "")), "x-user=bob"); o.status != 0 || o.fcalls != 0 {
 		t.Fatalf("only free and cost-0 calls: %+v; want admitted with no call", o)
 	}
 }
@@ -77,7 +78,7 @@ func TestMatchCall(t *testing.T) {
 		sp.j.Free = nil
 		sp.match = []config.HeaderMatch{{Name: "method", Op: config.HeaderExact, Value: "tools/call"}}
 	})
-	o := h.sendCalls(rpcBatch(rpcCall(1, "ping", ""), toolCall(2, "search"), rpcCall(3, "resources/list", "{}")), "x-user=a")
+	o := h.sendCalls(jsonArray(reqMsg(1, "ping", ""), toolMsg(2, "search"), reqMsg(3, "resources/list", "{}")), "x-user=a")
 	if o.status != 0 || !slices.Equal(o.keys, []string{"{tools|a}|search}"}) || !slices.Equal(o.costs, []int64{2}) {
 		t.Fatalf("%+v; want only the tools/call charged", o)
 	}
@@ -85,13 +86,16 @@ func TestMatchCall(t *testing.T) {
 
 // callVerdict evaluates rule ri over body as OnRequestBody would and
 // returns the refusal keyCalls makes, and the rule's keys.
-func (h *fakeHost) callVerdict(ri int, body string) (verdict, []string) {
+func (h *fakeHost) callVerdict(ri int, body string, headers ...[2]string) (verdict, []string) {
 	h.t.Helper()
 	fs := filtertest.NewStream("192.0.2.7:40000", nil)
 	st := h.plugin.NewStream(fs)
 	defer st.OnDone()
 	st.SetBodyFollows(true)
-	st.OnRequestHeaders([][2]string{{":method", "POST"}, {":path", "/rpc"}, {"x-user", "u"}})
+	if headers == nil {
+		headers = [][2]string{{"x-user", "u"}}
+	}
+	st.OnRequestHeaders(append([][2]string{{":method", "POST"}, {":path", "/rpc"}}, headers...))
 	st.req.body, st.req.bodyLen = append(st.req.body[:0], body...), len(body)
 	st.req.bodyMax = st.pol.cfg.Rules[ri].MaxRequestBodyBytes
 	r := st.readCalls()
@@ -119,11 +123,11 @@ func TestCallRefusals(t *testing.T) {
 		why        reason
 		call       int
 	}{
-		{"unknown tool", rpcBatch(toolCall(1, "search"), toolCall(2, "nope")), reasonUnknownTool, 2},
-		{"tool name not a string", rpcBatch(rpcCall(1, "tools/call", `{"name":7}`)), reasonUnknownTool, 1},
-		{"unknown method", rpcBatch(rpcCall(1, "tools/list", `{"name":"x"}`), rpcNote("resources/list")), reasonUnknownMethod, 2},
-		{"too many keys", rpcBatch(toolCall(1, "search"), toolCall(2, "deep"), toolCall(3, "search"), toolCall(4, "fetch")), reasonTooManyKeys, 4},
-		{"missing part", rpcBatch(rpcCall(1, "tools/list", "")), reasonMissingKey, 1},
+		{"unknown tool", jsonArray(toolMsg(1, "search"), toolMsg(2, "nope")), reasonUnknownTool, 2},
+		{"tool name not a string", jsonArray(reqMsg(1, "tools/call", `{"name":7}`)), reasonUnknownTool, 1},
+		{"unknown method", jsonArray(reqMsg(1, "tools/list", `{"name":"x"}`), noteMsg("resources/list")), reasonUnknownMethod, 2},
+		{"too many keys", jsonArray(toolMsg(1, "search"), toolMsg(2, "deep"), toolMsg(3, "search"), toolMsg(4, "fetch")), reasonTooManyKeys, 4},
+		{"missing part", jsonArray(reqMsg(1, "tools/list", "")), reasonMissingKey, 1},
 	} {
 		v, _ := h.callVerdict(0, c.body)
 		if v.reason != c.why || v.call != c.call || v.rule != 0 {
@@ -135,10 +139,27 @@ func TestCallRefusals(t *testing.T) {
 	}
 }
 
+// A request part missing under on_missing_key deny refuses the batch,
+// naming no call.
+func TestMissingRequestPart(t *testing.T) {
+	h := toolsHost(t, "", 100, nil)
+	h.plugin.cfg.Rules[0].OnMissing = config.MissingDeny
+	v, _ := h.callVerdict(0, jsonArray(reqMsg(1, "ping", ""), toolMsg(2, "search")), [2]string{"x-other", "u"})
+	if v.reason != reasonMissingKey || v.call != 0 {
+		t.Fatalf("%+v; want missing_key of no call", v)
+	}
+	if o := h.sendCalls(jsonArray(reqMsg(1, "ping", ""), toolMsg(2, "search"))); o.status != 400 || o.fcalls != 0 {
+		t.Fatalf("no x-user: %+v; want 400", o)
+	}
+	if o := h.sendCalls(jsonArray(reqMsg(1, "ping", ""))); o.status != 0 {
+		t.Fatalf("no x-user, only a free call: %+v; want admitted, nothing to charge", o)
+	}
+}
+
 // A missing call part: skip leaves that call uncharged by the rule;
 // shared keys it with an empty part.
 func TestMissingCallPart(t *testing.T) {
-	body := rpcBatch(toolCall(1, "search"), rpcCall(2, "tools/call", `{"arguments":{}}`), rpcCall(3, "tools/call", `{"name":""}`))
+	body := jsonArray(toolMsg(1, "search"), reqMsg(2, "tools/call", `{"arguments":{}}`), reqMsg(3, "tools/call", `{"name":""}`))
 	for _, c := range []struct {
 		missing config.MissingKey
 		keys    []string
@@ -160,25 +181,25 @@ func TestMissingCallPart(t *testing.T) {
 // answered from the deny cache, a cheaper one goes to Redis.
 func TestRefusedBatchChargesNothing(t *testing.T) {
 	h := toolsHost(t, "", 10, nil)
-	if o := h.sendCalls(rpcBatch(toolCall(1, "search"), toolCall(2, "search"), toolCall(3, "deep")), "x-user=a"); o.status != 0 {
+	if o := h.sendCalls(jsonArray(toolMsg(1, "search"), toolMsg(2, "search"), toolMsg(3, "deep")), "x-user=a"); o.status != 0 {
 		t.Fatalf("first batch: %+v", o) // search 4, deep 5
 	}
-	spent := rpcBatch(toolCall(1, "search"), toolCall(2, "deep"), toolCall(3, "deep"), toolCall(4, "fetch"))
+	spent := jsonArray(toolMsg(1, "search"), toolMsg(2, "deep"), toolMsg(3, "deep"), toolMsg(4, "fetch"))
 	if o := h.sendCalls(spent, "x-user=a"); o.status != 429 || o.fcalls != 1 {
 		t.Fatalf("deep 5 + 10: %+v; want 429 from Redis", o)
 	}
 	// search took nothing: 4 + 2*3 fits 10, one more search does not.
-	if o := h.sendCalls(rpcBatch(toolCall(1, "search"), toolCall(2, "search"), toolCall(3, "search")), "x-user=a"); o.status != 0 {
+	if o := h.sendCalls(jsonArray(toolMsg(1, "search"), toolMsg(2, "search"), toolMsg(3, "search")), "x-user=a"); o.status != 0 {
 		t.Fatalf("search after the refused batch: %+v; want admitted (the refusal charged nothing)", o)
 	}
-	if o := h.sendCalls(toolCall(1, "search"), "x-user=a"); o.status != 429 {
+	if o := h.sendCalls(toolMsg(1, "search"), "x-user=a"); o.status != 429 {
 		t.Fatalf("search at 10: %+v; want 429", o)
 	}
-	if o := h.sendCalls(toolCall(1, "fetch"), "x-user=a"); o.status != 0 || !slices.Equal(o.costs, []int64{1}) {
+	if o := h.sendCalls(toolMsg(1, "fetch"), "x-user=a"); o.status != 0 || !slices.Equal(o.costs, []int64{1}) {
 		t.Fatalf("fetch: %+v; want admitted, its first unit", o)
 	}
 	hits := h.Counters["ratelimit.deny_cache.hits"]
-	if o := h.sendCalls(rpcBatch(toolCall(1, "deep"), toolCall(2, "fetch"), toolCall(3, "deep")), "x-user=a"); o.status != 429 || o.fcalls != 0 {
+	if o := h.sendCalls(jsonArray(toolMsg(1, "deep"), toolMsg(2, "fetch"), toolMsg(3, "deep")), "x-user=a"); o.status != 429 || o.fcalls != 0 {
 		t.Fatalf("deep 10 again: %+v; want 429 from the deny cache", o)
 	}
 	if h.Counters["ratelimit.deny_cache.hits"] != hits+1 {
@@ -190,11 +211,11 @@ func TestRefusedBatchChargesNothing(t *testing.T) {
 // still reaches Redis for a smaller one.
 func TestDenyCacheBatchKeyCost(t *testing.T) {
 	h := toolsHost(t, "", 10, nil)
-	h.sendCalls(rpcBatch(toolCall(1, "deep")), "x-user=a") // deep 5
-	if o := h.sendCalls(rpcBatch(toolCall(1, "deep"), toolCall(2, "deep")), "x-user=a"); o.status != 429 {
+	h.sendCalls(jsonArray(toolMsg(1, "deep")), "x-user=a") // deep 5
+	if o := h.sendCalls(jsonArray(toolMsg(1, "deep"), toolMsg(2, "deep")), "x-user=a"); o.status != 429 {
 		t.Fatalf("deep 10 more: %+v; want 429", o)
 	}
-	if o := h.sendCalls(rpcBatch(toolCall(1, "fetch"), toolCall(2, "deep")), "x-user=a"); o.status != 0 || o.fcalls != 1 {
+	if o := h.sendCalls(jsonArray(toolMsg(1, "fetch"), toolMsg(2, "deep")), "x-user=a"); o.status != 0 || o.fcalls != 1 {
 		t.Fatalf("deep 5 more: %+v; want admitted by Redis", o)
 	}
 }
@@ -205,12 +226,12 @@ func TestClusterModeCallKeysOneSlot(t *testing.T) {
 	h := toolsHost(t, `,"cluster_mode":true`, 100, nil)
 	var calls []string
 	for i := range 20 {
-		calls = append(calls, toolCall(i, "tool-"+strconv.Itoa(i)))
+		calls = append(calls, toolMsg(i, "tool-"+strconv.Itoa(i)))
 	}
-	if o := h.sendCalls(rpcBatch(calls...), "x-user=alice"); o.status != 400 || o.fcalls != 0 {
+	if o := h.sendCalls(jsonArray(calls...), "x-user=alice"); o.status != 400 || o.fcalls != 0 {
 		t.Fatalf("20 tools: %+v; want 400 (max_keys 16)", o)
 	}
-	o := h.sendCalls(rpcBatch(calls[:16]...), "x-user=alice")
+	o := h.sendCalls(jsonArray(calls[:16]...), "x-user=alice")
 	if o.status != 0 || o.fcalls != 1 || len(o.keys) != 16 {
 		t.Fatalf("%+v; want one call of 16 keys", o)
 	}
@@ -233,10 +254,10 @@ func TestLargestBatchDecided(t *testing.T) {
 		map[string]rpcSpec{"t": {j: config.JSONRPC{MaxKeys: config.MaxCallKeys}, callParts: []string{"params.name"}}})
 	var calls []string
 	for i := range config.MaxBatchStates {
-		calls = append(calls, toolCall(i, "t"+strconv.Itoa(i)))
+		calls = append(calls, toolMsg(i, "t"+strconv.Itoa(i)))
 	}
 	for i, want := range []int{0, 0, 0, 0, 0, 429} {
-		o := h.sendCalls(rpcBatch(calls...), "x-user=a")
+		o := h.sendCalls(jsonArray(calls...), "x-user=a")
 		if o.status != want || len(o.keys) != 64 || h.Counters["ratelimit.redis.errors"] != 0 {
 			t.Fatalf("batch %d: %d keys, status %d %s; want %d (%v)", i, len(o.keys), o.status, o.body, want, h.logs)
 		}
@@ -249,7 +270,7 @@ func TestLargestBatchDecided(t *testing.T) {
 func TestUnreadableCalls(t *testing.T) {
 	h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.j.MaxCalls = 2 })
 	for _, c := range []struct{ body, why string }{
-		{rpcBatch(toolCall(1, "a"), toolCall(2, "b"), toolCall(3, "c")), "more than max_calls calls"},
+		{jsonArray(toolMsg(1, "a"), toolMsg(2, "b"), toolMsg(3, "c")), "more than max_calls calls"},
 		{`[1]`, "not a JSON-RPC request"},
 		{`[]`, "not a JSON-RPC request"},
 		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, "only in case"},
@@ -295,17 +316,17 @@ func TestLocalFallbackDecidesLargestBatch(t *testing.T) {
 	h.Down = true
 	var calls []string
 	for i := range config.MaxBatchStates {
-		calls = append(calls, toolCall(i, "t"+strconv.Itoa(i)))
+		calls = append(calls, toolMsg(i, "t"+strconv.Itoa(i)))
 	}
 	for i, want := range []int{0, 0, 429} {
-		if o := h.sendCalls(rpcBatch(calls...), "x-user=a"); o.status != want || len(o.keys) != 64 && want == 0 {
+		if o := h.sendCalls(jsonArray(calls...), "x-user=a"); o.status != want || len(o.keys) != 64 && want == 0 {
 			t.Fatalf("batch %d: %d keys, status %d %s; want %d", i, len(o.keys), o.status, o.body, want)
 		}
 	}
 	if got := h.Counters["ratelimit.failure_mode.local_allowed"]; got != 2 {
 		t.Fatalf("local_allowed %d, want 2", got)
 	}
-	if o := h.sendCalls(rpcBatch(toolCall(1, "other")), "x-user=a"); o.status != 0 {
+	if o := h.sendCalls(jsonArray(toolMsg(1, "other")), "x-user=a"); o.status != 0 {
 		t.Fatalf("another tool: %+v; want admitted", o)
 	}
 }
@@ -314,10 +335,46 @@ func TestLocalFallbackDecidesLargestBatch(t *testing.T) {
 // parts, in configured order: what ratelimitctl names.
 func TestCallKeyAgreesWithKeyspace(t *testing.T) {
 	h := toolsHost(t, "", 100, nil)
-	o := h.sendCalls(toolCall(1, "web search"), "x-user=al|ce")
+	o := h.sendCalls(toolMsg(1, "web search"), "x-user=al|ce")
 	cfg := h.plugin.cfg
 	base, err := keyspace.RuleKey(cfg, &cfg.Rules[0], []string{"al|ce", "web search"})
 	if err != nil || len(o.keys) != 1 || cfg.Redis.Prefix+o.keys[0] != base {
 		t.Fatalf("filter %q, keyspace %q %v", o.keys, base, err)
+	}
+}
+
+// The MCP fixture, parsed: each rule charges its own keys in the one
+// call, in rule order; a tool's formula reads its call's arguments.
+func TestParsedMCPRules(t *testing.T) {
+	conf, err := os.ReadFile("config/testdata/valid/jsonrpc-mcp-tools.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newFakeHost(t, string(conf))
+	body := jsonArray(reqMsg(1, "ping", ""), toolMsg(2, "search"), toolMsg(3, "deep_research"),
+		reqMsg(4, "tools/call", `{"name":"list_files","arguments":{"limit":35}}`), noteMsg("notifications/initialized"), toolMsg(5, "search"))
+	o := h.sendCalls(body, ":path=/mcp", "x-user=alice", "mcp-session-id=s1")
+	want := []string{"{user-tools|alice}|search}", "{user-tools|alice}|deep_research}", "{user-tools|alice}|list_files}",
+		"{deep-research|alice}", "{session|s1}"}
+	if o.status != 0 || o.fcalls != 1 || !slices.Equal(o.keys, want) || !slices.Equal(o.costs, []int64{2, 1, 1, 1, 11}) {
+		t.Fatalf("%+v; want one call charging %q 2, 1, 1, 1, 11", o, want)
+	}
+}
+
+// A shadow jsonrpc rule never refuses: a name its table refuses, or too
+// many keys, is counted as would_deny and charges nothing for the rule.
+func TestShadowCallRule(t *testing.T) {
+	h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.refuse, sp.j.MaxKeys = true, 1 })
+	h.plugin.cfg.Rules[0].Shadow = true
+	for i, body := range []string{jsonArray(toolMsg(1, "search"), toolMsg(2, "nope")), jsonArray(toolMsg(1, "search"), toolMsg(2, "deep"))} {
+		if o := h.sendCalls(body, "x-user=u"); o.status != 0 || o.fcalls != 0 {
+			t.Fatalf("%s: %+v; want admitted, no call", body, o)
+		}
+		if got := h.Counters["ratelimit.rule.tools.would_deny"]; got != uint64(i+1) {
+			t.Fatalf("would_deny %d, want %d", got, i+1)
+		}
+	}
+	if o := h.sendCalls(jsonArray(toolMsg(1, "search"), toolMsg(2, "search")), "x-user=u"); o.status != 0 || !slices.Equal(o.costs, []int64{4}) {
+		t.Fatalf("%+v; want the shadow call charging search 4", o)
 	}
 }

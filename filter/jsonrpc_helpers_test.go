@@ -144,11 +144,11 @@ func decideChecks(t *testing.T, cmd []byte) (keys []string, costs []int64) {
 	return keys, costs
 }
 
-// rpcBatch is a JSON array of the given messages.
-func rpcBatch(msgs ...string) string { return "[" + strings.Join(msgs, ",") + "]" }
+// jsonArray is a JSON array of the given messages.
+func jsonArray(msgs ...string) string { return "[" + strings.Join(msgs, ",") + "]" }
 
-// rpcCall is a request calling method with params (JSON), id id.
-func rpcCall(id int, method, params string) string {
+// reqMsg is a request calling method with params (JSON), id id.
+func reqMsg(id int, method, params string) string {
 	s := `{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `"`
 	if params != "" {
 		s += `,"params":` + params
@@ -156,10 +156,10 @@ func rpcCall(id int, method, params string) string {
 	return s + "}"
 }
 
-// rpcNote is a notification of method.
-func rpcNote(method string) string { return `{"jsonrpc":"2.0","method":"` + method + `"}` }
+// noteMsg is a notification of method.
+func noteMsg(method string) string { return `{"jsonrpc":"2.0","method":"` + method + `"}` }
 
-// toolCall is a tools/call of tool name.
-func toolCall(id int, name string) string {
-	return rpcCall(id, "tools/call", `{"name":"`+name+`","arguments":{}}`)
+// toolMsg is a tools/call of tool name.
+func toolMsg(id int, name string) string {
+	return reqMsg(id, "tools/call", `{"name":"`+name+`","arguments":{}}`)
 }

@@ -54,13 +54,21 @@ func appendRuleKey(dst []byte, prefix string, rule *config.Rule, r *request, hop
 // "<prefix>{<rule>|<request parts>}|<call parts>}": only the request's
 // parts are in the hash tag, so one caller's calls share a slot.
 func appendCallKey(dst []byte, prefix string, rule *config.Rule, r *request, hops int, call string) ([]byte, bool) {
+	dst, ok := appendRequestKey(dst, prefix, rule, r, hops)
+	if !ok {
+		return dst, false
+	}
+	return appendCallParts(dst, rule, r, call)
+}
+
+// appendRequestKey appends "<prefix>{<rule>|<request parts>}", the key
+// without its call parts, or reports a missing part.
+func appendRequestKey(dst []byte, prefix string, rule *config.Rule, r *request, hops int) ([]byte, bool) {
 	dst = append(dst, prefix...)
 	dst = append(dst, '{')
 	dst = append(dst, rule.Name...)
-	callParts := false
 	for _, p := range rule.Key {
 		if p.Source == config.SourceCall {
-			callParts = true
 			continue
 		}
 		v, ok := r.keyPartValue(p, hops)
@@ -70,10 +78,13 @@ func appendCallKey(dst []byte, prefix string, rule *config.Rule, r *request, hop
 		dst = append(dst, '|')
 		dst = keyspace.AppendPart(dst, v)
 	}
-	dst = append(dst, '}')
-	if !callParts {
-		return dst, true
-	}
+	return append(dst, '}'), true
+}
+
+// appendCallParts appends "|<call parts>}" of a rule with call parts,
+// read from call, or reports a missing part; nothing for a rule without.
+func appendCallParts(dst []byte, rule *config.Rule, r *request, call string) ([]byte, bool) {
+	n := 0
 	for _, p := range rule.Key {
 		if p.Source != config.SourceCall {
 			continue
@@ -84,6 +95,10 @@ func appendCallKey(dst []byte, prefix string, rule *config.Rule, r *request, hop
 		}
 		dst = append(dst, '|')
 		dst = keyspace.AppendPart(dst, v)
+		n++
+	}
+	if n == 0 {
+		return dst, true
 	}
 	return append(dst, '}'), true
 }

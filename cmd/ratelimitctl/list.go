@@ -120,7 +120,8 @@ func (c *listCmd) run(ctx context.Context, s *session, _ []string) (result, erro
 		if _, ok := s.cfg.Rule(c.rule); !ok {
 			return nil, fmt.Errorf("--rule: no rule %q in %s (its rules: %s)", c.rule, s.configPath, strings.Join(ruleNames(s.cfg), ", "))
 		}
-		match = globEscape(s.prefix) + "{" + globEscape(c.rule) + "|*"
+		// "{rule|": its request parts; "{rule}": none, or only call parts.
+		match = globEscape(s.prefix) + "{" + globEscape(c.rule) + "[|}]*"
 	}
 	nodes, err := s.nodes(ctx)
 	if err != nil {

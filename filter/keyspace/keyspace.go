@@ -44,27 +44,34 @@ func RuleKey(c *config.Config, rule *config.Rule, parts []string) (string, error
 		return "", format.Errorf("rule %s: %d key parts given, its key has %d", rule.Name, len(parts), len(rule.Key))
 	}
 	b := append([]byte(c.Redis.Prefix), '{')
-	b = append(b, rule.Name...)
-	calls := false
-	for _, group := range [2]bool{false, true} {
-		for i, p := range rule.Key {
-			if call := p.Source == config.SourceCall; call != group {
-				calls = calls || call
-				continue
-			}
-			v, err := Canonical(&p, parts[i])
-			if err != nil {
-				return "", format.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
-			}
-			b = append(b, '|')
-			b = AppendPart(b, v)
-		}
-		if group && !calls {
-			break
+	b, err := appendParts(append(b, rule.Name...), rule, parts, false)
+	if err != nil {
+		return "", err
+	}
+	b = append(b, '}')
+	if rule.HasCallParts() {
+		if b, err = appendParts(b, rule, parts, true); err != nil {
+			return "", err
 		}
 		b = append(b, '}')
 	}
 	return string(b), nil
+}
+
+// appendParts appends "|<part>" for each of the rule's call parts (calls),
+// or each of its other parts, in configured order.
+func appendParts(b []byte, rule *config.Rule, parts []string, calls bool) ([]byte, error) {
+	for i, p := range rule.Key {
+		if (p.Source == config.SourceCall) != calls {
+			continue
+		}
+		v, err := Canonical(&p, parts[i])
+		if err != nil {
+			return b, format.Errorf("rule %s: key part %d (%s): %w", rule.Name, i, p.Source, err)
+		}
+		b = AppendPart(append(b, '|'), v)
+	}
+	return b, nil
 }
 
 // StateKey is the key of the state of a rule's limit at position i.
