@@ -193,18 +193,12 @@ func TestRPCRefusalIDsInOrder(t *testing.T) {
 	}
 }
 
-// sendRPC runs a request whose body is body through the filter, the
-// JSON-RPC step's reading of it set beforehand (as that step leaves it).
+// sendRPC runs a POST to /mcp whose body is body through the filter.
 func (h *fakeHost) sendRPC(body string) *filtertest.Stream {
 	h.t.Helper()
 	fs := filtertest.NewStream("192.0.2.7:40000", nil)
 	st := h.plugin.NewStream(fs)
 	defer st.OnDone()
-	calls, fault := jsonrpc.Read(body, config.MaxCalls, nil)
-	if fault != 0 {
-		h.t.Fatalf("%s: %v", body, fault)
-	}
-	st.rpc = &rpcState{read: true, calls: calls, batch: jsonrpc.Batch(body)}
 	st.SetBodyFollows(true)
 	st.OnRequestHeaders([][2]string{{":method", "POST"}, {":path", "/mcp"}, {":authority", "mcp"}, {"x-user", "alice"}})
 	if st.WantsRequestBody() {
@@ -250,8 +244,8 @@ func rpcAnswer(t *testing.T, body string) (ids []string) {
 	return ids
 }
 
-// A denial of a jsonrpc rule through Redis, then from the deny cache: each
-// request gets its own ids (the cached reply's body is not reused), its
+// A denial of a jsonrpc rule through Redis, then from the deny cache (each
+// body within the limit's capacity): each request gets its own ids (the cached reply's body is not reused), its
 // status (200 with ids, else 429), and the rate-limit headers.
 func TestRPCRefusalFromDenyCache(t *testing.T) {
 	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"headers":"both","rules":[
@@ -271,7 +265,7 @@ func TestRPCRefusalFromDenyCache(t *testing.T) {
 		ids        string
 	}{
 		{single(`"third"`), "", 200, `"third"`},
-		{`[{"jsonrpc":"2.0","id":"x","method":"tools/call"},{"jsonrpc":"2.0","method":"notifications/n"},{"jsonrpc":"2.0","id":4.0,"method":"tools/call"}]`,
+		{`[{"jsonrpc":"2.0","id":"x","method":"tools/call"},{"jsonrpc":"2.0","id":9,"result":{}},{"jsonrpc":"2.0","id":4.0,"method":"tools/call"}]`,
 			" from=deny_cache", 200, `"x" 4.0`},
 		{`[{"jsonrpc":"2.0","method":"notifications/n"}]`, " from=deny_cache", 429, `null`},
 		{single(`"again"`), " from=deny_cache", 200, `"again"`},
@@ -284,3 +278,30 @@ func TestRPCRefusalFromDenyCache(t *testing.T) {
 		}
 	}
 }
+
+// Through the JSON-RPC step: an MCP rule (refusal jsonrpc by default)
+// refusing a batch's unknown tool names it and its call's index; a body
+// that is not JSON is a parse error.
+func TestRPCRefusalOfUnknownTool(t *testing.T) {
+	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
+	{"name":"mcp","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"protocol":"mcp"},
+	 "cost":{"tools":{"search":1},"default":"refuse"},
+	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":10,"window":"1h"}]}]}`)
+	for _, c := range []struct {
+		body   string
+		status int
+		want   string
+	}{
+		{`[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"search"}},` +
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}]`, 200,
+			`[{"jsonrpc":"2.0","id":1,` + toolObj + `,{"jsonrpc":"2.0","id":2,` + toolObj + `]`},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call"`, 400,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error","data":{"reason":"not JSON or truncated","rule":"mcp"}}}`},
+	} {
+		if fs := h.sendRPC(c.body); fs.Status != c.status || fs.Body != c.want {
+			t.Errorf("%s:\n got %d %s\nwant %d %s", c.body, fs.Status, fs.Body, c.status, c.want)
+		}
+	}
+}
+
+const toolObj = `"error":{"code":-32602,"message":"Unknown tool","data":{"reason":"unknown_tool","rule":"mcp","tool":"nope","call":2}}}`
