@@ -285,7 +285,7 @@ func TestRPCRefusalFromDenyCache(t *testing.T) {
 func TestRPCRefusalOfUnknownTool(t *testing.T) {
 	h := newFakeHost(t, `{"redis":{"cluster":"redis"},"rules":[
 	{"name":"mcp","key":[{"source":"header","name":"x-user"}],"jsonrpc":{"protocol":"mcp"},
-	 "cost":{"tools":{"search":1},"default":"refuse"},
+	 "cost":{"tools":{"search":1},"methods":{},"default":"refuse"},
 	 "limits":[{"name":"per-hour","algorithm":"sliding_log","limit":10,"window":"1h"}]}]}`)
 	for _, c := range []struct {
 		body   string

@@ -36,8 +36,9 @@ func smallestCapacity(r map[string]any) (int64, bool) {
 }
 
 // batchStates is, over-counted as no match excludes another, the limit
-// states one request's batch may carry for rule r: per key its limits
-// and its block key, max_keys keys for a jsonrpc rule with call parts.
+// states one request's batch may carry for rule r: per key its limits,
+// block key, tier key (tiers from redis) and override key, max_keys keys
+// for a jsonrpc rule with call parts.
 func batchStates(r map[string]any) int64 {
 	n := int64(0)
 	for _, limits := range limitLists(r) {
@@ -45,6 +46,12 @@ func batchStates(r map[string]any) int64 {
 	}
 	if b, ok := r["manual_block"].(bool); !ok || b {
 		n++
+	}
+	if t, _ := r["tiers"].(map[string]any); t != nil && t["from"] == "redis" {
+		n++ // the tier key
+	}
+	if r["overrides"] == true {
+		n++ // the override key
 	}
 	j, rpc := r["jsonrpc"].(map[string]any)
 	if rpc && hasCallPart(r) {

@@ -104,5 +104,11 @@ func parseMaxRequestBody(v jsonvalue.Value, path string, r *Rule) (int, error) {
 		return 0, errAt(path, onlyBodyRules)
 	}
 	n, err := integer(v, path, DefaultMaxRequestBodyBytes, 1, 64<<20)
+	if err == nil && r.JSONRPC != nil && n < int64(len(smallestCall)) {
+		err = errAt(path, "must be >= %d in a jsonrpc rule: no call is shorter than %s", len(smallestCall), smallestCall)
+	}
 	return int(n), err
 }
+
+// smallestCall is the shortest JSON-RPC call a jsonrpc rule charges.
+const smallestCall = `{"jsonrpc":"2.0","method":""}`

@@ -20,6 +20,9 @@ func parseCost(v jsonvalue.Value, path string, r *Rule) (Cost, error) {
 		if c.Default, err = integer(v, path, 1, 0, 1<<53); err != nil {
 			return c, err
 		}
+		if c.Default == 0 && r.JSONRPC != nil {
+			return c, errAt(path, "must be >= 1 in a jsonrpc rule: a call of cost 0 adds no key, so the rule would charge nothing")
+		}
 	case v.IsObject():
 		o, err := fields(v, path, "header", "default", "min", "methods", "tools")
 		if err != nil {

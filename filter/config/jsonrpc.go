@@ -82,6 +82,9 @@ func parseFree(v jsonvalue.Value, path string) ([]string, error) {
 	}
 	free := []string{}
 	for i, e := range v.Array() {
+		if e.Type == jsonvalue.String && e.Str == "*" {
+			return nil, errAt(elem(path, i), `"*" alone would make every call free: list the methods to leave uncharged`)
+		}
 		name, _ := strings.CutSuffix(e.Str, "*")
 		if e.Type != jsonvalue.String || name == "" || len(name) > jsonrpc.MaxNameLen || strings.Contains(name, "*") {
 			return nil, errAt(elem(path, i), "must be a method name of 1 to %d bytes, or such a prefix followed by *", jsonrpc.MaxNameLen)
@@ -158,11 +161,17 @@ func parseCostTables(o map[string]jsonvalue.Value, path string, r *Rule) (Cost, 
 		return c, errAt(path+".default", `must be a number of units, or "refuse"`)
 	}
 	var err error
-	if methods.Names, err = parseCallTable(o["methods"], path+".methods", r.Limits); err != nil {
+	if methods.Names, err = parseCallTable(o["methods"], path+".methods", r.Limits, r.JSONRPC.unusedMethod); err != nil {
 		return c, err
 	}
-	if tools.Names, err = parseCallTable(o["tools"], path+".tools", r.Limits); err != nil {
+	if tools.Names, err = parseCallTable(o["tools"], path+".tools", r.Limits, r.JSONRPC.unusedTool); err != nil {
 		return c, err
+	}
+	if methods.Refuse && r.JSONRPC.Protocol == ProtocolMCP && !o["methods"].Exists() && !onlyToolCalls(r) {
+		return c, errAt(path+".default", `"refuse" without cost.methods refuses every call but tools/call and the free ones, tools/list too: list cost.methods ({} to mean it), or add match.call {"path": "method", "exact": "tools/call"}`)
+	}
+	if !methods.Refuse && methods.Default == 0 && allZero(methods.Names) && allZero(tools.Names) {
+		return c, errAt(path+".default", "every name costs 0, so the rule would charge nothing: a call of cost 0 adds no key")
 	}
 	methods.Seal()
 	tools.Seal()
@@ -171,8 +180,9 @@ func parseCostTables(o map[string]jsonvalue.Value, path string, r *Rule) (Cost, 
 }
 
 // parseCallTable reads cost.methods or cost.tools: names (exact, or a
-// prefix ending in '*') to units or a formula; nil when absent.
-func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit) (map[string]jsonrpc.Entry, error) {
+// prefix ending in '*') to units or a formula; nil when absent. unused
+// says why an entry could never be looked up, "" when it can.
+func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit, unused func(name string) string) (map[string]jsonrpc.Entry, error) {
 	if !v.Exists() {
 		return nil, nil
 	}
@@ -189,10 +199,14 @@ func parseCallTable(v jsonvalue.Value, path string, limits []NamedLimit) (map[st
 		switch {
 		case name == "" || len(name) > jsonrpc.MaxNameLen:
 			err = errAt(at, "a name must have 1 to %d bytes", jsonrpc.MaxNameLen)
+		case strings.Contains(strings.TrimSuffix(name, "*"), "*"):
+			err = errAt(at, `"*" may only end a name, making it a prefix such as "eth_get*"`)
 		case dup:
 			err = errAt(at, "duplicate field")
 		case len(names) == maxCallNames:
 			err = errAt(path, "must list at most %d names", maxCallNames)
+		case unused(name) != "":
+			err = errAt(at, "never used: %s", unused(name))
 		}
 		names[name] = jsonrpc.Entry{}
 		return err == nil
@@ -240,11 +254,11 @@ func parseFormula(v jsonvalue.Value, at string) (*jsonrpc.Formula, error) {
 		return nil, err
 	}
 	f := &jsonrpc.Formula{}
-	if f.Param, err = callPath(o["param"], at+".param"); err != nil {
+	if f.Param, err = paramPath(o["param"], at+".param"); err != nil {
 		return nil, err
 	}
 	if o["minus"].Exists() {
-		if f.Minus, err = callPath(o["minus"], at+".minus"); err != nil {
+		if f.Minus, err = paramPath(o["minus"], at+".minus"); err != nil {
 			return nil, err
 		}
 	}
@@ -274,13 +288,31 @@ func parseFormula(v jsonvalue.Value, at string) (*jsonrpc.Formula, error) {
 	default:
 		return nil, errAt(at+"."+bad, "out of bounds") // the reads above bound every field
 	}
+	if f.Max > 0 && f.Base == 0 && f.Min == 0 {
+		return nil, errAt(at+".min", "must be >= 1 when base is 0: else a call whose param reads 0 pays nothing, so the client chooses what it pays")
+	}
 	return f, nil
 }
 
 // callPath reads a dotted path in a JSON-RPC call's object ("method",
 // "params.name", "params.0.toBlock").
 func callPath(v jsonvalue.Value, at string) (string, error) {
-	return dottedPath(v, at, `must be a dotted field path such as method or params.name: at most 16 names, without # * ? | @ \ or NUL`)
+	p, err := dottedPath(v, at, `must be a dotted field path such as method or params.name: at most 16 names, without # * ? | @ \ or NUL`)
+	if err == nil && p == "params" {
+		err = errAt(at, "must name a field inside params, such as params.name: params itself is an object or an array, never a value")
+	}
+	return p, err
+}
+
+// paramPath reads a formula's path, which must lie under params: the
+// other fields of a call name it (jsonrpc, method) or are the client's
+// tag (id), never what it pays for.
+func paramPath(v jsonvalue.Value, at string) (string, error) {
+	p, err := callPath(v, at)
+	if err == nil && !strings.HasPrefix(p, "params.") {
+		err = errAt(at, "must be a path under params, such as params.0.toBlock: a call's other fields (jsonrpc, method, id) never hold what it pays for")
+	}
+	return p, err
 }
 
 // parseCallMatches reads match.call: fields of each call that must all
@@ -301,11 +333,14 @@ func (r *Rule) HasCallParts() bool {
 }
 
 // BatchStates is the most limit states one request's batch carries for
-// the rule: per key (batchKeys) its limits and its block key.
+// the rule: per key (batchKeys) its limits, its block key, and the tier
+// and override keys Redis reads to choose its limits.
 func (r *Rule) BatchStates() int {
 	n := r.Positions()
-	if r.ManualBlock {
-		n++
+	for _, more := range []bool{r.ManualBlock, r.TiersFromRedis(), r.Overrides} {
+		if more {
+			n++
+		}
 	}
 	return n * r.batchKeys()
 }

@@ -51,9 +51,9 @@ const (
 	DefaultMaxCalls    = 100
 	MaxCallKeys        = 64
 	DefaultMaxCallKeys = 16
-	// MaxBatchStates bounds the limit states (a limit's key, or a block
-	// key) a request's batch may carry over every rule: each costs Redis
-	// about 10us.
+	// MaxBatchStates bounds the limit states (a limit's key, a block,
+	// tier or override key) a request's batch may carry over every
+	// rule: each costs Redis about 10us.
 	MaxBatchStates = 64
 	// DefaultErrorCode is EIP-1474's "Limit exceeded".
 	DefaultErrorCode = -32005

@@ -83,6 +83,9 @@ func parseKeyPart(o map[string]jsonvalue.Value, at string, src KeySource) (KeyPa
 			return part, errAt(at+".path", "required for source call: a dotted path in the call, such as params.name")
 		}
 		part.BodyPath, err = callPath(o["path"], at+".path")
+		if err == nil && (part.BodyPath == "id" || strings.HasPrefix(part.BodyPath, "id.")) {
+			err = errAt(at+".path", "not id: a call's id is the client's own tag, new in each call, so a key on it would give every call a fresh budget")
+		}
 	}
 	return part, err
 }

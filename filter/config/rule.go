@@ -71,6 +71,9 @@ func parseRule(v jsonvalue.Value, path string) (Rule, error) {
 	} else {
 		err = checkCosts(path+".cost", 1, r.Limits)
 	}
+	if err == nil && r.JSONRPC != nil {
+		err = checkCallMatches(&r, path)
+	}
 	if err != nil {
 		return r, err
 	}
@@ -254,6 +257,9 @@ func parseMatch(v jsonvalue.Value, path string, rpc bool) (Match, error) {
 	if m.Headers, err = parseHeaderMatches(o["headers"], path+".headers"); err != nil {
 		return m, err
 	}
+	if rpc && o["body"].Exists() {
+		return m, errAt(path+".body", "not with jsonrpc: a batch's body is an array, which a body path misses, so the batch would skip the rule; use match.call")
+	}
 	if m.Body, err = parseBodyMatches(o["body"], path+".body"); err != nil {
 		return m, err
 	}
@@ -295,6 +301,9 @@ func parseKey(v jsonvalue.Value, path string, rpc bool) ([]KeyPart, error) {
 		}
 		if src == "call" && !rpc {
 			return nil, errAt(at+".source", "call is only for a rule with jsonrpc")
+		}
+		if src == "body" && rpc {
+			return nil, errAt(at+".source", "body is not for a jsonrpc rule: a batch's body is an array, which a body path misses, so the batch would skip the rule; use source call")
 		}
 		part, err := parseKeyPart(o, at, KeySource(slices.Index(sourceNames, src)))
 		if err != nil {
