@@ -19,13 +19,14 @@ import (
 	"github.com/redisrate/envoy-redis-ratelimit/internal/redistest"
 )
 
-// The README's quick start and recipes, and those of docs/ai-budgets.md,
-// run as written: each set-up block
+// The README's quick start and recipes, and those of docs/ai-budgets.md
+// and docs/jsonrpc.md, run as written: each set-up block
 // (```sh) is pasted into bash and each session (```console) is typed,
 // against a real redis-server and the dist/ tools, and every output line
 // must be the one the README shows. Only addresses are changed (Redis,
 // the listener and the admin port get free ones), times that move with
-// the clock are compared as numbers (t=, retry_after, reset, durations), as is
+// the clock are compared as numbers (t=, retry_after, retry_after_ms,
+// reset, durations), as is
 // the epoch counter, and column padding as one space. A run the machine
 // was too slow for is repeated (readme_attempt_test.go).
 func TestREADMERunsAsWritten(t *testing.T) {
@@ -53,7 +54,7 @@ func TestREADMERunsAsWritten(t *testing.T) {
 		t.Error("README.md: no runnable block starts Webdis from deploy/ and runs envoy.yaml's stock build in wasmhost")
 	}
 	// Pages whose recipes run the same way, in the quick start's set-up.
-	for _, page := range []string{"../docs/ai-budgets.md"} {
+	for _, page := range []string{"../docs/ai-budgets.md", "../docs/jsonrpc.md"} {
 		more := readmeRecipes(t, page)
 		if len(more) == 0 {
 			t.Fatalf("%s: no recipe found", page)
@@ -315,6 +316,7 @@ var clockValues = []struct {
 }{
 	{regexp.MustCompile(`t=\d+`), "t=N"},
 	{regexp.MustCompile(`"retry_after":\d+`), `"retry_after":N`},
+	{regexp.MustCompile(`"retry_after_ms":\d+`), `"retry_after_ms":N`},
 	{regexp.MustCompile(`"reset":\d+`), `"reset":N`},
 	{regexp.MustCompile(`\b(\d+(\.\d+)?(h|ms|m|s))+\b`), "D"},
 	{regexp.MustCompile(`epoch = \d+`), "epoch = N"},

@@ -218,12 +218,9 @@
 //   - Decisions: decide.go turns the calls' results into a verdict, counts
 //     it per rule and acts on it (a denial's reason names the local
 //     reply's error); refusal.go answers a request refused for its own
-//     content (a missing key part, a refused model, method or tool, a
-//     cost above a limit's capacity, too many keys in a batch) with its
-//     rule's refusal_status and a body naming what is wrong;
-//     jsonrpc_refusal.go answers a refusal of a rule with
-//     jsonrpc.refusal: jsonrpc as JSON-RPC error objects, one per call
-//     id; headers.go renders RateLimit-Policy and RateLimit
+//     content (a missing key part, a refused model, a cost above a
+//     limit's capacity) with its rule's refusal_status and a body naming
+//     what is wrong; headers.go renders RateLimit-Policy and RateLimit
 //     (IETF draft 10) and the X-RateLimit-* headers from pieces each
 //     policy renders once (package headerparts); decision.go tells the
 //     proxy which rule and limit decided (the property

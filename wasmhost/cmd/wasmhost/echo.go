@@ -20,7 +20,8 @@ const maxEchoBody = 1 << 20
 
 // startEcho serves the built-in upstream, a stand-in for trying rules:
 // a JSON echo of the request (method, uri, host, headers, body), or, for a
-// POST to .../chat/completions, a Chat Completions answer (echo_chat.go);
+// POST to .../chat/completions, a Chat Completions answer (echo_chat.go),
+// for a POST to .../mcp or .../rpc, JSON-RPC results (echo_mcp.go);
 // 200 unless the request's x-echo-status names another status.
 func startEcho(errLog *log.Logger) (string, func(), error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -44,6 +45,10 @@ func serveEcho(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/chat/completions") {
 		serveChat(w, r, status)
+		return
+	}
+	if r.Method == http.MethodPost && isRPCPath(r.URL.Path) {
+		serveRPC(w, r, status)
 		return
 	}
 	body, _ := io.ReadAll(io.LimitReader(r.Body, maxEchoBody))
