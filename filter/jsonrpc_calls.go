@@ -235,14 +235,7 @@ func (s *Stream) addCallKeys(ri int, rs steps, r *rpcState) bool {
 		}
 		if lt, li := overCapacity(rule, tier, cost); li >= 0 {
 			v := verdict{rule: ri, limit: li, tier: lt, reason: reasonCostExceedsCapacity, call: call}
-			if rule.Shadow {
-				s.pol.metrics.rules[ri].shadowDenied.Increment(1)
-				s.noteShadowDenial(v)
-				return false
-			}
-			s.pol.metrics.rules[ri].denied.Increment(1)
-			s.reject(&v)
-			return true
+			return s.refuseCall(&v)
 		}
 	}
 	for k := range r.ends {
