@@ -355,3 +355,30 @@ func TestShadowCallRule(t *testing.T) {
 		t.Fatalf("%+v; want the shadow call charging search 4", o)
 	}
 }
+
+// A key whose summed cost is above a limit's capacity refuses the batch
+// at once, cost_exceeds_capacity naming the key's first call, before any
+// call to Redis; under a shadow rule it is counted as would_deny and
+// charges nothing. No single call is over capacity: only the sum is.
+func TestBatchKeyOverCapacity(t *testing.T) {
+	body := jsonArray(toolMsg(1, "search"), toolMsg(2, "deep"), toolMsg(3, "search"), toolMsg(4, "deep"))
+	h := toolsHost(t, "", 9, nil) // deep: 5 + 5 > 9
+	if o := h.sendCalls(body, "x-user=u"); o.status != 400 || o.fcalls != 0 ||
+		!strings.Contains(o.body, `"error":"cost_exceeds_capacity"`) || !strings.Contains(o.body, `"call":1`) {
+		t.Fatalf("%+v; want 400 cost_exceeds_capacity at call 1 (deep's first), no call", o)
+	}
+	if got := h.Counters["ratelimit.rule.tools.denied"]; got != 1 {
+		t.Fatalf("denied %d; want 1", got)
+	}
+	if o := h.sendCalls(jsonArray(toolMsg(1, "search"), toolMsg(2, "deep")), "x-user=u"); o.status != 0 || !slices.Equal(o.costs, []int64{2, 5}) {
+		t.Fatalf("%+v; want the batch within capacity admitted", o)
+	}
+	h = toolsHost(t, "", 9, nil)
+	h.plugin.cfg.Rules[0].Shadow = true
+	if o := h.sendCalls(body, "x-user=u"); o.status != 0 || o.fcalls != 0 {
+		t.Fatalf("shadow: %+v; want admitted, no call", o)
+	}
+	if got := h.Counters["ratelimit.rule.tools.would_deny"]; got != 1 {
+		t.Fatalf("shadow: would_deny %d; want 1", got)
+	}
+}
