@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redisrate/envoy-redis-ratelimit/filter/config"
 	"github.com/redisrate/envoy-redis-ratelimit/filter/filtertest"
 )
 
@@ -91,5 +92,35 @@ func TestNearHeaderOncePerLimit(t *testing.T) {
 	st.OnDone()
 	if got := fs.Response["x-near"]; got != `"per-hour";r=7` {
 		t.Fatalf("x-near: %s; want \"per-hour\";r=7 (key a's)", got)
+	}
+}
+
+// An array of one call is a batch: its refusal is an array of one error
+// object, and it counts in ratelimit.jsonrpc.batches; a lone object is
+// answered with an object. A body that is not JSON-RPC counts in neither
+// metric, however many of its elements are calls.
+func TestArrayOfOneIsABatch(t *testing.T) {
+	h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.refuse, sp.j.Refusal = true, config.RefusalJSONRPC })
+	o := h.sendCalls(jsonArray(toolMsg(7, "nope")), "x-user=u")
+	if o.status != 200 || !strings.HasPrefix(o.body, `[{"jsonrpc":"2.0","id":7,`) || !strings.HasSuffix(o.body, "}]") {
+		t.Fatalf("%+v; want 200 and an array of one error object, id 7", o)
+	}
+	if c, b := h.Counters["ratelimit.jsonrpc.calls"], h.Counters["ratelimit.jsonrpc.batches"]; c != 1 || b != 1 {
+		t.Fatalf("metrics: calls %d, batches %d; want 1, 1", c, b)
+	}
+	o = h.sendCalls(toolMsg(8, "nope"), "x-user=u")
+	if o.status != 200 || !strings.HasPrefix(o.body, `{"jsonrpc":"2.0","id":8,`) {
+		t.Fatalf("%+v; want 200 and one error object, id 8", o)
+	}
+	for _, body := range []string{
+		jsonArray(toolMsg(1, "search"), `{"jsonrpc":"1.0","id":2,"method":"tools/call"}`),
+		jsonArray(toolMsg(1, "search"), `{"jsonrpc":"2.0","id":NaN,"method":"tools/call"}`),
+	} {
+		if o := h.sendCalls(body, "x-user=u"); o.status != 400 || o.fcalls != 0 {
+			t.Fatalf("%s: %+v; want 400, not JSON-RPC", body, o)
+		}
+	}
+	if c, b := h.Counters["ratelimit.jsonrpc.calls"], h.Counters["ratelimit.jsonrpc.batches"]; c != 2 || b != 1 {
+		t.Fatalf("metrics after bodies not JSON-RPC: calls %d, batches %d; want 2, 1 as before", c, b)
 	}
 }
