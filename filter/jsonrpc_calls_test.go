@@ -336,6 +336,10 @@ func TestParsedMCPRules(t *testing.T) {
 	if o.status != 0 || o.fcalls != 1 || !slices.Equal(o.keys, want) || !slices.Equal(o.costs, []int64{2, 1, 1, 1, 11}) {
 		t.Fatalf("%+v; want one call charging %q 2, 1, 1, 1, 11", o, want)
 	}
+	// Three rules read the body: its calls are read, and counted, once.
+	if c, b := h.Counters["ratelimit.jsonrpc.calls"], h.Counters["ratelimit.jsonrpc.batches"]; c != 6 || b != 1 {
+		t.Fatalf("metrics: calls %d, batches %d; want 6, 1: once per request", c, b)
+	}
 }
 
 // A shadow jsonrpc rule never refuses: a name its table refuses, or too
