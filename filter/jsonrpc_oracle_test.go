@@ -248,19 +248,22 @@ func oPart(v string) string {
 	return b.String()
 }
 
-// oCharge is one key's expected charge.
+// oCharge is one key's expected charge, and the index in the body of
+// the call that opened it (-1: none, the request's key).
 type oCharge struct {
-	key  string
-	cost int64
+	key   string
+	cost  int64
+	first int
 }
 
-// oMerge adds cost to key in charges, a new key last (first appearance).
-func oMerge(charges []oCharge, key string, cost int64) []oCharge {
+// oMerge adds cost to key in charges, a new key last (first appearance,
+// opened by call first).
+func oMerge(charges []oCharge, key string, cost int64, first int) []oCharge {
 	for i := range charges {
 		if charges[i].key == key {
 			charges[i].cost += cost
 			return charges
 		}
 	}
-	return append(charges, oCharge{key, cost})
+	return append(charges, oCharge{key, cost, first})
 }

@@ -44,54 +44,66 @@ var (
 )
 
 // propExpect is what the oracle says of one request: refused for its
-// content (no call), or the one call's keys and costs.
+// content (no call), by rule for reason, naming the call of that index
+// (-1: none), in the JSON-RPC form when rpcForm; or the one call's keys
+// and costs.
 type propExpect struct {
 	refused bool
+	reason  string
+	rule    string
+	call    int
+	rpcForm bool
 	charges []oCharge
 }
 
-// propOracle is the expected outcome of user's body under rpcPropConfig.
+// propOracle is the expected outcome of user's body under rpcPropConfig,
+// its rules evaluated in order as the filter does: all of rpc's calls
+// (too_many_keys at the call that opens its 13th key), then its keys'
+// capacity, then tools' calls (unknown_tool, too_many_keys at a 5th
+// key) and capacity.
 func propOracle(prefix, user, body string) propExpect {
 	calls, _, ok := oracleRead(body)
 	if !ok {
-		return propExpect{refused: true}
+		return propExpect{refused: true, reason: "unreadable_body", rule: "rpc", call: -1}
 	}
 	var rpc, tools []oCharge
-	for _, c := range calls {
-		if c.kind == oResponse {
+	for i, c := range calls {
+		if c.kind == oResponse || c.method == "ping" || c.method == "" { // "": the key part missing, skipped
 			continue
 		}
-		if c.method != "ping" && c.method != "" {
-			units, _ := propRPC.cost(c.method, c.raw)
-			if units > 0 {
-				rpc = oMerge(rpc, prefix+"{rpc|"+user+"}|"+oPart(c.method)+"}:0", units)
+		units, _ := propRPC.cost(c.method, c.raw)
+		if units > 0 {
+			if rpc = oMerge(rpc, prefix+"{rpc|"+user+"}|"+oPart(c.method)+"}:0", units, i); len(rpc) > 12 {
+				return propExpect{refused: true, reason: "too_many_keys", rule: "rpc", call: i}
 			}
 		}
-		if c.method == "tools/call" {
-			name, isString := oString(oLookup(c.raw, "params.name"))
-			units, refused := propTools.cost(name, c.raw)
-			if !isString || name == "" || refused {
-				return propExpect{refused: true}
-			}
-			if units > 0 {
-				tools = oMerge(tools, prefix+"{tools|"+user+"}|"+oPart(name)+"}:0", units)
-			}
-		}
-	}
-	if len(rpc) > 12 || len(tools) > 4 {
-		return propExpect{refused: true} // too_many_keys
 	}
 	for _, c := range rpc {
 		if c.cost > 1500 {
-			return propExpect{refused: true} // cost_exceeds_capacity
+			return propExpect{refused: true, reason: "cost_exceeds_capacity", rule: "rpc", call: c.first}
+		}
+	}
+	for i, c := range calls {
+		if c.kind == oResponse || c.method != "tools/call" {
+			continue
+		}
+		name, _ := oString(oLookup(c.raw, "params.name"))
+		units, refused := propTools.cost(name, c.raw)
+		if refused {
+			return propExpect{refused: true, reason: "unknown_tool", rule: "tools", call: i, rpcForm: true}
+		}
+		if units > 0 {
+			if tools = oMerge(tools, prefix+"{tools|"+user+"}|"+oPart(name)+"}:0", units, i); len(tools) > 4 {
+				return propExpect{refused: true, reason: "too_many_keys", rule: "tools", call: i, rpcForm: true}
+			}
 		}
 	}
 	for _, c := range tools {
 		if c.cost > 60 {
-			return propExpect{refused: true}
+			return propExpect{refused: true, reason: "cost_exceeds_capacity", rule: "tools", call: c.first, rpcForm: true}
 		}
 	}
-	all := append(append(rpc, tools...), oCharge{prefix + "{plain|" + user + "}:0", 1})
+	all := append(append(rpc, tools...), oCharge{prefix + "{plain|" + user + "}:0", 1, -1})
 	return propExpect{charges: all}
 }
 
@@ -180,8 +192,52 @@ func parseDecide(t *testing.T, args []string, reply []byte) rpcFCall {
 	return c
 }
 
-// reasonRE finds a refusal's reason in either form's body.
-var reasonRE = regexp.MustCompile(`"reason":"([^"]+)"|"error":"([a-z_]+)"`)
+// reasonRE finds a refusal's reason in either form's body, ruleRE its
+// rule, callRE the call it names.
+var (
+	reasonRE = regexp.MustCompile(`"reason":"([^"]+)"|"error":"([a-z_]+)"`)
+	ruleRE   = regexp.MustCompile(`"rule":"([^"]+)"`)
+	callRE   = regexp.MustCompile(`"call":(\d+)`)
+)
+
+// refusalNames reads a refusal body's (first object's) reason, rule, and
+// the call it names, -1 when none.
+func refusalNames(body string) (reason, rule string, call int) {
+	if m := reasonRE.FindStringSubmatch(body); m != nil {
+		reason = m[1] + m[2]
+	}
+	if m := ruleRE.FindStringSubmatch(body); m != nil {
+		rule = m[1]
+	}
+	call = -1
+	if m := callRE.FindStringSubmatch(body); m != nil {
+		call, _ = strconv.Atoi(m[1])
+	}
+	return reason, rule, call
+}
+
+// oracleIDs is the number of requests (calls with an id) in body.
+func oracleIDs(body string) (int, bool) {
+	calls, _, ok := oracleRead(body)
+	n := 0
+	for _, c := range calls {
+		if c.kind == oRequest {
+			n++
+		}
+	}
+	return n, ok
+}
+
+// deniedBy reports whether a check of rule, on a key first opened by
+// call (-1: none named), is one d denies.
+func deniedBy(charges []oCharge, d algorithms.Decision, rule string, call int) bool {
+	for i, ch := range charges {
+		if i < len(d.Results) && !d.Results[i].Allowed && strings.Contains(ch.key, "{"+rule+"|") && ch.first == call {
+			return true
+		}
+	}
+	return false
+}
 
 // snapshotLua lists every key under a prefix (SCAN), sorted, each with its
 // DUMP: equal snapshots hold equal state.
@@ -256,8 +312,14 @@ func TestJSONRPCBatchesMatchModel(t *testing.T) {
 			}
 			checkRPCErrors(t, fs, body)
 			content++
-			if m := reasonRE.FindStringSubmatch(fs.Body); m != nil {
-				reasons[m[1]+m[2]]++
+			reason, rule, call := refusalNames(fs.Body)
+			reasons[reason]++
+			status := 400
+			if ids, _ := oracleIDs(body); want.rpcForm && ids > 0 {
+				status = 200
+			}
+			if fs.Status != status || reason != want.reason || rule != want.rule || call != want.call {
+				fail("refused %d %s; want %d, %s by rule %s at call %d", fs.Status, fs.Body, status, want.reason, want.rule, want.call)
 			}
 			continue
 		}
@@ -300,6 +362,9 @@ func TestJSONRPCBatchesMatchModel(t *testing.T) {
 			}
 			checkRPCErrors(t, fs, body)
 			denied++
+			if reason, rule, call := refusalNames(fs.Body); reason != "rate_limited" || !deniedBy(want.charges, m, rule, call) {
+				fail("refused %d %s; want rate_limited by a rule and call whose key Redis denied (%+v)", fs.Status, fs.Body, m.Results)
+			}
 		default:
 			admitted++
 			if n, _, _ := oracleRead(body); len(n) >= 100 {
