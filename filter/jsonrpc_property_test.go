@@ -272,9 +272,10 @@ func snapshot(t *testing.T, prefix string) []string {
 // written with encoding/json and the library's Go model: the one call
 // holds exactly the oracle's keys, in first-appearance order, each
 // charged the sum of its calls' costs; Redis decides as the model does at
-// the script's time; the filter admits exactly what Redis admits; and a
-// refused batch (by Redis or for its content) leaves every key under the
-// prefix as it was.
+// the script's time; the filter admits exactly what Redis admits; a
+// refusal names the reason, rule and call the oracle (or Redis's
+// decision) says, with its form's status; and a refused batch (by Redis
+// or for its content) leaves every key under the prefix as it was.
 func TestJSONRPCBatchesMatchModel(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
