@@ -269,15 +269,18 @@ func TestLargestBatchDecided(t *testing.T) {
 // on_unreadable_body deny it is refused, nothing called.
 func TestUnreadableCalls(t *testing.T) {
 	h := toolsHost(t, "", 100, func(sp *rpcSpec) { sp.j.MaxCalls = 2 })
-	for _, c := range []struct{ body, why string }{
-		{jsonArray(toolMsg(1, "a"), toolMsg(2, "b"), toolMsg(3, "c")), "more than max_calls calls"},
-		{`[1]`, "not a JSON-RPC request"},
-		{`[]`, "not a JSON-RPC request"},
-		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, "only in case"},
+	for _, c := range []struct {
+		body, why string
+		status    int
+	}{
+		{jsonArray(toolMsg(1, "a"), toolMsg(2, "b"), toolMsg(3, "c")), "more than max_calls calls", 413},
+		{`[1]`, "not a JSON-RPC request", 400},
+		{`[]`, "not a JSON-RPC request", 400},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","Name":"b"}}`, "only in case", 400},
 	} {
 		o := h.sendCalls(c.body, "x-user=u")
-		if o.status < 400 || o.fcalls != 0 || !strings.Contains(o.body, `"error":"unreadable_body"`) || !strings.Contains(o.body, c.why) {
-			t.Errorf("%s: %+v; want refused as unreadable (%s), no call", c.body, o, c.why)
+		if o.status != c.status || o.fcalls != 0 || !strings.Contains(o.body, `"error":"unreadable_body"`) || !strings.Contains(o.body, c.why) {
+			t.Errorf("%s: %+v; want %d, unreadable (%s), no call", c.body, o, c.status, c.why)
 		}
 	}
 	if o := h.sendCalls("", "x-user=u"); o.status != 0 || o.fcalls != 0 {
