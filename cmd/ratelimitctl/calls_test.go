@@ -91,3 +91,42 @@ func TestCallKeyedRule(t *testing.T) {
 		t.Fatalf("another tool: status %d, want admitted", status)
 	}
 }
+
+// A rule whose call part comes first in its key: show takes the parts in
+// configured order (tool, then user), while the key, and list, hold the
+// request's part first: "<prefix>{late|alice}|search}".
+func TestCallPartFirstInConfig(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, `[{"name":"late","key":[{"source":"call","path":"params.name"},{"source":"header","name":"x-user"}],
+		"jsonrpc":{"protocol":"mcp","refusal":"http"},"limits":[{"name":"hour","algorithm":"sliding_log","limit":3,"window":"1h"}]}]`)
+	p := newProxy(t, e)
+	call := func(tool string) string {
+		return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `"}}`
+	}
+	if status := p.postCalls(t, "["+call("search")+","+call("search")+","+call("fetch")+"]"); status != 0 {
+		t.Fatalf("batch: status %d", status)
+	}
+	want := e.prefix + "{late|alice}|search}"
+	if got := e.key("late", "search", "alice"); got != want {
+		t.Fatalf("key %q, want %q", got, want)
+	}
+	var sh shown
+	e.json(&sh, "show", "--rule", "late", "search", "alice")
+	checkLimits(t, "search", sh.Limits, limitShown{Name: "hour", Algorithm: "sliding_log", Limit: 3, Used: 2})
+	if sh.Key != want {
+		t.Fatalf("show: %+v; want key %q", sh, want)
+	}
+	var l listed
+	e.json(&l, "list", "--rule", "late")
+	var parts []string
+	for _, k := range l.Keys {
+		var ps []string
+		for _, p := range k.Parts {
+			ps = append(ps, p.Value)
+		}
+		parts = append(parts, strings.Join(ps, " "))
+	}
+	if !slices.Equal(parts, []string{"alice fetch", "alice search"}) {
+		t.Fatalf("list: %q; want the request's part first, as the key holds it", parts)
+	}
+}
