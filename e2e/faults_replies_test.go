@@ -42,7 +42,8 @@ func faultWrongShape(t *testing.T, mode string) int64 {
 		p.SetCanned(nil)
 		l.waitMore("decisions through to Redis again", &l.decisions)
 	})
-	// Epoch reads may get a canned reply too: an error, and no answer.
+	// Epoch reads and ACL WHOAMI may get a canned reply too: an error, and
+	// no answer.
 	canned, errs := p.Canned.Load(), l.metric("ratelimit.redis.errors")
 	if errs < canned || l.failures.Load() != decisionErrors(l.tg) {
 		t.Fatalf("%d wrong replies served, %d Redis errors, %d failure-mode answers: every wrong reply must be an error answered by the failure mode",
