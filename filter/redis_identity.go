@@ -64,9 +64,7 @@ type whoamiCallout redisLink
 func (w *whoamiCallout) onReply(vm *Plugin, r scriptReply) {
 	l := (*redisLink)(w)
 	l.callouts.remove(l.identity.id)
-	if !l.onIdentityReply(r.ok, r.resp, vm.host.Now()) {
-		vm.top().metrics.redisErrors.Increment(1) // garbled: not Redis's answer to WHOAMI
-	}
+	l.onIdentityReply(r.ok, r.resp, vm.host.Now())
 }
 
 func (w *whoamiCallout) overdue(vm *Plugin, now time.Time) {
@@ -83,8 +81,8 @@ func (w *whoamiCallout) overdue(vm *Plugin, now time.Time) {
 // AUTH: check redis.username/redis.password); the init is redone and
 // AUTH sent, as for a call's -NOAUTH, and the user is asked again. A
 // reply that is neither a user name nor an error (a proxy's garbled
-// answer) names no user: it is asked again, and false returned.
-func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) bool {
+// answer) names no user: it is asked again.
+func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) {
 	l.identity.pending = false
 	want := l.cfg.Username
 	if want == "" {
@@ -93,13 +91,13 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) bool {
 	v, _, err := redisproto.Decode(reply)
 	if !ok || err != nil {
 		l.identity.due = true // lost or garbled: asked again a second later
-		return false
+		return
 	}
 	if rerr, _ := v.Err().(*redisproto.Error); rerr != nil && rerr.Prefix() == "NOAUTH" {
 		l.identity.due = true
 		l.health.fail(now, rerr, l.mode)
 		l.relink(now)
-		return true
+		return
 	}
 	if v.Err() != nil {
 		l.identity.wrong = false
@@ -107,15 +105,15 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) bool {
 			// Not Redis's refusal: a proxy in between (Envoy's redis_proxy
 			// answers "unsupported command") does not pass ACL at all.
 			l.identity.log.log(LogInfo, "ratelimit: redis: ACL WHOAMI not answered by Redis ("+v.Err().Error()+"): a proxy in between, such as Envoy's redis_proxy, does not pass it, so the filter cannot check which user reaches Redis; the proxy's own credentials decide that")
-			return true
+			return
 		}
 		l.identity.log.log(LogWarn, "ratelimit: redis: ACL WHOAMI refused ("+v.Err().Error()+"): the filter cannot check which user its connection runs as; grant the filter's user +acl|whoami (deploy/redis/users.acl)")
-		return true
+		return
 	}
 	got, terr := v.Text()
 	if terr != nil {
 		l.identity.due = true
-		return false
+		return
 	}
 	l.identity.wrong = got != want
 	if l.identity.wrong {
@@ -125,7 +123,6 @@ func (l *redisLink) onIdentityReply(ok bool, reply []byte, now time.Time) bool {
 		l.identity.log.log(LogCritical, "ratelimit: redis: the proxy's Redis connection runs as user "+redisfail.QuoteUser(got)+", not "+redisfail.QuoteUser(want)+
 			": Redis refused redis.username/redis.password and Higress kept the connection as the default user; no call is sent and requests get failure_mode until it runs as "+redisfail.QuoteUser(want))
 	}
-	return true
 }
 
 // onMissingFunction reports a reply saying the library is not loaded.

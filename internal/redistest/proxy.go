@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +22,9 @@ type Proxy struct {
 	// Canned counts commands answered with the canned reply; Rewritten,
 	// those the rewrite function changed.
 	Canned, Rewritten atomic.Int64
+	// CannedACL counts the canned replies that answered an ACL command
+	// (the Higress build's WHOAMI), which no decision waits for.
+	CannedACL atomic.Int64
 
 	upstream string
 	mu       sync.Mutex
@@ -135,6 +139,9 @@ func (p *Proxy) serve(c net.Conn) {
 		}
 		if canned != nil {
 			p.Canned.Add(1)
+			if len(args) > 0 && strings.EqualFold(args[0], "ACL") {
+				p.CannedACL.Add(1)
+			}
 			if _, err := c.Write(canned); err != nil {
 				return
 			}
